@@ -1,0 +1,228 @@
+//! Every `MCAST_*` setting, read in one place.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `MCAST_RANK` | this process's rank (set by mclaunch) | unset: run as a single rank |
+//! | `MCAST_SIZE` | number of ranks (set by mclaunch) | 1 |
+//! | `MCAST_RENDEZVOUS` | `host:port` of mclaunch's rendezvous (set by mclaunch) | — |
+//! | `MCAST_TOKEN` | per-job secret, hex (set by mclaunch) | — |
+//! | `MCAST_BIND` | IP address this rank listens on for peers | `127.0.0.1` |
+//! | `MCAST_PACKET_BYTES` | payload bytes per packet | 65536 |
+//! | `MCAST_FORWARDING` | `fpfs` or `fcfs` NI forwarding discipline | `fpfs` |
+//! | `MCAST_TIMEOUT_SECS` | bound on any one wait inside a collective (and on bootstrap) | 120 |
+//! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
+//!
+//! mclaunch also honours `MCAST_RENDEZVOUS_TIMEOUT_SECS` (its own deadline for all
+//! ranks to show up; default 30) — that one is read by the launcher, listed here so
+//! that all the names live in one table.
+
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::Algorithm;
+
+pub const ENV_RANK: &str = "MCAST_RANK";
+pub const ENV_SIZE: &str = "MCAST_SIZE";
+pub const ENV_RENDEZVOUS: &str = "MCAST_RENDEZVOUS";
+pub const ENV_TOKEN: &str = "MCAST_TOKEN";
+pub const ENV_BIND: &str = "MCAST_BIND";
+pub const ENV_PACKET_BYTES: &str = "MCAST_PACKET_BYTES";
+pub const ENV_FORWARDING: &str = "MCAST_FORWARDING";
+pub const ENV_TIMEOUT_SECS: &str = "MCAST_TIMEOUT_SECS";
+pub const ENV_ALGORITHM: &str = "MCAST_ALGORITHM";
+pub const ENV_RENDEZVOUS_TIMEOUT_SECS: &str = "MCAST_RENDEZVOUS_TIMEOUT_SECS";
+
+/// Default payload bytes per packet.
+pub const DEFAULT_PACKET_BYTES: usize = 64 * 1024;
+/// Largest accepted packet payload (the wire format's payload length is u32, but
+/// anything this big defeats pipelining).
+pub const MAX_PACKET_BYTES: usize = 16 * 1024 * 1024;
+
+/// The NI forwarding discipline (digest §4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Forwarding {
+    /// First-Packet-First-Served: each packet goes to every child as it arrives.
+    #[default]
+    Fpfs,
+    /// First-Child-First-Served: the whole message goes to child 1, then child 2, …
+    Fcfs,
+}
+
+impl std::str::FromStr for Forwarding {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s.to_ascii_lowercase().as_str() {
+            "fpfs" => Ok(Forwarding::Fpfs),
+            "fcfs" => Ok(Forwarding::Fcfs),
+            other => Err(Error::InvalidArgument(format!(
+                "{ENV_FORWARDING}={other}: expected fpfs or fcfs"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Forwarding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Forwarding::Fpfs => "fpfs",
+            Forwarding::Fcfs => "fcfs",
+        })
+    }
+}
+
+/// Where this process sits in a job, from mclaunch's environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEnv {
+    pub rank: usize,
+    pub size: usize,
+    pub rendezvous: String,
+    pub token: String,
+}
+
+/// All runtime settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `None` when the program was started without mclaunch (a single rank).
+    pub job: Option<JobEnv>,
+    pub bind: String,
+    pub packet_bytes: usize,
+    pub forwarding: Forwarding,
+    pub timeout: Duration,
+    pub algorithm: Algorithm,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            job: None,
+            bind: "127.0.0.1".to_string(),
+            packet_bytes: DEFAULT_PACKET_BYTES,
+            forwarding: Forwarding::Fpfs,
+            timeout: Duration::from_secs(120),
+            algorithm: Algorithm::Auto,
+        }
+    }
+}
+
+fn parse<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, Error> {
+    v.trim()
+        .parse()
+        .map_err(|_| Error::InvalidArgument(format!("{name}={v:?} is not a valid value")))
+}
+
+impl Config {
+    /// Read the configuration from the process environment.
+    pub fn from_env() -> Result<Config, Error> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Read the configuration from any key lookup (used by tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, Error> {
+        let mut c = Config::default();
+        if let Some(v) = get(ENV_BIND) {
+            c.bind = v;
+        }
+        if let Some(v) = get(ENV_PACKET_BYTES) {
+            let p: usize = parse(ENV_PACKET_BYTES, &v)?;
+            if p == 0 || p > MAX_PACKET_BYTES {
+                return Err(Error::InvalidArgument(format!(
+                    "{ENV_PACKET_BYTES}={p}: must be in 1..={MAX_PACKET_BYTES}"
+                )));
+            }
+            c.packet_bytes = p;
+        }
+        if let Some(v) = get(ENV_FORWARDING) {
+            c.forwarding = v.parse()?;
+        }
+        if let Some(v) = get(ENV_TIMEOUT_SECS) {
+            let secs: f64 = parse(ENV_TIMEOUT_SECS, &v)?;
+            if !(secs > 0.0 && secs.is_finite()) {
+                return Err(Error::InvalidArgument(format!(
+                    "{ENV_TIMEOUT_SECS}={v}: must be a positive number"
+                )));
+            }
+            c.timeout = Duration::from_secs_f64(secs);
+        }
+        if let Some(v) = get(ENV_ALGORITHM) {
+            c.algorithm = v.parse()?;
+        }
+        if let Some(r) = get(ENV_RANK) {
+            let rank: usize = parse(ENV_RANK, &r)?;
+            let size: usize = match get(ENV_SIZE) {
+                Some(s) => parse(ENV_SIZE, &s)?,
+                None => {
+                    return Err(Error::InvalidArgument(format!(
+                        "{ENV_RANK} is set but {ENV_SIZE} is not"
+                    )))
+                }
+            };
+            if size == 0 || rank >= size {
+                return Err(Error::InvalidArgument(format!(
+                    "{ENV_RANK}={rank} must be below {ENV_SIZE}={size}"
+                )));
+            }
+            let need = |name: &str| {
+                get(name).ok_or_else(|| {
+                    Error::InvalidArgument(format!("{ENV_RANK} is set but {name} is not"))
+                })
+            };
+            c.job = Some(JobEnv {
+                rank,
+                size,
+                rendezvous: need(ENV_RENDEZVOUS)?,
+                token: need(ENV_TOKEN)?,
+            });
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, Error> {
+        let m: HashMap<String, String> =
+            pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_without_launcher() {
+        let c = cfg(&[]).unwrap();
+        assert!(c.job.is_none());
+        assert_eq!(c.packet_bytes, DEFAULT_PACKET_BYTES);
+        assert_eq!(c.forwarding, Forwarding::Fpfs);
+    }
+
+    #[test]
+    fn parses_everything() {
+        let c = cfg(&[
+            (ENV_RANK, "2"),
+            (ENV_SIZE, "4"),
+            (ENV_RENDEZVOUS, "127.0.0.1:9"),
+            (ENV_TOKEN, "ab"),
+            (ENV_PACKET_BYTES, "1000"),
+            (ENV_FORWARDING, "FCFS"),
+            (ENV_TIMEOUT_SECS, "2.5"),
+            (ENV_ALGORITHM, "kbinomial:3"),
+        ])
+        .unwrap();
+        assert_eq!(c.job.as_ref().unwrap().rank, 2);
+        assert_eq!(c.packet_bytes, 1000);
+        assert_eq!(c.forwarding, Forwarding::Fcfs);
+        assert_eq!(c.timeout, Duration::from_millis(2500));
+        assert_eq!(c.algorithm, Algorithm::KBinomial { k: Some(3) });
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        assert!(cfg(&[(ENV_PACKET_BYTES, "0")]).is_err());
+        assert!(cfg(&[(ENV_PACKET_BYTES, "x")]).is_err());
+        assert!(cfg(&[(ENV_FORWARDING, "lifo")]).is_err());
+        assert!(cfg(&[(ENV_TIMEOUT_SECS, "-1")]).is_err());
+        assert!(cfg(&[(ENV_RANK, "4"), (ENV_SIZE, "4")]).is_err());
+        assert!(cfg(&[(ENV_RANK, "0"), (ENV_SIZE, "4")]).is_err()); // no rendezvous
+    }
+}
