@@ -40,6 +40,15 @@ pub enum RendezvousReply {
     Failed { reason: String },
 }
 
+/// The first frame on every peer-to-peer data connection, sent by both ends.
+/// A connection whose token is not this job's is closed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerHello {
+    pub version: u16,
+    pub token: String,
+    pub rank: u32,
+}
+
 /// Write one length-prefixed postcard frame.
 pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> Result<(), Error> {
     let bytes = postcard::to_stdvec(msg)

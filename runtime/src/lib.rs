@@ -1,10 +1,29 @@
 //! mcast: an MPI-like, multicast-centred collective runtime.
+//!
+//! ```no_run
+//! let comm = mcast::init()?;
+//! let mut buf = vec![0u8; 1024];
+//! if comm.rank() == 0 { buf.fill(7); }
+//! comm.bcast(0, &mut buf)?;
+//! assert!(buf.iter().all(|&b| b == 7));
+//! # Ok::<(), mcast::Error>(())
+//! ```
+//!
+//! Layout: [`comm`] is the API; [`engine`] the sans-IO smart-NI engine;
+//! [`wire`] the packet format; `net` the tokio/TCP driver; [`bootstrap`] the
+//! control plane with mclaunch; [`config`] every `MCAST_*` setting.
 
 pub mod algorithm;
 pub mod bootstrap;
+pub mod comm;
 pub mod config;
+pub mod engine;
 pub mod error;
+mod inbox;
+mod net;
+pub mod wire;
 
 pub use algorithm::Algorithm;
+pub use comm::{init, Comm, Received};
 pub use config::{Config, Forwarding};
 pub use error::Error;

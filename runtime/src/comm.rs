@@ -1,0 +1,337 @@
+//! The communicator: the user-facing API.
+//!
+//! A `Comm` spans every rank of the job. Collectives (`barrier`, `bcast*`) must
+//! be called by every rank in the same order, as in MPI; a `Comm` is `Send` but
+//! not `Sync`, so calls on one communicator come from one thread at a time.
+//!
+//! Multicast is not collective: the source calls [`Comm::multicast`] with an
+//! arbitrary destination set, and each destination calls
+//! [`Comm::recv_multicast`] once per multicast aimed at it, knowing nothing of
+//! the set (the packet headers tell each NI what to forward).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use mcast_algorithms::ceil_log2;
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::engine::packet_count;
+use crate::inbox::Inbox;
+use crate::net::{Cmd, Net};
+use crate::wire::Member;
+use crate::{Algorithm, Config, Error};
+
+/// One multicast as seen by a destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// The rank that called `multicast`.
+    pub source: usize,
+    /// The payload (derefs to `[u8]`).
+    pub data: Bytes,
+}
+
+/// A communicator over all ranks of the job.
+pub struct Comm {
+    cfg: Config,
+    rank: usize,
+    size: usize,
+    job: u32,
+    net: Option<Net>,
+    inbox: Arc<Inbox>,
+    /// Collective sequence number (every rank counts the same collectives).
+    seq: Cell<u64>,
+    /// This rank's multicast number, as a source.
+    mcast_seq: Cell<u64>,
+    /// Per destination: how many multicasts this rank has sent it.
+    ordinals: RefCell<HashMap<usize, u32>>,
+}
+
+/// Largest value `bcast_value` accepts.
+const MAX_VALUE_BYTES: u64 = 1 << 32;
+
+/// Join the job described by the environment (mclaunch sets it); a program
+/// started without mclaunch is a single rank (rank 0 of 1).
+///
+/// Also installs a `tracing` subscriber filtered by `RUST_LOG` (default
+/// `warn`), unless the program installed one already.
+pub fn init() -> Result<Comm, Error> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    Comm::with_config(Config::from_env()?)
+}
+
+impl Comm {
+    /// Join a job with an explicit configuration (see [`Config::from_env`]).
+    pub fn with_config(cfg: Config) -> Result<Comm, Error> {
+        let inbox = Arc::new(Inbox::new());
+        let (rank, size, job, net) = match &cfg.job {
+            None => (0, 1, 0, None),
+            Some(j) => {
+                let (net, job) = Net::start(&cfg, j, inbox.clone())?;
+                (j.rank, j.size, job, Some(net))
+            }
+        };
+        tracing::debug!(rank, size, job, "mcast initialised");
+        Ok(Comm {
+            cfg,
+            rank,
+            size,
+            job,
+            net,
+            inbox,
+            seq: Cell::new(0),
+            mcast_seq: Cell::new(0),
+            ordinals: RefCell::new(HashMap::new()),
+        })
+    }
+
+    /// This process's rank, in `0..size()`.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Number of ranks in the job.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The 32-bit id of this job (derived from its token; 0 for a lone rank).
+    pub fn job_id(&self) -> u32 {
+        self.job
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    fn next_seq(&self) -> u64 {
+        let s = self.seq.get();
+        self.seq.set(s + 1);
+        s
+    }
+
+    fn net(&self) -> Result<&Net, Error> {
+        if let Some(e) = self.inbox.failure() {
+            return Err(e);
+        }
+        self.net
+            .as_ref()
+            .ok_or_else(|| Error::Stopped("no network for a single rank".into()))
+    }
+
+    /// Block until every rank has entered the barrier (dissemination barrier:
+    /// ⌈log2 n⌉ rounds of point-to-point messages through the NI).
+    pub fn barrier(&self) -> Result<(), Error> {
+        let seq = self.next_seq();
+        let _span = tracing::debug_span!("barrier", seq).entered();
+        if self.size == 1 {
+            return Ok(());
+        }
+        let net = self.net()?;
+        for round in 0..ceil_log2(self.size) {
+            let dist = 1usize << round;
+            let to = (self.rank + dist) % self.size;
+            let from = (self.rank + self.size - dist % self.size) % self.size;
+            net.send(Cmd::P2p {
+                to,
+                seq,
+                data: Bytes::copy_from_slice(&(round as u32).to_le_bytes()),
+            })?;
+            let got = self.inbox.take_p2p(seq, from, self.cfg.timeout)?;
+            if got.as_ref() != (round as u32).to_le_bytes() {
+                return Err(Error::Protocol(format!(
+                    "barrier #{seq}: rank {from} sent round {got:?}, expected {round}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Broadcast `buf` from `root` to every rank, with the configured algorithm
+    /// (`MCAST_ALGORITHM`, default `auto`). Every rank passes a buffer of the
+    /// same length; the root's bytes end up in all of them.
+    pub fn bcast(&self, root: usize, buf: &mut [u8]) -> Result<(), Error> {
+        self.bcast_with(root, buf, self.cfg.algorithm)
+    }
+
+    /// Broadcast with an explicit algorithm. Only the root's choice matters:
+    /// the headers carry the tree, so the other ranks just follow them.
+    pub fn bcast_with(&self, root: usize, buf: &mut [u8], algo: Algorithm) -> Result<(), Error> {
+        if root >= self.size {
+            return Err(Error::InvalidArgument(format!(
+                "bcast root {root} is not a rank of a {}-rank communicator",
+                self.size
+            )));
+        }
+        let seq = self.next_seq();
+        let _span = tracing::debug_span!("bcast", seq, %algo, root, bytes = buf.len()).entered();
+        if self.size == 1 {
+            return Ok(());
+        }
+        let m = packet_count(buf.len(), self.cfg.packet_bytes);
+        let shape = algo.shape(self.size, m)?;
+        let net = self.net()?;
+        if self.rank == root {
+            return net.send(Cmd::Bcast {
+                seq,
+                data: Bytes::copy_from_slice(buf),
+                shape,
+            });
+        }
+        let mut got = 0u64;
+        let mut total: Option<u32> = None;
+        while total.is_none_or(|t| got < t as u64) {
+            for p in self.inbox.take_bcast(seq, self.cfg.timeout, root)? {
+                let h = p.header;
+                if h.root as usize != root {
+                    return Err(Error::ArgumentMismatch {
+                        op: format!("bcast #{seq}"),
+                        detail: format!(
+                            "rank {} broadcasts as root, this rank ({}) passed root {root}",
+                            h.root, self.rank
+                        ),
+                    });
+                }
+                if h.msg_len != buf.len() as u64 {
+                    return Err(Error::ArgumentMismatch {
+                        op: format!("bcast #{seq}"),
+                        detail: format!(
+                            "root {root} sends {} bytes, this rank ({}) passed a {}-byte buffer",
+                            h.msg_len,
+                            self.rank,
+                            buf.len()
+                        ),
+                    });
+                }
+                let off = h.offset as usize;
+                // Header decoding guarantees offset + payload_len <= msg_len.
+                buf[off..off + p.payload.len()].copy_from_slice(&p.payload);
+                got += 1;
+                total = Some(h.pkt_count);
+            }
+        }
+        Ok(())
+    }
+
+    /// Broadcast any serde value from `root`: on return, every rank's `value`
+    /// equals the root's. (Two bcasts: the encoded length, then the bytes.)
+    pub fn bcast_value<T: Serialize + DeserializeOwned>(&self, root: usize, value: &mut T) -> Result<(), Error> {
+        let mut bytes = if self.rank == root {
+            postcard::to_stdvec(value).map_err(|e| Error::InvalidArgument(format!("cannot encode value: {e}")))?
+        } else {
+            Vec::new()
+        };
+        let mut len = (bytes.len() as u64).to_le_bytes();
+        self.bcast(root, &mut len)?;
+        let len = u64::from_le_bytes(len);
+        if len > MAX_VALUE_BYTES {
+            return Err(Error::Protocol(format!("bcast_value of {len} bytes")));
+        }
+        bytes.resize(len as usize, 0);
+        self.bcast(root, &mut bytes)?;
+        if self.rank != root {
+            *value = postcard::from_bytes(&bytes)
+                .map_err(|e| Error::ArgumentMismatch {
+                    op: "bcast_value".into(),
+                    detail: format!("the root's value does not decode as this rank's type: {e}"),
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Multicast `data` from this rank to `dests`, with the configured algorithm.
+    ///
+    /// * `dests` is any set of ranks; duplicates are ignored.
+    /// * The source itself is never a destination: if it appears in `dests` it is
+    ///   skipped (it already has the data, and must not call `recv_multicast`).
+    /// * An empty set (or the source alone) sends nothing and returns `Ok`.
+    /// * A rank out of range is an [`Error::InvalidArgument`] and nothing is sent.
+    ///
+    /// Returns once the data is handed to the NI (the buffer may be reused).
+    pub fn multicast(&self, dests: &[usize], data: &[u8]) -> Result<(), Error> {
+        self.multicast_with(dests, data, self.cfg.algorithm)
+    }
+
+    /// Multicast with an explicit algorithm. The tree is built over a chain of
+    /// the source followed by the destinations in rank order rotated to start
+    /// after the source.
+    pub fn multicast_with(&self, dests: &[usize], data: &[u8], algo: Algorithm) -> Result<(), Error> {
+        if let Some(bad) = dests.iter().find(|&&d| d >= self.size) {
+            return Err(Error::InvalidArgument(format!(
+                "multicast destination {bad} is not a rank of a {}-rank communicator",
+                self.size
+            )));
+        }
+        let mut chain: Vec<usize> = dests.iter().copied().filter(|&d| d != self.rank).collect();
+        chain.sort_by_key(|&d| (d + self.size - self.rank) % self.size);
+        chain.dedup();
+        let shape = algo.shape(chain.len() + 1, packet_count(data.len(), self.cfg.packet_bytes))?;
+        let seq = self.mcast_seq.get();
+        let _span = tracing::debug_span!("multicast", seq, %algo, dests = chain.len(), bytes = data.len()).entered();
+        if chain.is_empty() {
+            return Ok(());
+        }
+        let net = self.net()?;
+        self.mcast_seq.set(seq + 1);
+        let mut ordinals = self.ordinals.borrow_mut();
+        let members = chain
+            .iter()
+            .map(|&d| {
+                let o = ordinals.entry(d).or_insert(0);
+                let m = Member {
+                    rank: d as u32,
+                    ordinal: *o,
+                };
+                *o = o.wrapping_add(1);
+                m
+            })
+            .collect();
+        net.send(Cmd::Multicast {
+            seq,
+            dests: members,
+            data: Bytes::copy_from_slice(data),
+            shape,
+        })
+    }
+
+    /// Receive the next multicast aimed at this rank, from any source. The
+    /// multicasts of one source arrive in the order it sent them. Fails with
+    /// [`Error::Timeout`] if none arrives within `MCAST_TIMEOUT_SECS`.
+    pub fn recv_multicast(&self) -> Result<Received, Error> {
+        self.recv_multicast_timeout(self.cfg.timeout)
+    }
+
+    /// [`Comm::recv_multicast`] with an explicit bound on the wait.
+    pub fn recv_multicast_timeout(&self, timeout: Duration) -> Result<Received, Error> {
+        let (source, data) = self.inbox.take_multicast(timeout)?;
+        Ok(Received { source, data })
+    }
+
+    /// Collective: a final barrier, then an orderly close of every connection.
+    /// (Dropping a `Comm` also closes it in order, without the barrier.)
+    pub fn finalize(mut self) -> Result<(), Error> {
+        let res = self.barrier();
+        if let Some(mut net) = self.net.take() {
+            net.shutdown();
+        }
+        res
+    }
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Comm")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("job", &self.job)
+            .finish()
+    }
+}

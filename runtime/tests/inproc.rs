@@ -1,0 +1,181 @@
+//! Ranks as threads of one process, with a minimal rendezvous: exercises the
+//! real TCP driver and engine without mclaunch. (Whole-process tests through
+//! mclaunch live in the workspace root's tests/.)
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcast::bootstrap::{self, Hello, RendezvousReply};
+use mcast::config::JobEnv;
+use mcast::{Algorithm, Comm, Config, Error, Forwarding};
+
+/// Serve one rendezvous for `n` ranks on a free port; returns its address.
+fn rendezvous(n: usize, token: &str) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let token = token.to_string();
+    std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        let mut addrs = vec![String::new(); n];
+        while conns.len() < n {
+            let (mut s, _) = l.accept().unwrap();
+            let h: Hello = bootstrap::read_frame(&mut s).unwrap();
+            assert_eq!(h.token, token);
+            addrs[h.rank as usize] = h.data_addr;
+            conns.push(s);
+        }
+        for mut s in conns {
+            bootstrap::write_frame(
+                &mut s,
+                &RendezvousReply::Table {
+                    job: bootstrap::job_id_from_token(&token),
+                    addrs: addrs.clone(),
+                },
+            )
+            .unwrap();
+        }
+    });
+    addr
+}
+
+fn run<F>(n: usize, tweak: impl Fn(&mut Config), f: F)
+where
+    F: Fn(Comm) -> Result<(), Error> + Send + Sync + 'static,
+{
+    let token = format!("tok{n}");
+    let addr = rendezvous(n, &token);
+    let f = Arc::new(f);
+    let handles: Vec<_> = (0..n)
+        .map(|rank| {
+            let mut cfg = Config {
+                job: Some(JobEnv {
+                    rank,
+                    size: n,
+                    rendezvous: addr.clone(),
+                    token: token.clone(),
+                }),
+                timeout: Duration::from_secs(20),
+                ..Config::default()
+            };
+            tweak(&mut cfg);
+            let f = f.clone();
+            std::thread::spawn(move || -> Result<(), Error> {
+                let comm = Comm::with_config(cfg)?;
+                f(comm)
+            })
+        })
+        .collect();
+    for (r, h) in handles.into_iter().enumerate() {
+        h.join().unwrap().unwrap_or_else(|e| panic!("rank {r}: {e}"));
+    }
+}
+
+fn pattern(seed: usize, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i.wrapping_mul(31) ^ seed) as u8).collect()
+}
+
+#[test]
+fn bcast_all_roots_algorithms_sizes() {
+    for fw in [Forwarding::Fpfs, Forwarding::Fcfs] {
+        run(
+            5,
+            |c| {
+                c.packet_bytes = 100;
+                c.forwarding = fw;
+            },
+            |comm| {
+                let mut case = 0;
+                for root in 0..comm.size() {
+                    for algo in Algorithm::ALL.into_iter().chain([Algorithm::KBinomial { k: Some(2) }]) {
+                        for len in [0usize, 1, 99, 100, 101, 307, 5000] {
+                            case += 1;
+                            let want = pattern(case, len);
+                            let mut buf = if comm.rank() == root { want.clone() } else { vec![0; len] };
+                            comm.bcast_with(root, &mut buf, algo)?;
+                            assert!(buf == want, "root {root} {algo} len {len}");
+                        }
+                    }
+                }
+                comm.finalize()
+            },
+        );
+    }
+}
+
+#[test]
+fn multicast_subsets_and_order() {
+    run(4, |c| c.packet_bytes = 64, |comm| {
+        let me = comm.rank();
+        // Source 0 sends three multicasts to {1,3}, then one to {2}; source 3 to {1}.
+        if me == 0 {
+            comm.multicast(&[], b"nothing")?;
+            comm.multicast(&[0], b"self only")?;
+            for i in 0..3u8 {
+                comm.multicast(&[3, 1, 1], &vec![i; 200])?;
+            }
+            comm.multicast(&[2], b"two")?;
+        }
+        if me == 3 {
+            comm.multicast(&[1], b"from three")?;
+        }
+        match me {
+            1 => {
+                let mut from0 = Vec::new();
+                let mut from3 = 0;
+                for _ in 0..4 {
+                    let r = comm.recv_multicast()?;
+                    if r.source == 0 {
+                        from0.push(r.data[0]);
+                        assert_eq!(r.data.len(), 200);
+                    } else {
+                        assert_eq!(r.source, 3);
+                        assert_eq!(&r.data[..], b"from three");
+                        from3 += 1;
+                    }
+                }
+                assert_eq!(from0, vec![0, 1, 2]);
+                assert_eq!(from3, 1);
+            }
+            2 => assert_eq!(&comm.recv_multicast()?.data[..], b"two"),
+            3 => {
+                for i in 0..3u8 {
+                    let r = comm.recv_multicast()?;
+                    assert_eq!((r.source, r.data[0]), (0, i));
+                }
+            }
+            _ => {}
+        }
+        assert!(comm.multicast(&[9], b"x").is_err());
+        comm.finalize()
+    });
+}
+
+#[test]
+fn mismatched_lengths_are_reported() {
+    run(3, |c| c.timeout = Duration::from_secs(5), |comm| {
+        let len = if comm.rank() == 2 { 10 } else { 20 };
+        let mut buf = vec![1u8; len];
+        let res = comm.bcast(0, &mut buf);
+        if comm.rank() == 2 {
+            assert!(matches!(res, Err(Error::ArgumentMismatch { .. })), "{res:?}");
+        } else {
+            res?;
+        }
+        comm.finalize()
+    });
+}
+
+#[test]
+fn bcast_value_round_trips() {
+    run(3, |_| {}, |comm| {
+        let mut v: (String, Vec<u32>) = if comm.rank() == 1 {
+            ("hi".into(), vec![1, 2, 3])
+        } else {
+            Default::default()
+        };
+        comm.bcast_value(1, &mut v)?;
+        assert_eq!(v, ("hi".to_string(), vec![1, 2, 3]));
+        comm.finalize()
+    });
+}
