@@ -1,1 +1,298 @@
-fn main() {}
+//! mcbench: broadcast latency, measured the osu_bcast way.
+//!
+//! For each message size: warm-up iterations first; then each timed iteration
+//! is one bcast from the root followed by an untimed barrier; each rank
+//! averages its own times; the table reports the average, minimum and maximum
+//! of those per-rank averages. Every received byte is checked (outside the
+//! timed region) and any mismatch exits non-zero.
+//!
+//! Run it under mclaunch (`mclaunch -n 8 mcbench`), or give `-n N` and it
+//! launches itself through the mclaunch found beside it.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use mcast::{Algorithm, Comm, Config, Forwarding};
+use serde::Serialize;
+
+/// osu_bcast's threshold between small and large messages.
+const LARGE_MESSAGE: usize = 8192;
+
+#[derive(Parser, Debug)]
+#[command(name = "mcbench", version, about = "Broadcast latency benchmark (osu_bcast method) for mcast")]
+struct Args {
+    /// Launch N ranks through mclaunch (when not already running under it).
+    #[arg(short = 'n', long = "np")]
+    np: Option<usize>,
+    /// Message sizes: MIN:MAX (powers of two from MIN to MAX), or just MAX.
+    #[arg(short = 'm', long = "message-size", default_value = "1:4194304")]
+    sizes: String,
+    /// Timed iterations per size (default 1000 below 8 KiB, 100 from 8 KiB).
+    #[arg(short = 'i', long = "iterations")]
+    iterations: Option<usize>,
+    /// Warm-up iterations per size (default 200 below 8 KiB, 10 from 8 KiB).
+    #[arg(short = 'x', long = "warmup")]
+    warmup: Option<usize>,
+    /// Algorithm: auto, flat, chain, binomial, kbinomial, kbinomial:K.
+    #[arg(long = "algo", default_value = "auto")]
+    algo: Algorithm,
+    /// The broadcasting rank.
+    #[arg(long, default_value_t = 0)]
+    root: usize,
+    /// NI forwarding discipline (overrides MCAST_FORWARDING): fpfs or fcfs.
+    #[arg(long)]
+    forwarding: Option<Forwarding>,
+    /// Packet payload bytes (overrides MCAST_PACKET_BYTES).
+    #[arg(long = "packet-bytes")]
+    packet_bytes: Option<usize>,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize, Debug)]
+struct Row {
+    size: usize,
+    avg_us: f64,
+    min_us: f64,
+    max_us: f64,
+    iterations: usize,
+}
+
+#[derive(Serialize, Debug)]
+struct Report {
+    benchmark: &'static str,
+    ranks: usize,
+    root: usize,
+    algorithm: String,
+    forwarding: String,
+    packet_bytes: usize,
+    results: Vec<Row>,
+}
+
+fn parse_sizes(s: &str) -> Result<Vec<usize>> {
+    let (lo, hi) = match s.split_once(':') {
+        Some((a, b)) => (a.trim().parse::<usize>()?, b.trim().parse::<usize>()?),
+        None => (1, s.trim().parse::<usize>()?),
+    };
+    if lo > hi {
+        bail!("message sizes {s}: MIN is above MAX");
+    }
+    let mut out = Vec::new();
+    if lo == 0 {
+        out.push(0);
+    }
+    let mut v = lo.max(1);
+    while v <= hi {
+        out.push(v);
+        v = match v.checked_mul(2) {
+            Some(n) => n,
+            None => break,
+        };
+    }
+    Ok(out)
+}
+
+/// The byte at `i` of iteration `iter`'s message of `size` bytes. Consecutive
+/// iterations differ in every byte, so a stale buffer never passes.
+fn fill(buf: &mut [u8], size: usize, iter: usize) {
+    let seed = (iter.wrapping_mul(7) ^ size.wrapping_mul(13)) as u8;
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = (i as u8).wrapping_add(seed);
+    }
+}
+
+fn check(buf: &[u8], size: usize, iter: usize) -> Option<usize> {
+    let seed = (iter.wrapping_mul(7) ^ size.wrapping_mul(13)) as u8;
+    buf.iter()
+        .enumerate()
+        .position(|(i, &b)| b != (i as u8).wrapping_add(seed))
+}
+
+fn self_launch(n: usize) -> Result<ExitCode> {
+    let me = std::env::current_exe().context("locating mcbench")?;
+    let beside = me.with_file_name("mclaunch");
+    let launcher = if beside.exists() { beside } else { "mclaunch".into() };
+    let mut args: Vec<String> = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        if a == "-n" || a == "--np" {
+            it.next();
+        } else if a.starts_with("--np=") || (a.starts_with("-n") && a.len() > 2) {
+        } else {
+            args.push(a);
+        }
+    }
+    let status = std::process::Command::new(&launcher)
+        .arg("-n")
+        .arg(n.to_string())
+        .arg(&me)
+        .args(&args)
+        .status()
+        .with_context(|| format!("running {}", launcher.display()))?;
+    Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
+}
+
+fn run(args: Args) -> Result<()> {
+    let sizes = parse_sizes(&args.sizes)?;
+    let mut cfg = Config::from_env()?;
+    if let Some(f) = args.forwarding {
+        cfg.forwarding = f;
+    }
+    if let Some(p) = args.packet_bytes {
+        if p == 0 || p > mcast::config::MAX_PACKET_BYTES {
+            bail!("--packet-bytes {p} out of range");
+        }
+        cfg.packet_bytes = p;
+    }
+    let comm = Comm::with_config(cfg)?;
+    let (rank, nranks) = (comm.rank(), comm.size());
+    if args.root >= nranks {
+        bail!("--root {} but only {nranks} ranks", args.root);
+    }
+    let bar = (rank == 0 && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(sizes.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} sizes {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let mut rows = Vec::new();
+    let mut buf = vec![0u8; *sizes.last().unwrap_or(&0)];
+    for &size in &sizes {
+        let large = size >= LARGE_MESSAGE;
+        let iters = args.iterations.unwrap_or(if large { 100 } else { 1000 }).max(1);
+        let warmup = args.warmup.unwrap_or(if large { 10 } else { 200 });
+        if let Some(b) = &bar {
+            b.set_message(format!("{size} B"));
+        }
+        let buf = &mut buf[..size];
+        comm.barrier()?;
+        let mut total = 0.0f64;
+        for i in 0..warmup + iters {
+            if rank == args.root {
+                fill(buf, size, i);
+            }
+            let t0 = Instant::now();
+            comm.bcast_with(args.root, buf, args.algo)?;
+            let dt = t0.elapsed().as_secs_f64();
+            if i >= warmup {
+                total += dt;
+            }
+            if rank != args.root {
+                if let Some(at) = check(buf, size, i) {
+                    bail!("rank {rank}: wrong byte at offset {at} of a {size}-byte bcast (iteration {i})");
+                }
+            }
+            comm.barrier()?;
+        }
+        let mine = total * 1e6 / iters as f64;
+        // Gather every rank's average at rank 0 (over multicast).
+        if rank != 0 {
+            comm.multicast(&[0], &mine.to_le_bytes())?;
+        } else {
+            let (mut sum, mut min, mut max) = (mine, mine, mine);
+            for _ in 1..nranks {
+                let r = comm.recv_multicast()?;
+                let v = f64::from_le_bytes(
+                    r.data[..]
+                        .try_into()
+                        .with_context(|| format!("bad timing report from rank {}", r.source))?,
+                );
+                sum += v;
+                min = min.min(v);
+                max = max.max(v);
+            }
+            rows.push(Row {
+                size,
+                avg_us: sum / nranks as f64,
+                min_us: min,
+                max_us: max,
+                iterations: iters,
+            });
+        }
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if rank == 0 {
+        let report = Report {
+            benchmark: "bcast",
+            ranks: nranks,
+            root: args.root,
+            algorithm: args.algo.to_string(),
+            forwarding: comm.config().forwarding.to_string(),
+            packet_bytes: comm.config().packet_bytes,
+            results: rows,
+        };
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            println!("# mcast Broadcast Latency Test (osu_bcast method)");
+            println!(
+                "# ranks: {}, root: {}, algorithm: {}, forwarding: {}, packet: {} B",
+                report.ranks, report.root, report.algorithm, report.forwarding, report.packet_bytes
+            );
+            println!("# Size       Avg Latency(us)     Min Latency(us)     Max Latency(us)  Iterations");
+            for r in &report.results {
+                println!(
+                    "{:<10}{:>18.2}{:>20.2}{:>20.2}{:>12}",
+                    r.size, r.avg_us, r.min_us, r.max_us, r.iterations
+                );
+            }
+        }
+    }
+    comm.finalize()?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Some(n) = args.np {
+        if std::env::var_os(mcast::config::ENV_RANK).is_none() {
+            return match self_launch(n) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("mcbench: {e:#}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+    }
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcbench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_sizes("1:16").unwrap(), vec![1, 2, 4, 8, 16]);
+        assert_eq!(parse_sizes("4").unwrap(), vec![1, 2, 4]);
+        assert_eq!(parse_sizes("0:2").unwrap(), vec![0, 1, 2]);
+        assert!(parse_sizes("8:4").is_err());
+        assert!(parse_sizes("x").is_err());
+    }
+
+    #[test]
+    fn stale_buffers_fail_the_check() {
+        let mut b = vec![0u8; 1000];
+        fill(&mut b, 1000, 3);
+        assert_eq!(check(&b, 1000, 3), None);
+        assert_eq!(check(&b, 1000, 4), Some(0));
+    }
+}

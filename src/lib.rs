@@ -1,0 +1,1 @@
+//! Workspace root package: owns mcbench, examples, benches and the whole-system tests.

@@ -1,0 +1,60 @@
+//! Helpers for whole-system tests: find the binaries, run them with a deadline.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A binary of this package.
+pub fn bin(name: &str) -> PathBuf {
+    match name {
+        "mcbench" => PathBuf::from(env!("CARGO_BIN_EXE_mcbench")),
+        "mcast-selftest" => PathBuf::from(env!("CARGO_BIN_EXE_mcast-selftest")),
+        other => panic!("unknown binary {other}"),
+    }
+}
+
+/// mclaunch, built beside this package's binaries by `cargo test --workspace`
+/// (or `cargo build --workspace`).
+pub fn mclaunch() -> PathBuf {
+    let p = bin("mcbench").with_file_name("mclaunch");
+    assert!(
+        p.exists(),
+        "{} is missing: run the tests with `cargo test --workspace` (or `cargo build --workspace` first)",
+        p.display()
+    );
+    p
+}
+
+/// Run `cmd` to completion, killing it (and, through mclaunch's own teardown,
+/// its ranks) if it is not done within `limit`. Panics on a timeout.
+pub fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = cmd.spawn().expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("wait"),
+        Err(_) => {
+            // SIGTERM lets mclaunch tear its ranks down; SIGKILL if it will not go.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let out = rx.recv_timeout(Duration::from_secs(10));
+            if out.is_err() {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
+    }
+}
+
+pub fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -1,0 +1,115 @@
+//! Whole-system tests: real processes through mclaunch, over loopback TCP.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{bin, mclaunch, run_bounded, text};
+
+/// `mclaunch -n N mcast-selftest` with the given forwarding discipline: every
+/// root × algorithm × size {0, 1, P−1, P, P+1, 3P+7, 8 MiB}, random multicast
+/// subsets (including the empty set and the source alone) and bursts.
+fn selftest(n: usize, forwarding: &str) {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", &n.to_string(), "--timeout", "240"])
+        .arg(bin("mcast-selftest"))
+        .env("MCAST_PACKET_BYTES", "4096")
+        .env("MCAST_FORWARDING", forwarding)
+        .env("MCAST_TIMEOUT_SECS", "60");
+    let out = run_bounded(cmd, Duration::from_secs(300));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "n={n} {forwarding}: {:?}\nstdout:\n{so}\nstderr:\n{se}", out.status);
+    for r in 0..n {
+        assert!(so.contains(&format!("rank {r} of {n} ok")), "rank {r} missing:\n{so}");
+    }
+}
+
+#[test]
+fn selftest_1_fpfs() {
+    selftest(1, "fpfs");
+}
+#[test]
+fn selftest_2_fpfs() {
+    selftest(2, "fpfs");
+}
+#[test]
+fn selftest_3_fcfs() {
+    selftest(3, "fcfs");
+}
+#[test]
+fn selftest_3_fpfs() {
+    selftest(3, "fpfs");
+}
+#[test]
+fn selftest_5_fpfs() {
+    selftest(5, "fpfs");
+}
+#[test]
+fn selftest_5_fcfs() {
+    selftest(5, "fcfs");
+}
+#[test]
+fn selftest_8_fpfs() {
+    selftest(8, "fpfs");
+}
+#[test]
+fn selftest_8_fcfs() {
+    selftest(8, "fcfs");
+}
+
+#[test]
+fn without_mclaunch_a_program_is_a_single_rank() {
+    let mut cmd = Command::new(bin("mcast-selftest"));
+    cmd.env_remove("MCAST_RANK").args(["--multicast-rounds", "5"]);
+    let out = run_bounded(cmd, Duration::from_secs(60));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{se}");
+    assert!(so.contains("rank 0 of 1 ok"), "{so}");
+}
+
+#[test]
+fn a_crashing_rank_fails_the_job_and_is_named() {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", "4", "--timeout", "60"])
+        .arg(bin("mcast-selftest"))
+        .args(["--crash-rank", "2"]);
+    let out = run_bounded(cmd, Duration::from_secs(90));
+    let (_, se) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "stderr:\n{se}");
+    assert!(se.contains("rank 2"), "stderr does not name rank 2:\n{se}");
+}
+
+#[test]
+fn mcbench_json_under_mclaunch() {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", "3", "--timeout", "60"])
+        .arg(bin("mcbench"))
+        .args(["-m", "1:8192", "-i", "5", "-x", "1", "--algo", "kbinomial", "--json"]);
+    let out = run_bounded(cmd, Duration::from_secs(90));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{se}");
+    let v: serde_json::Value = serde_json::from_str(&so).expect("json");
+    assert_eq!(v["ranks"], 3);
+    assert_eq!(v["algorithm"], "kbinomial");
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 14); // 1, 2, 4, ..., 8192
+    for r in rows {
+        let (min, avg, max) = (r["min_us"].as_f64().unwrap(), r["avg_us"].as_f64().unwrap(), r["max_us"].as_f64().unwrap());
+        assert!(min <= avg && avg <= max && min >= 0.0, "{r}");
+    }
+}
+
+#[test]
+fn mcbench_launches_itself_and_prints_the_osu_table() {
+    let mut cmd = Command::new(bin("mcbench"));
+    cmd.env_remove("MCAST_RANK")
+        .args(["-n", "2", "-m", "4:64", "-i", "3", "-x", "1", "--algo", "chain", "--forwarding", "fcfs"]);
+    let out = run_bounded(cmd, Duration::from_secs(90));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{se}");
+    assert!(so.contains("# Size       Avg Latency(us)     Min Latency(us)     Max Latency(us)  Iterations"), "{so}");
+    assert!(so.contains("forwarding: fcfs"), "{so}");
+    let sizes: Vec<&str> = so.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(sizes, ["4", "8", "16", "32", "64"]);
+}
