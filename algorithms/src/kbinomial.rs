@@ -19,6 +19,10 @@ pub fn n_nodes(s: usize, k: usize) -> u64 {
     if k == 0 {
         return 1;
     }
+    if k == 1 {
+        // Linear chain: N(s, 1) = s + 1 (avoids an O(s) loop per call).
+        return (s as u64).saturating_add(1);
+    }
     if s <= k {
         return if s >= 64 { u64::MAX } else { 1u64 << s };
     }
@@ -51,11 +55,30 @@ pub fn l1(n: usize, k: usize) -> usize {
     if k == 0 {
         return usize::MAX;
     }
-    let mut s = 0;
-    while n_nodes(s, k) < n as u64 {
-        s += 1;
+    if k == 1 {
+        return n - 1;
     }
-    s
+    // While s <= k, N(s, k) = 2^s, so the binomial depth suffices if it is <= k.
+    let c = ceil_log2(n);
+    if c <= k {
+        return c;
+    }
+    // Here 2^k < n <= usize::MAX, so k < 64. Walk s = k+1, k+2, ... keeping the
+    // last k values of N and their sum (u128: k values each < n never overflow).
+    let n = n as u128;
+    let mut window: std::collections::VecDeque<u128> = (1..=k).map(|t| 1u128 << t).collect();
+    let mut sum: u128 = window.iter().sum();
+    let mut s = k;
+    loop {
+        s += 1;
+        let next = 1 + sum;
+        if next >= n {
+            return s;
+        }
+        let oldest = window.pop_front().expect("window holds k >= 2 values");
+        sum = sum - oldest + next;
+        window.push_back(next);
+    }
 }
 
 /// The optimal k of Theorem 3 for a set of `n` nodes (source included) and an
@@ -102,8 +125,38 @@ mod tests {
     }
 
     #[test]
+    fn l1_matches_definition() {
+        // The fast L1 must equal "min s with N(s,k) >= n" computed naively.
+        for k in 1..=10 {
+            for n in 1..=2000usize {
+                let mut s = 0;
+                while n_nodes(s, k) < n as u64 {
+                    s += 1;
+                }
+                assert_eq!(l1(n, k), s, "L1({n},{k})");
+            }
+        }
+        assert_eq!(l1(0, 0), 0);
+        assert_eq!(l1(5, 0), usize::MAX);
+        assert_eq!(l1(usize::MAX, 64), 64);
+        assert_eq!(l1(usize::MAX, 1), usize::MAX - 1);
+        assert!(l1(usize::MAX, 2) > 64);
+    }
+
+    #[test]
+    fn n_nodes_linear_closed_form() {
+        for s in 0..100 {
+            assert_eq!(n_nodes(s, 1), s as u64 + 1);
+        }
+        assert_eq!(n_nodes(usize::MAX, 1), u64::MAX);
+    }
+
+    #[test]
     fn ceil_log2_values() {
-        let v: Vec<usize> = [1, 2, 3, 4, 5, 8, 9, 16, 17].iter().map(|&n| ceil_log2(n)).collect();
+        let v: Vec<usize> = [1, 2, 3, 4, 5, 8, 9, 16, 17]
+            .iter()
+            .map(|&n| ceil_log2(n))
+            .collect();
         assert_eq!(v, vec![0, 1, 2, 2, 3, 3, 4, 4, 5]);
     }
 }

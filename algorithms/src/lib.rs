@@ -6,9 +6,26 @@
 //! becomes responsible for. The same split function is what a smart NI evaluates
 //! when a packet arrives, so a node needs nothing but the header to know what to
 //! forward (DESIGN.md, idea 3).
+//!
+//! * [`kbinomial`]: N(s,k), L1(n,k) and the optimal k of Theorem 3.
+//! * [`shape`]: tree shapes and the one-level [`split`] an NI evaluates.
+//! * [`tree`]: a whole [`Tree`] over chain positions, built from `split`.
+//! * [`plan`]: a [`Plan`] over real node ids (DESIGN.md idea 1).
+//! * [`oracle`]: delivery and responsibility checks for any plan.
+//! * [`unitstep`]: the unit-step FPFS/FCFS model of the paper's §4.
+
+#![warn(missing_docs)]
 
 pub mod kbinomial;
+pub mod oracle;
+pub mod plan;
 pub mod shape;
+pub mod tree;
+pub mod unitstep;
 
 pub use kbinomial::{ceil_log2, l1, n_nodes, optimal_k};
+pub use oracle::{check_delivery, check_responsibility, OracleError};
+pub use plan::{Plan, PlanError};
 pub use shape::{split, Shape, ShapeError};
+pub use tree::{Tree, TreeError};
+pub use unitstep::{simulate, Discipline, Schedule};

@@ -15,20 +15,33 @@ pub enum Shape {
     /// Separate addressing: the source is the parent of every other position.
     Flat,
     /// A k-binomial tree (Definition 2): every vertex has at most k children.
-    KBinomial { k: usize },
+    KBinomial {
+        /// The maximum number of children of any vertex (k ≥ 1).
+        k: usize,
+    },
 }
 
 /// A shape that cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShapeError {
+    /// A k-binomial tree with k = 0 (no vertex could have a child).
     #[error("k-binomial tree needs k >= 1, got k = {0}")]
     ZeroK(usize),
+    /// An inclusive range `[lo, hi]` with `lo > hi`.
     #[error("empty range: lo = {lo} > hi = {hi}")]
-    EmptyRange { lo: usize, hi: usize },
+    EmptyRange {
+        /// The range's first position.
+        lo: usize,
+        /// The range's last position.
+        hi: usize,
+    },
 }
 
 impl Shape {
     /// Check the shape's parameters.
+    ///
+    /// # Errors
+    /// [`ShapeError::ZeroK`] for `KBinomial { k: 0 }`.
     pub fn validate(self) -> Result<(), ShapeError> {
         match self {
             Shape::KBinomial { k: 0 } => Err(ShapeError::ZeroK(0)),
@@ -85,7 +98,11 @@ mod tests {
     use super::*;
 
     fn children(shape: Shape, lo: usize, hi: usize) -> Vec<usize> {
-        split(shape, lo, hi).unwrap().into_iter().map(|(s, _)| s).collect()
+        split(shape, lo, hi)
+            .unwrap()
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect()
     }
 
     #[test]
