@@ -19,9 +19,16 @@ fn selftest(n: usize, forwarding: &str) {
         .env("MCAST_TIMEOUT_SECS", "60");
     let out = run_bounded(cmd, Duration::from_secs(300));
     let (so, se) = text(&out);
-    assert!(out.status.success(), "n={n} {forwarding}: {:?}\nstdout:\n{so}\nstderr:\n{se}", out.status);
+    assert!(
+        out.status.success(),
+        "n={n} {forwarding}: {:?}\nstdout:\n{so}\nstderr:\n{se}",
+        out.status
+    );
     for r in 0..n {
-        assert!(so.contains(&format!("rank {r} of {n} ok")), "rank {r} missing:\n{so}");
+        assert!(
+            so.contains(&format!("rank {r} of {n} ok")),
+            "rank {r} missing:\n{so}"
+        );
     }
 }
 
@@ -61,7 +68,8 @@ fn selftest_8_fcfs() {
 #[test]
 fn without_mclaunch_a_program_is_a_single_rank() {
     let mut cmd = Command::new(bin("mcast-selftest"));
-    cmd.env_remove("MCAST_RANK").args(["--multicast-rounds", "5"]);
+    cmd.env_remove("MCAST_RANK")
+        .args(["--multicast-rounds", "5"]);
     let out = run_bounded(cmd, Duration::from_secs(60));
     let (so, se) = text(&out);
     assert!(out.status.success(), "{se}");
@@ -85,7 +93,17 @@ fn mcbench_json_under_mclaunch() {
     let mut cmd = Command::new(mclaunch());
     cmd.args(["-n", "3", "--timeout", "60"])
         .arg(bin("mcbench"))
-        .args(["-m", "1:8192", "-i", "5", "-x", "1", "--algo", "kbinomial", "--json"]);
+        .args([
+            "-m",
+            "1:8192",
+            "-i",
+            "5",
+            "-x",
+            "1",
+            "--algo",
+            "kbinomial",
+            "--json",
+        ]);
     let out = run_bounded(cmd, Duration::from_secs(90));
     let (so, se) = text(&out);
     assert!(out.status.success(), "{se}");
@@ -95,7 +113,11 @@ fn mcbench_json_under_mclaunch() {
     let rows = v["results"].as_array().unwrap();
     assert_eq!(rows.len(), 14); // 1, 2, 4, ..., 8192
     for r in rows {
-        let (min, avg, max) = (r["min_us"].as_f64().unwrap(), r["avg_us"].as_f64().unwrap(), r["max_us"].as_f64().unwrap());
+        let (min, avg, max) = (
+            r["min_us"].as_f64().unwrap(),
+            r["avg_us"].as_f64().unwrap(),
+            r["max_us"].as_f64().unwrap(),
+        );
         assert!(min <= avg && avg <= max && min >= 0.0, "{r}");
     }
 }
@@ -103,13 +125,34 @@ fn mcbench_json_under_mclaunch() {
 #[test]
 fn mcbench_launches_itself_and_prints_the_osu_table() {
     let mut cmd = Command::new(bin("mcbench"));
-    cmd.env_remove("MCAST_RANK")
-        .args(["-n", "2", "-m", "4:64", "-i", "3", "-x", "1", "--algo", "chain", "--forwarding", "fcfs"]);
+    cmd.env_remove("MCAST_RANK").args([
+        "-n",
+        "2",
+        "-m",
+        "4:64",
+        "-i",
+        "3",
+        "-x",
+        "1",
+        "--algo",
+        "chain",
+        "--forwarding",
+        "fcfs",
+    ]);
     let out = run_bounded(cmd, Duration::from_secs(90));
     let (so, se) = text(&out);
     assert!(out.status.success(), "{se}");
-    assert!(so.contains("# Size       Avg Latency(us)     Min Latency(us)     Max Latency(us)  Iterations"), "{so}");
+    assert!(
+        so.contains(
+            "# Size       Avg Latency(us)     Min Latency(us)     Max Latency(us)  Iterations"
+        ),
+        "{so}"
+    );
     assert!(so.contains("forwarding: fcfs"), "{so}");
-    let sizes: Vec<&str> = so.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split_whitespace().next()).collect();
+    let sizes: Vec<&str> = so
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
     assert_eq!(sizes, ["4", "8", "16", "32", "64"]);
 }

@@ -15,6 +15,9 @@ use mcast::wire::{Member, Packet};
 use mcast::Forwarding;
 use mcast_algorithms::Shape;
 
+/// Pending arrivals: (arrival step, copy id, to, from), earliest first.
+type Arrivals = BinaryHeap<Reverse<(u64, u64, usize, usize)>>;
+
 /// What the source posts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Post {
@@ -56,7 +59,9 @@ pub fn simulate(
     m: usize,
 ) -> Result<SimResult, SimError> {
     if size == 0 || m == 0 {
-        return Err(SimError::Invalid("need at least one rank and one packet".into()));
+        return Err(SimError::Invalid(
+            "need at least one rank and one packet".into(),
+        ));
     }
     // One byte per packet: the engine cuts an m-byte message into m packets.
     let mut engines: Vec<NiEngine> = (0..size)
@@ -77,7 +82,10 @@ pub fn simulate(
             }
             let members: Vec<Member> = dests
                 .iter()
-                .map(|&d| Member { rank: d as u32, ordinal: 0 })
+                .map(|&d| Member {
+                    rank: d as u32,
+                    ordinal: 0,
+                })
                 .collect();
             engines[*source].post_multicast(0, &members, data, shape)?;
             *source
@@ -87,10 +95,13 @@ pub fn simulate(
     let mut arrivals = vec![Vec::new(); size];
     let mut copies = 0u64;
     // (arrival step, tie-break sequence) -> (to, from, packet)
-    let mut heap: BinaryHeap<Reverse<(u64, u64, usize, usize)>> = BinaryHeap::new();
+    let mut heap: Arrivals = BinaryHeap::new();
     let mut in_flight: Vec<Option<Packet>> = Vec::new();
-    let mut drain = |at: usize, now: u64, eng: &mut NiEngine, free: &mut Vec<u64>,
-                     heap: &mut BinaryHeap<Reverse<(u64, u64, usize, usize)>>,
+    let mut drain = |at: usize,
+                     now: u64,
+                     eng: &mut NiEngine,
+                     free: &mut Vec<u64>,
+                     heap: &mut Arrivals,
                      in_flight: &mut Vec<Option<Packet>>| {
         while let Some(a) = eng.poll_action() {
             if let Action::Send { to, packet } = a {
@@ -102,12 +113,28 @@ pub fn simulate(
             }
         }
     };
-    drain(src, 0, &mut engines[src], &mut free, &mut heap, &mut in_flight);
+    drain(
+        src,
+        0,
+        &mut engines[src],
+        &mut free,
+        &mut heap,
+        &mut in_flight,
+    );
     while let Some(Reverse((t, id, to, from))) = heap.pop() {
-        let packet = in_flight[id as usize].take().expect("each copy arrives once");
+        let packet = in_flight[id as usize]
+            .take()
+            .expect("each copy arrives once");
         arrivals[to].push(t);
         engines[to].packet_in(from, packet)?;
-        drain(to, t, &mut engines[to], &mut free, &mut heap, &mut in_flight);
+        drain(
+            to,
+            t,
+            &mut engines[to],
+            &mut free,
+            &mut heap,
+            &mut in_flight,
+        );
     }
     let completion = arrivals.iter().flatten().copied().max().unwrap_or(0);
     Ok(SimResult {
@@ -123,20 +150,33 @@ mod tests {
     use super::*;
 
     fn fpfs(n: usize, k: usize, m: usize) -> u64 {
-        simulate(n, &Post::Bcast { root: 0 }, Shape::KBinomial { k }, Forwarding::Fpfs, m)
-            .unwrap()
-            .completion
+        simulate(
+            n,
+            &Post::Bcast { root: 0 },
+            Shape::KBinomial { k },
+            Forwarding::Fpfs,
+            m,
+        )
+        .unwrap()
+        .completion
     }
     fn fcfs(n: usize, k: usize, m: usize) -> u64 {
-        simulate(n, &Post::Bcast { root: 0 }, Shape::KBinomial { k }, Forwarding::Fcfs, m)
-            .unwrap()
-            .completion
+        simulate(
+            n,
+            &Post::Bcast { root: 0 },
+            Shape::KBinomial { k },
+            Forwarding::Fcfs,
+            m,
+        )
+        .unwrap()
+        .completion
     }
 
     /// Digest 000 §8.3: FPFS and FCFS completion, m = 1..6, run on the real engine.
     #[test]
     fn engine_reproduces_digest_8_3_table() {
-        let table: [(usize, usize, [u64; 6], Option<[u64; 6]>); 6] = [
+        type Row = (usize, usize, [u64; 6], Option<[u64; 6]>);
+        let table: [Row; 6] = [
             (8, 3, [3, 6, 9, 12, 15, 18], Some([3, 6, 9, 12, 15, 18])),
             (16, 4, [4, 8, 12, 16, 20, 24], Some([4, 8, 12, 16, 20, 24])),
             (16, 3, [5, 8, 11, 14, 17, 20], Some([5, 8, 11, 14, 17, 20])),
@@ -166,7 +206,14 @@ mod tests {
     /// take 9 steps, with these arrival steps per chain position.
     #[test]
     fn fig8_arrivals() {
-        let r = simulate(8, &Post::Bcast { root: 0 }, Shape::KBinomial { k: 3 }, Forwarding::Fpfs, 3).unwrap();
+        let r = simulate(
+            8,
+            &Post::Bcast { root: 0 },
+            Shape::KBinomial { k: 3 },
+            Forwarding::Fpfs,
+            3,
+        )
+        .unwrap();
         assert_eq!(r.completion, 9);
         let want: [(usize, [u64; 3]); 7] = [
             (4, [1, 4, 7]),
@@ -185,7 +232,14 @@ mod tests {
     /// Digest 000 §8.3: single-packet arrival step per position, n = 16, k = 2.
     #[test]
     fn single_packet_arrivals_n16_k2() {
-        let r = simulate(16, &Post::Bcast { root: 0 }, Shape::KBinomial { k: 2 }, Forwarding::Fpfs, 1).unwrap();
+        let r = simulate(
+            16,
+            &Post::Bcast { root: 0 },
+            Shape::KBinomial { k: 2 },
+            Forwarding::Fpfs,
+            1,
+        )
+        .unwrap();
         let want: [(u64, &[usize]); 5] = [
             (1, &[4]),
             (2, &[1, 9]),
@@ -205,9 +259,23 @@ mod tests {
     #[test]
     fn buffer_claim() {
         for k in [2, 4] {
-            let f = simulate(16, &Post::Bcast { root: 0 }, Shape::KBinomial { k }, Forwarding::Fpfs, 8).unwrap();
+            let f = simulate(
+                16,
+                &Post::Bcast { root: 0 },
+                Shape::KBinomial { k },
+                Forwarding::Fpfs,
+                8,
+            )
+            .unwrap();
             assert_eq!(f.peak_buffered.iter().max(), Some(&0));
-            let c = simulate(16, &Post::Bcast { root: 0 }, Shape::KBinomial { k }, Forwarding::Fcfs, 8).unwrap();
+            let c = simulate(
+                16,
+                &Post::Bcast { root: 0 },
+                Shape::KBinomial { k },
+                Forwarding::Fcfs,
+                8,
+            )
+            .unwrap();
             assert_eq!(c.peak_buffered.iter().max(), Some(&8));
         }
     }
@@ -216,13 +284,37 @@ mod tests {
     /// chain positions.
     #[test]
     fn rotation_and_multicast_match_positions() {
-        let base = simulate(8, &Post::Bcast { root: 0 }, Shape::KBinomial { k: 2 }, Forwarding::Fpfs, 4).unwrap();
-        let rot = simulate(8, &Post::Bcast { root: 5 }, Shape::KBinomial { k: 2 }, Forwarding::Fpfs, 4).unwrap();
+        let base = simulate(
+            8,
+            &Post::Bcast { root: 0 },
+            Shape::KBinomial { k: 2 },
+            Forwarding::Fpfs,
+            4,
+        )
+        .unwrap();
+        let rot = simulate(
+            8,
+            &Post::Bcast { root: 5 },
+            Shape::KBinomial { k: 2 },
+            Forwarding::Fpfs,
+            4,
+        )
+        .unwrap();
         for p in 0..8 {
             assert_eq!(base.arrivals[p], rot.arrivals[(p + 5) % 8]);
         }
         let dests = vec![9, 2, 7, 4, 11, 1, 3];
-        let mc = simulate(12, &Post::Multicast { source: 6, dests: dests.clone() }, Shape::KBinomial { k: 2 }, Forwarding::Fpfs, 4).unwrap();
+        let mc = simulate(
+            12,
+            &Post::Multicast {
+                source: 6,
+                dests: dests.clone(),
+            },
+            Shape::KBinomial { k: 2 },
+            Forwarding::Fpfs,
+            4,
+        )
+        .unwrap();
         for (i, d) in dests.iter().enumerate() {
             assert_eq!(mc.arrivals[*d], base.arrivals[i + 1]);
         }

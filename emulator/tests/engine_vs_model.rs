@@ -19,7 +19,10 @@ fn check(n: usize, shape: Shape, m: usize, fcfs: bool) {
     let got = simulate(n, &Post::Bcast { root: 0 }, shape, fw, m).unwrap();
     for pos in 1..n {
         let w: Vec<u64> = want.arrivals(pos).iter().map(|&s| s as u64).collect();
-        assert_eq!(got.arrivals[pos], w, "n={n} {shape:?} m={m} fcfs={fcfs} pos={pos}");
+        assert_eq!(
+            got.arrivals[pos], w,
+            "n={n} {shape:?} m={m} fcfs={fcfs} pos={pos}"
+        );
     }
     assert_eq!(got.completion, want.completion() as u64);
 }

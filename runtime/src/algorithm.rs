@@ -39,13 +39,11 @@ impl Algorithm {
             Algorithm::Binomial => Shape::KBinomial {
                 k: ceil_log2(n).max(1),
             },
-            Algorithm::Auto | Algorithm::KBinomial { k: None } => Shape::KBinomial {
-                k: optimal_k(n, m),
-            },
+            Algorithm::Auto | Algorithm::KBinomial { k: None } => {
+                Shape::KBinomial { k: optimal_k(n, m) }
+            }
             Algorithm::KBinomial { k: Some(0) } => {
-                return Err(Error::InvalidArgument(
-                    "kbinomial needs k >= 1".to_string(),
-                ))
+                return Err(Error::InvalidArgument("kbinomial needs k >= 1".to_string()))
             }
             Algorithm::KBinomial { k: Some(k) } => Shape::KBinomial { k },
         })
@@ -118,15 +116,27 @@ mod tests {
         assert!("kbinomial:0".parse::<Algorithm>().is_err());
         assert!("kbinomial:x".parse::<Algorithm>().is_err());
         assert!("tree".parse::<Algorithm>().is_err());
-        assert_eq!("KBINOMIAL:2".parse::<Algorithm>().unwrap(), Algorithm::KBinomial { k: Some(2) });
+        assert_eq!(
+            "KBINOMIAL:2".parse::<Algorithm>().unwrap(),
+            Algorithm::KBinomial { k: Some(2) }
+        );
     }
 
     #[test]
     fn shapes() {
-        assert_eq!(Algorithm::Binomial.shape(8, 1).unwrap(), Shape::KBinomial { k: 3 });
-        assert_eq!(Algorithm::Chain.shape(8, 1).unwrap(), Shape::KBinomial { k: 1 });
+        assert_eq!(
+            Algorithm::Binomial.shape(8, 1).unwrap(),
+            Shape::KBinomial { k: 3 }
+        );
+        assert_eq!(
+            Algorithm::Chain.shape(8, 1).unwrap(),
+            Shape::KBinomial { k: 1 }
+        );
         // Theorem 3, digest table: n = 16, m = 2..10 → k = 2.
-        assert_eq!(Algorithm::KBinomial { k: None }.shape(16, 5).unwrap(), Shape::KBinomial { k: 2 });
+        assert_eq!(
+            Algorithm::KBinomial { k: None }.shape(16, 5).unwrap(),
+            Shape::KBinomial { k: 2 }
+        );
         assert!(Algorithm::KBinomial { k: Some(0) }.shape(8, 1).is_err());
     }
 }

@@ -223,9 +223,14 @@ impl Comm {
 
     /// Broadcast any serde value from `root`: on return, every rank's `value`
     /// equals the root's. (Two bcasts: the encoded length, then the bytes.)
-    pub fn bcast_value<T: Serialize + DeserializeOwned>(&self, root: usize, value: &mut T) -> Result<(), Error> {
+    pub fn bcast_value<T: Serialize + DeserializeOwned>(
+        &self,
+        root: usize,
+        value: &mut T,
+    ) -> Result<(), Error> {
         let mut bytes = if self.rank == root {
-            postcard::to_stdvec(value).map_err(|e| Error::InvalidArgument(format!("cannot encode value: {e}")))?
+            postcard::to_stdvec(value)
+                .map_err(|e| Error::InvalidArgument(format!("cannot encode value: {e}")))?
         } else {
             Vec::new()
         };
@@ -238,11 +243,10 @@ impl Comm {
         bytes.resize(len as usize, 0);
         self.bcast(root, &mut bytes)?;
         if self.rank != root {
-            *value = postcard::from_bytes(&bytes)
-                .map_err(|e| Error::ArgumentMismatch {
-                    op: "bcast_value".into(),
-                    detail: format!("the root's value does not decode as this rank's type: {e}"),
-                })?;
+            *value = postcard::from_bytes(&bytes).map_err(|e| Error::ArgumentMismatch {
+                op: "bcast_value".into(),
+                detail: format!("the root's value does not decode as this rank's type: {e}"),
+            })?;
         }
         Ok(())
     }
@@ -263,7 +267,12 @@ impl Comm {
     /// Multicast with an explicit algorithm. The tree is built over a chain of
     /// the source followed by the destinations in rank order rotated to start
     /// after the source.
-    pub fn multicast_with(&self, dests: &[usize], data: &[u8], algo: Algorithm) -> Result<(), Error> {
+    pub fn multicast_with(
+        &self,
+        dests: &[usize],
+        data: &[u8],
+        algo: Algorithm,
+    ) -> Result<(), Error> {
         if let Some(bad) = dests.iter().find(|&&d| d >= self.size) {
             return Err(Error::InvalidArgument(format!(
                 "multicast destination {bad} is not a rank of a {}-rank communicator",
@@ -273,9 +282,14 @@ impl Comm {
         let mut chain: Vec<usize> = dests.iter().copied().filter(|&d| d != self.rank).collect();
         chain.sort_by_key(|&d| (d + self.size - self.rank) % self.size);
         chain.dedup();
-        let shape = algo.shape(chain.len() + 1, packet_count(data.len(), self.cfg.packet_bytes))?;
+        let shape = algo.shape(
+            chain.len() + 1,
+            packet_count(data.len(), self.cfg.packet_bytes),
+        )?;
         let seq = self.mcast_seq.get();
-        let _span = tracing::debug_span!("multicast", seq, %algo, dests = chain.len(), bytes = data.len()).entered();
+        let _span =
+            tracing::debug_span!("multicast", seq, %algo, dests = chain.len(), bytes = data.len())
+                .entered();
         if chain.is_empty() {
             return Ok(());
         }

@@ -183,8 +183,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<Config, Error> {
-        let m: HashMap<String, String> =
-            pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         Config::from_lookup(|k| m.get(k).cloned())
     }
 

@@ -238,10 +238,7 @@ impl NiEngine {
             .collect())
     }
 
-    fn list_children(
-        shape: Shape,
-        members: &[Member],
-    ) -> Result<Vec<(usize, Route)>, EngineError> {
+    fn list_children(shape: Shape, members: &[Member]) -> Result<Vec<(usize, Route)>, EngineError> {
         Ok(split(shape, 0, members.len() - 1)?
             .into_iter()
             .map(|(a, b)| {
@@ -355,7 +352,15 @@ impl NiEngine {
             seq: h.seq,
         };
         match (&h.kind, &packet.route) {
-            (Kind::Bcast, Route::Range { shape, size, lo, hi }) => {
+            (
+                Kind::Bcast,
+                Route::Range {
+                    shape,
+                    size,
+                    lo,
+                    hi,
+                },
+            ) => {
                 if *size as usize != self.size {
                     return Err(misrouted(format!(
                         "bcast chain of {size} ranks, communicator has {}",
@@ -494,8 +499,9 @@ mod tests {
         len: usize,
         pkt: usize,
     ) -> Vec<Vec<Packet>> {
-        let mut engines: Vec<NiEngine> =
-            (0..size).map(|r| NiEngine::new(r, size, 9, fw, pkt)).collect();
+        let mut engines: Vec<NiEngine> = (0..size)
+            .map(|r| NiEngine::new(r, size, 9, fw, pkt))
+            .collect();
         let data: Bytes = (0..len).map(|i| (i % 251) as u8).collect::<Vec<_>>().into();
         engines[root].post_bcast(5, data, shape).unwrap();
         let mut got = vec![Vec::new(); size];
@@ -520,7 +526,12 @@ mod tests {
     #[test]
     fn bcast_reaches_everyone_once() {
         for fw in [Forwarding::Fpfs, Forwarding::Fcfs] {
-            for shape in [Shape::Flat, Shape::KBinomial { k: 1 }, Shape::KBinomial { k: 2 }, Shape::KBinomial { k: 3 }] {
+            for shape in [
+                Shape::Flat,
+                Shape::KBinomial { k: 1 },
+                Shape::KBinomial { k: 2 },
+                Shape::KBinomial { k: 3 },
+            ] {
                 for root in 0..7 {
                     let got = run(7, root, shape, fw, 1000, 300);
                     for (r, ps) in got.iter().enumerate() {
@@ -528,7 +539,11 @@ mod tests {
                             assert!(ps.is_empty());
                         } else {
                             let idx: Vec<u32> = ps.iter().map(|p| p.header.pkt_idx).collect();
-                            assert_eq!(idx, vec![0, 1, 2, 3], "{fw:?} {shape:?} root {root} rank {r}");
+                            assert_eq!(
+                                idx,
+                                vec![0, 1, 2, 3],
+                                "{fw:?} {shape:?} root {root} rank {r}"
+                            );
                         }
                     }
                 }
@@ -555,7 +570,12 @@ mod tests {
                 route_kind: 1,
                 route_len: 16,
             },
-            route: Route::Range { shape: Shape::KBinomial { k: 1 }, size: 4, lo: 1, hi: 3 },
+            route: Route::Range {
+                shape: Shape::KBinomial { k: 1 },
+                size: 4,
+                lo: 1,
+                hi: 3,
+            },
             payload: Bytes::from_static(&[0; 10]),
         };
         e.packet_in(0, p).unwrap();
@@ -582,17 +602,60 @@ mod tests {
             route_kind: 0,
             route_len: 0,
         };
-        let pk = |h: Header, route: Route| Packet { header: h, route, payload: Bytes::new() };
-        assert!(matches!(e.packet_in(0, pk(h, Route::None)), Err(EngineError::WrongJob { .. })));
+        let pk = |h: Header, route: Route| Packet {
+            header: h,
+            route,
+            payload: Bytes::new(),
+        };
+        assert!(matches!(
+            e.packet_in(0, pk(h, Route::None)),
+            Err(EngineError::WrongJob { .. })
+        ));
         h.job = 7;
-        assert!(matches!(e.packet_in(2, pk(h, Route::None)), Err(EngineError::WrongSource { .. })));
+        assert!(matches!(
+            e.packet_in(2, pk(h, Route::None)),
+            Err(EngineError::WrongSource { .. })
+        ));
         h.kind = Kind::Bcast;
-        let r = Route::Range { shape: Shape::Flat, size: 4, lo: 2, hi: 2 };
-        assert!(matches!(e.packet_in(0, pk(h, r)), Err(EngineError::Misrouted { .. })));
+        let r = Route::Range {
+            shape: Shape::Flat,
+            size: 4,
+            lo: 2,
+            hi: 2,
+        };
+        assert!(matches!(
+            e.packet_in(0, pk(h, r)),
+            Err(EngineError::Misrouted { .. })
+        ));
         h.kind = Kind::Multicast;
-        let r = Route::List { shape: Shape::Flat, members: vec![Member { rank: 1, ordinal: 0 }, Member { rank: 9, ordinal: 0 }] };
-        assert!(matches!(e.packet_in(0, pk(h, r)), Err(EngineError::BadRank(9))));
+        let r = Route::List {
+            shape: Shape::Flat,
+            members: vec![
+                Member {
+                    rank: 1,
+                    ordinal: 0,
+                },
+                Member {
+                    rank: 9,
+                    ordinal: 0,
+                },
+            ],
+        };
+        assert!(matches!(
+            e.packet_in(0, pk(h, r)),
+            Err(EngineError::BadRank(9))
+        ));
         assert!(e.post_p2p(1, 0, Bytes::new()).is_err());
-        assert!(e.post_multicast(0, &[Member { rank: 1, ordinal: 0 }], Bytes::new(), Shape::Flat).is_err());
+        assert!(e
+            .post_multicast(
+                0,
+                &[Member {
+                    rank: 1,
+                    ordinal: 0
+                }],
+                Bytes::new(),
+                Shape::Flat
+            )
+            .is_err());
     }
 }

@@ -190,7 +190,12 @@ impl Inbox {
     /// Host side: take whatever bcast packets of `seq` have arrived, waiting for
     /// at least one. `conflict` detects a different collective at the same
     /// sequence number.
-    pub fn take_bcast(&self, seq: u64, timeout: Duration, root: usize) -> Result<BcastPackets, Error> {
+    pub fn take_bcast(
+        &self,
+        seq: u64,
+        timeout: Duration,
+        root: usize,
+    ) -> Result<BcastPackets, Error> {
         self.wait(
             timeout,
             || {
@@ -219,7 +224,12 @@ impl Inbox {
     pub fn take_p2p(&self, seq: u64, from: usize, timeout: Duration) -> Result<Bytes, Error> {
         self.wait(
             timeout,
-            || (format!("barrier #{seq}"), format!("waiting for rank {from}")),
+            || {
+                (
+                    format!("barrier #{seq}"),
+                    format!("waiting for rank {from}"),
+                )
+            },
             |st| {
                 if st.bcast.contains_key(&seq) {
                     return Err(Error::ArgumentMismatch {

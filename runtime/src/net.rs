@@ -76,13 +76,19 @@ fn io_err(what: &str, e: std::io::Error) -> Error {
 }
 
 /// Register with the rendezvous; returns (job id, address of every rank).
-fn rendezvous(job: &JobEnv, data_addr: &str, timeout: Duration) -> Result<(u32, Vec<String>), Error> {
+fn rendezvous(
+    job: &JobEnv,
+    data_addr: &str,
+    timeout: Duration,
+) -> Result<(u32, Vec<String>), Error> {
     let addr = job
         .rendezvous
         .to_socket_addrs()
         .map_err(|e| io_err(&format!("resolving rendezvous {}", job.rendezvous), e))?
         .next()
-        .ok_or_else(|| Error::InvalidArgument(format!("rendezvous {} has no address", job.rendezvous)))?;
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!("rendezvous {} has no address", job.rendezvous))
+        })?;
     let mut s = StdStream::connect_timeout(&addr, timeout)
         .map_err(|e| io_err(&format!("connecting to rendezvous {addr}"), e))?;
     s.set_read_timeout(Some(timeout))?;
@@ -99,7 +105,12 @@ fn rendezvous(job: &JobEnv, data_addr: &str, timeout: Duration) -> Result<(u32, 
         },
     )?;
     let reply: RendezvousReply = bootstrap::read_frame(&mut s).map_err(|e| match e {
-        Error::Io(io) if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+        Error::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
             Error::Timeout {
                 op: "rendezvous".into(),
                 after: timeout,
@@ -115,13 +126,19 @@ fn rendezvous(job: &JobEnv, data_addr: &str, timeout: Duration) -> Result<(u32, 
             addrs.len(),
             job.size
         ))),
-        RendezvousReply::Failed { reason } => Err(Error::Protocol(format!("rendezvous failed: {reason}"))),
+        RendezvousReply::Failed { reason } => {
+            Err(Error::Protocol(format!("rendezvous failed: {reason}")))
+        }
     }
 }
 
 impl Net {
     /// Join the job and connect to every peer. Returns the handle and the job id.
-    pub(crate) fn start(cfg: &Config, job: &JobEnv, inbox: Arc<Inbox>) -> Result<(Net, u32), Error> {
+    pub(crate) fn start(
+        cfg: &Config,
+        job: &JobEnv,
+        inbox: Arc<Inbox>,
+    ) -> Result<(Net, u32), Error> {
         let listener = StdListener::bind((cfg.bind.as_str(), 0))
             .map_err(|e| io_err(&format!("binding {}", cfg.bind), e))?;
         let data_addr = listener.local_addr()?.to_string();
@@ -133,7 +150,10 @@ impl Net {
         let thread = std::thread::Builder::new()
             .name(format!("mcast-ni-{}", job.rank))
             .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
                     Ok(rt) => rt,
                     Err(e) => {
                         let _ = ready_tx.send(Err(io_err("starting the NI runtime", e)));
@@ -141,7 +161,10 @@ impl Net {
                     }
                 };
                 let local = tokio::task::LocalSet::new();
-                local.block_on(&rt, ni_main(cfg2, job2, job_id, listener, addrs, inbox, cmd_rx, ready_tx));
+                local.block_on(
+                    &rt,
+                    ni_main(cfg2, job2, job_id, listener, addrs, inbox, cmd_rx, ready_tx),
+                );
             })
             .map_err(|e| io_err("spawning the NI thread", e))?;
         let mut net = Net {
@@ -210,7 +233,10 @@ async fn read_hello<T: DeserializeOwned>(s: &mut TcpStream) -> Result<T, Error> 
 
 fn check_peer(h: &PeerHello, job: &JobEnv, expect: Option<usize>) -> Result<usize, String> {
     if h.version != PROTOCOL_VERSION {
-        return Err(format!("protocol version {} (want {PROTOCOL_VERSION})", h.version));
+        return Err(format!(
+            "protocol version {} (want {PROTOCOL_VERSION})",
+            h.version
+        ));
     }
     if h.token != job.token {
         return Err("wrong job token".into());
@@ -246,7 +272,8 @@ async fn mesh(
                 rank: j,
                 reason: format!("handshake failed: {e}"),
             })?;
-            check_peer(&theirs, job, Some(j)).map_err(|why| Error::Protocol(format!("rank {j} at {addr}: {why}")))?;
+            check_peer(&theirs, job, Some(j))
+                .map_err(|why| Error::Protocol(format!("rank {j} at {addr}: {why}")))?;
             out.push((j, s));
         }
         Ok::<_, Error>(out)
@@ -257,7 +284,8 @@ async fn mesh(
         while out.len() < job.size - 1 - job.rank {
             let (mut s, from) = listener.accept().await?;
             s.set_nodelay(true)?;
-            let hello = tokio::time::timeout(Duration::from_secs(5), read_hello::<PeerHello>(&mut s)).await;
+            let hello =
+                tokio::time::timeout(Duration::from_secs(5), read_hello::<PeerHello>(&mut s)).await;
             let r = match hello {
                 Ok(Ok(h)) => match check_peer(&h, job, None) {
                     Ok(r) if r > job.rank && !seen[r] => r,
@@ -352,7 +380,13 @@ async fn ni_main(
         }
     };
     let sh = Rc::new(Shared {
-        engine: RefCell::new(NiEngine::new(job.rank, job.size, job_id, cfg.forwarding, cfg.packet_bytes)),
+        engine: RefCell::new(NiEngine::new(
+            job.rank,
+            job.size,
+            job_id,
+            cfg.forwarding,
+            cfg.packet_bytes,
+        )),
         writers: RefCell::new((0..job.size).map(|_| None).collect()),
         inbox: inbox.clone(),
     });
@@ -362,7 +396,12 @@ async fn ni_main(
         let (rd, wr) = conn.into_split();
         let (tx, rx) = mpsc::unbounded_channel();
         sh.writers.borrow_mut()[peer] = Some(tx);
-        writer_tasks.push(tokio::task::spawn_local(writer(peer, wr, rx, inbox.clone())));
+        writer_tasks.push(tokio::task::spawn_local(writer(
+            peer,
+            wr,
+            rx,
+            inbox.clone(),
+        )));
         tokio::task::spawn_local(reader(peer, rd, sh.clone()));
     }
     let _ = ready.send(Ok(()));
@@ -443,7 +482,12 @@ async fn write_chunks(w: &mut OwnedWriteHalf, chunks: &mut VecDeque<Bytes>) -> s
     Ok(())
 }
 
-async fn writer(peer: usize, mut w: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Packet>, inbox: Arc<Inbox>) {
+async fn writer(
+    peer: usize,
+    mut w: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Packet>,
+    inbox: Arc<Inbox>,
+) {
     let mut batch = Vec::with_capacity(WRITE_BATCH);
     let mut head = BytesMut::with_capacity(16 * 1024);
     let mut chunks = VecDeque::new();
@@ -498,7 +542,9 @@ async fn reader(peer: usize, rd: OwnedReadHalf, sh: Rc<Shared>) {
         let h = match Header::decode(&hb) {
             Ok(h) => h,
             Err(e) => {
-                inbox.fail(Error::Protocol(format!("rank {peer} sent a malformed header: {e}")));
+                inbox.fail(Error::Protocol(format!(
+                    "rank {peer} sent a malformed header: {e}"
+                )));
                 return;
             }
         };
@@ -510,7 +556,9 @@ async fn reader(peer: usize, rd: OwnedReadHalf, sh: Rc<Shared>) {
         let route = match Route::decode(h.route_kind, &rb) {
             Ok(rt) => rt,
             Err(e) => {
-                inbox.fail(Error::Protocol(format!("rank {peer} sent a malformed route header: {e}")));
+                inbox.fail(Error::Protocol(format!(
+                    "rank {peer} sent a malformed route header: {e}"
+                )));
                 return;
             }
         };

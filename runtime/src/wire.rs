@@ -276,7 +276,12 @@ impl Route {
         out.reserve(self.encoded_len());
         match self {
             Route::None => {}
-            Route::Range { shape, size, lo, hi } => {
+            Route::Range {
+                shape,
+                size,
+                lo,
+                hi,
+            } => {
                 let (code, k) = shape_code(*shape);
                 out.put_u8(code);
                 out.put_u8(0);
@@ -303,10 +308,16 @@ impl Route {
     pub fn decode(kind: u8, b: &[u8]) -> Result<Route, WireError> {
         match kind {
             0 if b.is_empty() => Ok(Route::None),
-            0 => Err(WireError::Field(format!("route kind none with {} bytes", b.len()))),
+            0 => Err(WireError::Field(format!(
+                "route kind none with {} bytes",
+                b.len()
+            ))),
             1 => {
                 if b.len() != 16 {
-                    return Err(WireError::Field(format!("range route of {} bytes", b.len())));
+                    return Err(WireError::Field(format!(
+                        "range route of {} bytes",
+                        b.len()
+                    )));
                 }
                 let shape = decode_shape(b[0], u16_at(b, 2))?;
                 let (size, lo, hi) = (u32_at(b, 4), u32_at(b, 8), u32_at(b, 12));
@@ -315,11 +326,19 @@ impl Route {
                         "range [{lo}, {hi}] outside chain of {size}"
                     )));
                 }
-                Ok(Route::Range { shape, size, lo, hi })
+                Ok(Route::Range {
+                    shape,
+                    size,
+                    lo,
+                    hi,
+                })
             }
             2 => {
                 if b.len() < 8 {
-                    return Err(WireError::Truncated { need: 8, have: b.len() });
+                    return Err(WireError::Truncated {
+                        need: 8,
+                        have: b.len(),
+                    });
                 }
                 let shape = decode_shape(b[0], u16_at(b, 2))?;
                 let count = u32_at(b, 4) as usize;
@@ -436,8 +455,14 @@ mod tests {
             Route::List {
                 shape: Shape::Flat,
                 members: vec![
-                    Member { rank: 5, ordinal: 0 },
-                    Member { rank: 2, ordinal: 9 },
+                    Member {
+                        rank: 5,
+                        ordinal: 0,
+                    },
+                    Member {
+                        rank: 2,
+                        ordinal: 9,
+                    },
                 ],
             },
         ] {

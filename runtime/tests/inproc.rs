@@ -67,12 +67,16 @@ where
         })
         .collect();
     for (r, h) in handles.into_iter().enumerate() {
-        h.join().unwrap().unwrap_or_else(|e| panic!("rank {r}: {e}"));
+        h.join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("rank {r}: {e}"));
     }
 }
 
 fn pattern(seed: usize, len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i.wrapping_mul(31) ^ seed) as u8).collect()
+    (0..len)
+        .map(|i| (i.wrapping_mul(31) ^ seed) as u8)
+        .collect()
 }
 
 #[test]
@@ -87,11 +91,18 @@ fn bcast_all_roots_algorithms_sizes() {
             |comm| {
                 let mut case = 0;
                 for root in 0..comm.size() {
-                    for algo in Algorithm::ALL.into_iter().chain([Algorithm::KBinomial { k: Some(2) }]) {
+                    for algo in Algorithm::ALL
+                        .into_iter()
+                        .chain([Algorithm::KBinomial { k: Some(2) }])
+                    {
                         for len in [0usize, 1, 99, 100, 101, 307, 5000] {
                             case += 1;
                             let want = pattern(case, len);
-                            let mut buf = if comm.rank() == root { want.clone() } else { vec![0; len] };
+                            let mut buf = if comm.rank() == root {
+                                want.clone()
+                            } else {
+                                vec![0; len]
+                            };
                             comm.bcast_with(root, &mut buf, algo)?;
                             assert!(buf == want, "root {root} {algo} len {len}");
                         }
@@ -105,77 +116,92 @@ fn bcast_all_roots_algorithms_sizes() {
 
 #[test]
 fn multicast_subsets_and_order() {
-    run(4, |c| c.packet_bytes = 64, |comm| {
-        let me = comm.rank();
-        // Source 0 sends three multicasts to {1,3}, then one to {2}; source 3 to {1}.
-        if me == 0 {
-            comm.multicast(&[], b"nothing")?;
-            comm.multicast(&[0], b"self only")?;
-            for i in 0..3u8 {
-                comm.multicast(&[3, 1, 1], &vec![i; 200])?;
+    run(
+        4,
+        |c| c.packet_bytes = 64,
+        |comm| {
+            let me = comm.rank();
+            // Source 0 sends three multicasts to {1,3}, then one to {2}; source 3 to {1}.
+            if me == 0 {
+                comm.multicast(&[], b"nothing")?;
+                comm.multicast(&[0], b"self only")?;
+                for i in 0..3u8 {
+                    comm.multicast(&[3, 1, 1], &[i; 200])?;
+                }
+                comm.multicast(&[2], b"two")?;
             }
-            comm.multicast(&[2], b"two")?;
-        }
-        if me == 3 {
-            comm.multicast(&[1], b"from three")?;
-        }
-        match me {
-            1 => {
-                let mut from0 = Vec::new();
-                let mut from3 = 0;
-                for _ in 0..4 {
-                    let r = comm.recv_multicast()?;
-                    if r.source == 0 {
-                        from0.push(r.data[0]);
-                        assert_eq!(r.data.len(), 200);
-                    } else {
-                        assert_eq!(r.source, 3);
-                        assert_eq!(&r.data[..], b"from three");
-                        from3 += 1;
+            if me == 3 {
+                comm.multicast(&[1], b"from three")?;
+            }
+            match me {
+                1 => {
+                    let mut from0 = Vec::new();
+                    let mut from3 = 0;
+                    for _ in 0..4 {
+                        let r = comm.recv_multicast()?;
+                        if r.source == 0 {
+                            from0.push(r.data[0]);
+                            assert_eq!(r.data.len(), 200);
+                        } else {
+                            assert_eq!(r.source, 3);
+                            assert_eq!(&r.data[..], b"from three");
+                            from3 += 1;
+                        }
+                    }
+                    assert_eq!(from0, vec![0, 1, 2]);
+                    assert_eq!(from3, 1);
+                }
+                2 => assert_eq!(&comm.recv_multicast()?.data[..], b"two"),
+                3 => {
+                    for i in 0..3u8 {
+                        let r = comm.recv_multicast()?;
+                        assert_eq!((r.source, r.data[0]), (0, i));
                     }
                 }
-                assert_eq!(from0, vec![0, 1, 2]);
-                assert_eq!(from3, 1);
+                _ => {}
             }
-            2 => assert_eq!(&comm.recv_multicast()?.data[..], b"two"),
-            3 => {
-                for i in 0..3u8 {
-                    let r = comm.recv_multicast()?;
-                    assert_eq!((r.source, r.data[0]), (0, i));
-                }
-            }
-            _ => {}
-        }
-        assert!(comm.multicast(&[9], b"x").is_err());
-        comm.finalize()
-    });
+            assert!(comm.multicast(&[9], b"x").is_err());
+            comm.finalize()
+        },
+    );
 }
 
 #[test]
 fn mismatched_lengths_are_reported() {
-    run(3, |c| c.timeout = Duration::from_secs(5), |comm| {
-        let len = if comm.rank() == 2 { 10 } else { 20 };
-        let mut buf = vec![1u8; len];
-        let res = comm.bcast(0, &mut buf);
-        if comm.rank() == 2 {
-            assert!(matches!(res, Err(Error::ArgumentMismatch { .. })), "{res:?}");
-        } else {
-            res?;
-        }
-        comm.finalize()
-    });
+    run(
+        3,
+        |c| c.timeout = Duration::from_secs(5),
+        |comm| {
+            let len = if comm.rank() == 2 { 10 } else { 20 };
+            let mut buf = vec![1u8; len];
+            let res = comm.bcast(0, &mut buf);
+            if comm.rank() == 2 {
+                assert!(
+                    matches!(res, Err(Error::ArgumentMismatch { .. })),
+                    "{res:?}"
+                );
+            } else {
+                res?;
+            }
+            comm.finalize()
+        },
+    );
 }
 
 #[test]
 fn bcast_value_round_trips() {
-    run(3, |_| {}, |comm| {
-        let mut v: (String, Vec<u32>) = if comm.rank() == 1 {
-            ("hi".into(), vec![1, 2, 3])
-        } else {
-            Default::default()
-        };
-        comm.bcast_value(1, &mut v)?;
-        assert_eq!(v, ("hi".to_string(), vec![1, 2, 3]));
-        comm.finalize()
-    });
+    run(
+        3,
+        |_| {},
+        |comm| {
+            let mut v: (String, Vec<u32>) = if comm.rank() == 1 {
+                ("hi".into(), vec![1, 2, 3])
+            } else {
+                Default::default()
+            };
+            comm.bcast_value(1, &mut v)?;
+            assert_eq!(v, ("hi".to_string(), vec![1, 2, 3]));
+            comm.finalize()
+        },
+    );
 }

@@ -19,14 +19,20 @@ use clap::Parser;
 use mcast::Algorithm;
 
 #[derive(Parser, Debug)]
-#[command(name = "mcast-selftest", about = "End-to-end check of an mcast job (run under mclaunch)")]
+#[command(
+    name = "mcast-selftest",
+    about = "End-to-end check of an mcast job (run under mclaunch)"
+)]
 struct Args {
     /// Comma-separated message sizes in bytes; P in an expression is the packet size
     /// (e.g. `0,1,P-1,P,P+1,3P+7,8388608`).
     #[arg(long, default_value = "0,1,P-1,P,P+1,3P+7,8388608")]
     sizes: String,
     /// Comma-separated algorithms.
-    #[arg(long, default_value = "auto,flat,chain,binomial,kbinomial,kbinomial:2,kbinomial:3")]
+    #[arg(
+        long,
+        default_value = "auto,flat,chain,binomial,kbinomial,kbinomial:2,kbinomial:3"
+    )]
     algos: String,
     /// Rounds of random-subset multicasts.
     #[arg(long, default_value_t = 40)]
@@ -44,7 +50,13 @@ fn parse_size(expr: &str, p: usize) -> Result<usize> {
     let (mul, rest) = match e.find('P') {
         None => return e.parse().with_context(|| format!("size {expr:?}")),
         Some(i) => {
-            let m = if i == 0 { 1 } else { e[..i].parse::<usize>().with_context(|| format!("size {expr:?}"))? };
+            let m = if i == 0 {
+                1
+            } else {
+                e[..i]
+                    .parse::<usize>()
+                    .with_context(|| format!("size {expr:?}"))?
+            };
             (m, &e[i + 1..])
         }
     };
@@ -52,7 +64,8 @@ fn parse_size(expr: &str, p: usize) -> Result<usize> {
     Ok(if let Some(a) = rest.strip_prefix('+') {
         base + a.parse::<usize>()?
     } else if let Some(s) = rest.strip_prefix('-') {
-        base.checked_sub(s.parse::<usize>()?).context("negative size")?
+        base.checked_sub(s.parse::<usize>()?)
+            .context("negative size")?
     } else if rest.is_empty() {
         base
     } else {
@@ -84,15 +97,25 @@ fn pattern(buf: &mut [u8], seed: u64) {
 
 fn first_diff(buf: &[u8], seed: u64) -> Option<usize> {
     let s = seed as u8;
-    buf.iter().enumerate().position(|(i, &b)| b != ((i >> 8) as u8 ^ i as u8).wrapping_add(s))
+    buf.iter()
+        .enumerate()
+        .position(|(i, &b)| b != ((i >> 8) as u8 ^ i as u8).wrapping_add(s))
 }
 
 fn run(args: &Args) -> Result<String> {
     let comm = mcast::init()?;
     let (rank, n) = (comm.rank(), comm.size());
     let p = comm.config().packet_bytes;
-    let sizes: Vec<usize> = args.sizes.split(',').map(|s| parse_size(s, p)).collect::<Result<_>>()?;
-    let algos: Vec<Algorithm> = args.algos.split(',').map(|a| a.parse()).collect::<Result<_, _>>()?;
+    let sizes: Vec<usize> = args
+        .sizes
+        .split(',')
+        .map(|s| parse_size(s, p))
+        .collect::<Result<_>>()?;
+    let algos: Vec<Algorithm> = args
+        .algos
+        .split(',')
+        .map(|a| a.parse())
+        .collect::<Result<_, _>>()?;
     comm.barrier()?;
     if args.crash_rank == Some(rank) {
         eprintln!("rank {rank}: crashing on purpose");
@@ -116,7 +139,9 @@ fn run(args: &Args) -> Result<String> {
                 comm.bcast_with(root, b, algo)
                     .with_context(|| format!("bcast root {root} algo {algo} size {size}"))?;
                 if let Some(at) = first_diff(b, case) {
-                    bail!("bcast root {root} algo {algo} size {size}: byte {at} wrong at rank {rank}");
+                    bail!(
+                        "bcast root {root} algo {algo} size {size}: byte {at} wrong at rank {rank}"
+                    );
                 }
             }
         }
@@ -141,7 +166,9 @@ fn run(args: &Args) -> Result<String> {
             comm.multicast_with(&dests, &data, algo)
                 .with_context(|| format!("multicast round {round} to {dests:?}"))?;
         } else if dests.contains(&rank) {
-            let r = comm.recv_multicast().with_context(|| format!("recv_multicast round {round}"))?;
+            let r = comm
+                .recv_multicast()
+                .with_context(|| format!("recv_multicast round {round}"))?;
             if r.source != src || r.data.len() != size || first_diff(&r.data, seed).is_some() {
                 bail!(
                     "multicast round {round}: rank {rank} got {} bytes from {}, expected {size} from {src}",
@@ -157,25 +184,37 @@ fn run(args: &Args) -> Result<String> {
     // Bursts: every rank multicasts several messages to a shared random set at
     // once; each destination checks per-source order.
     let burst = 5;
-    let sets: Vec<Vec<usize>> = (0..n).map(|_| (0..n).filter(|_| rng.below(3) > 0).collect()).collect();
+    let sets: Vec<Vec<usize>> = (0..n)
+        .map(|_| (0..n).filter(|_| rng.below(3) > 0).collect())
+        .collect();
     for i in 0..burst {
         let mut d = vec![0u8; 1 + (i * 997) % (3 * p + 7)];
         pattern(&mut d, (rank * 100 + i) as u64);
         comm.multicast(&sets[rank], &d)?;
     }
-    let expect: usize = (0..n).filter(|&s| s != rank && sets[s].contains(&rank)).count() * burst;
+    let expect: usize = (0..n)
+        .filter(|&s| s != rank && sets[s].contains(&rank))
+        .count()
+        * burst;
     let mut next = vec![0usize; n];
     for _ in 0..expect {
         let r = comm.recv_multicast()?;
         let i = next[r.source];
-        if r.data.len() != 1 + (i * 997) % (3 * p + 7) || first_diff(&r.data, (r.source * 100 + i) as u64).is_some() {
-            bail!("burst: rank {rank} got multicast #{i} from {} out of order or corrupted", r.source);
+        if r.data.len() != 1 + (i * 997) % (3 * p + 7)
+            || first_diff(&r.data, (r.source * 100 + i) as u64).is_some()
+        {
+            bail!(
+                "burst: rank {rank} got multicast #{i} from {} out of order or corrupted",
+                r.source
+            );
         }
         next[r.source] += 1;
         mcasts += 1;
     }
     comm.finalize()?;
-    Ok(format!("selftest: rank {rank} of {n} ok ({case} bcasts, {mcasts} multicasts received)"))
+    Ok(format!(
+        "selftest: rank {rank} of {n} ok ({case} bcasts, {mcasts} multicasts received)"
+    ))
 }
 
 fn main() -> ExitCode {

@@ -22,7 +22,11 @@ use serde::Serialize;
 const LARGE_MESSAGE: usize = 8192;
 
 #[derive(Parser, Debug)]
-#[command(name = "mcbench", version, about = "Broadcast latency benchmark (osu_bcast method) for mcast")]
+#[command(
+    name = "mcbench",
+    version,
+    about = "Broadcast latency benchmark (osu_bcast method) for mcast"
+)]
 struct Args {
     /// Launch N ranks through mclaunch (when not already running under it).
     #[arg(short = 'n', long = "np")]
@@ -115,7 +119,11 @@ fn check(buf: &[u8], size: usize, iter: usize) -> Option<usize> {
 fn self_launch(n: usize) -> Result<ExitCode> {
     let me = std::env::current_exe().context("locating mcbench")?;
     let beside = me.with_file_name("mclaunch");
-    let launcher = if beside.exists() { beside } else { "mclaunch".into() };
+    let launcher = if beside.exists() {
+        beside
+    } else {
+        "mclaunch".into()
+    };
     let mut args: Vec<String> = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -133,7 +141,9 @@ fn self_launch(n: usize) -> Result<ExitCode> {
         .args(&args)
         .status()
         .with_context(|| format!("running {}", launcher.display()))?;
-    Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
+    Ok(ExitCode::from(
+        status.code().unwrap_or(1).clamp(0, 255) as u8
+    ))
 }
 
 fn run(args: Args) -> Result<()> {
@@ -165,7 +175,10 @@ fn run(args: Args) -> Result<()> {
     let mut buf = vec![0u8; *sizes.last().unwrap_or(&0)];
     for &size in &sizes {
         let large = size >= LARGE_MESSAGE;
-        let iters = args.iterations.unwrap_or(if large { 100 } else { 1000 }).max(1);
+        let iters = args
+            .iterations
+            .unwrap_or(if large { 100 } else { 1000 })
+            .max(1);
         let warmup = args.warmup.unwrap_or(if large { 10 } else { 200 });
         if let Some(b) = &bar {
             b.set_message(format!("{size} B"));
@@ -240,7 +253,9 @@ fn run(args: Args) -> Result<()> {
                 "# ranks: {}, root: {}, algorithm: {}, forwarding: {}, packet: {} B",
                 report.ranks, report.root, report.algorithm, report.forwarding, report.packet_bytes
             );
-            println!("# Size       Avg Latency(us)     Min Latency(us)     Max Latency(us)  Iterations");
+            println!(
+                "# Size       Avg Latency(us)     Min Latency(us)     Max Latency(us)  Iterations"
+            );
             for r in &report.results {
                 println!(
                     "{:<10}{:>18.2}{:>20.2}{:>20.2}{:>12}",

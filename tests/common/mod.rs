@@ -31,7 +31,9 @@ pub fn mclaunch() -> PathBuf {
 /// Run `cmd` to completion, killing it (and, through mclaunch's own teardown,
 /// its ranks) if it is not done within `limit`. Panics on a timeout.
 pub fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let child = cmd.spawn().expect("spawn");
     let pid = child.id() as libc::pid_t;
     let (tx, rx) = mpsc::channel();

@@ -1,0 +1,211 @@
+//! The command line, parsed with clap and resolved into a [`JobSpec`].
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::error::LaunchError;
+use crate::spec::{self, JobSpec, OutputMode, Placement, DEFAULT_KILL_GRACE};
+
+const AFTER_HELP: &str = "\
+Every rank gets MCAST_RANK, MCAST_SIZE, MCAST_RENDEZVOUS (host:port of mclaunch's
+rendezvous server) and MCAST_TOKEN (a random per-job secret) in its environment,
+on top of mclaunch's own environment and the -x variables. Each rank runs in its
+own process group and dies with mclaunch. Rank 0's stdin is mclaunch's stdin
+unless that is a terminal; all other ranks read /dev/null.
+
+Environment:
+  MCAST_RENDEZVOUS_TIMEOUT_SECS   default for --rendezvous-timeout
+
+Exit status:
+  0        every rank exited with status 0
+  N        the first rank to fail exited with status N (128+S if killed by signal S);
+           the other ranks are stopped (SIGTERM, then SIGKILL)
+  1        the rendezvous failed, or mclaunch could not set up the job
+  2        invalid command line
+  124      --timeout expired
+  126/127  PROGRAM could not be executed / was not found
+  128+S    mclaunch received signal S (SIGINT: 130, SIGTERM: 143)
+
+Example:
+  mclaunch -n 4 --tag-output -x RUST_LOG=debug ./target/release/my_app --size 1M";
+
+/// `mclaunch`: start an mcast job (like mpirun).
+#[derive(Debug, Parser)]
+#[command(
+    name = "mclaunch",
+    version,
+    override_usage = "mclaunch -n N [OPTIONS] PROGRAM [ARGS]...",
+    about = "Launch N ranks of an mcast program on this machine (like mpirun)",
+    long_about = "Launch N ranks of an mcast program on this machine (like mpirun).\n\n\
+        mclaunch starts the ranks, runs the rendezvous through which they find each \
+        other, forwards their output, and stops the whole job as soon as any rank \
+        fails, exiting with that rank's status.",
+    after_help = AFTER_HELP
+)]
+pub struct Cli {
+    /// Number of ranks to start.
+    #[arg(
+        short = 'n',
+        long = "np",
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub np: u32,
+
+    /// Stop the whole job after SECS seconds (fractions allowed) and exit with 124.
+    #[arg(long, value_name = "SECS", value_parser = spec::parse_secs)]
+    pub timeout: Option<Duration>,
+
+    /// Time all ranks have to join the rendezvous, counted from the first rank's
+    /// hello [default: $MCAST_RENDEZVOUS_TIMEOUT_SECS, else 30].
+    #[arg(long, value_name = "SECS", value_parser = spec::parse_secs)]
+    pub rendezvous_timeout: Option<Duration>,
+
+    /// Prefix every line a rank writes to stdout or stderr with `[RANK] `.
+    #[arg(
+        long,
+        help = "Prefix every line a rank writes to stdout or stderr with \"[RANK] \""
+    )]
+    pub tag_output: bool,
+
+    /// Set VAR=VAL in every rank's environment, or with a bare VAR pass on
+    /// mclaunch's own value of VAR. Repeatable.
+    #[arg(short = 'x', long = "export", value_name = "VAR[=VAL]")]
+    pub export: Vec<String>,
+
+    /// The program every rank runs, followed by its arguments (passed on as
+    /// they are, even those that look like mclaunch options).
+    #[arg(
+        value_name = "PROGRAM",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+impl Cli {
+    /// Resolve the command line into a job, reading `-x VAR` values and
+    /// `MCAST_RENDEZVOUS_TIMEOUT_SECS` through `lookup` (the process environment
+    /// in [`Cli::into_spec`]).
+    pub fn into_spec_with(
+        self,
+        lookup: impl Fn(&str) -> Option<OsString>,
+    ) -> Result<JobSpec, LaunchError> {
+        let mut command = self.command.into_iter();
+        let program = command
+            .next()
+            .ok_or_else(|| LaunchError::Usage("no PROGRAM given".into()))?;
+        let env = self
+            .export
+            .iter()
+            .map(|x| spec::parse_export(x, &lookup))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(JobSpec {
+            nranks: self.np,
+            program,
+            args: command.collect(),
+            env,
+            output: if self.tag_output {
+                OutputMode::Tagged
+            } else {
+                OutputMode::Inherit
+            },
+            timeout: self.timeout,
+            rendezvous_timeout: spec::rendezvous_timeout(self.rendezvous_timeout, &lookup)?,
+            kill_grace: DEFAULT_KILL_GRACE,
+            placement: Placement::Local,
+        })
+    }
+
+    /// Resolve the command line into a job using the process environment.
+    pub fn into_spec(self) -> Result<JobSpec, LaunchError> {
+        self.into_spec_with(|k| std::env::var_os(k))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("mclaunch").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn program_arguments_are_not_ours() {
+        let cli = parse(&[
+            "-n",
+            "2",
+            "--tag-output",
+            "prog",
+            "-n",
+            "5",
+            "--timeout",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!(cli.np, 2);
+        assert!(cli.tag_output);
+        assert_eq!(cli.timeout, None);
+        let spec = cli.into_spec_with(|_| None).unwrap();
+        assert_eq!(spec.program, "prog");
+        assert_eq!(spec.args, ["-n", "5", "--timeout", "x"]);
+        assert_eq!(spec.output, OutputMode::Tagged);
+        let dashed = parse(&["-n", "1", "--", "-prog", "--help"]).unwrap();
+        assert_eq!(dashed.command, ["-prog", "--help"]);
+    }
+
+    #[test]
+    fn options() {
+        let cli = parse(&[
+            "--np",
+            "3",
+            "--timeout",
+            "1.5",
+            "-x",
+            "A=1",
+            "-x",
+            "B",
+            "--rendezvous-timeout",
+            "4",
+            "sh",
+            "-c",
+            "true",
+        ])
+        .unwrap();
+        let spec = cli
+            .into_spec_with(|k| (k == "B").then(|| OsString::from("bee")))
+            .unwrap();
+        assert_eq!(spec.nranks, 3);
+        assert_eq!(spec.timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(spec.rendezvous_timeout, Duration::from_secs(4));
+        assert_eq!(
+            spec.env,
+            [("A".into(), "1".into()), ("B".into(), "bee".into())]
+        );
+        assert_eq!(spec.args, ["-c", "true"]);
+    }
+
+    #[test]
+    fn rejects_bad_command_lines() {
+        assert!(parse(&["prog"]).is_err()); // -n is required
+        assert!(parse(&["-n", "0", "prog"]).is_err());
+        assert!(parse(&["-n", "2"]).is_err()); // no program
+        assert!(parse(&["-n", "2", "--timeout", "0", "prog"]).is_err());
+        assert!(parse(&["-n", "2", "--bogus", "prog"]).is_err());
+        let unset = parse(&["-n", "1", "-x", "SURELY_UNSET", "prog"]).unwrap();
+        assert!(matches!(
+            unset.into_spec_with(|_| None),
+            Err(LaunchError::Usage(_))
+        ));
+    }
+}

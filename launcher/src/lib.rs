@@ -1,0 +1,41 @@
+//! mclaunch: start the ranks of an mcast job, like `mpirun`.
+//!
+//! ```text
+//! mclaunch -n N [--timeout SECS] [--rendezvous-timeout SECS] [--tag-output] [-x VAR[=VAL]]... PROGRAM [ARGS...]
+//! ```
+//!
+//! mclaunch starts N local processes, each with `MCAST_RANK`, `MCAST_SIZE`,
+//! `MCAST_RENDEZVOUS` and `MCAST_TOKEN` in its environment, serves the
+//! rendezvous through which the ranks exchange data addresses
+//! ([`mcast::bootstrap`]), optionally tags their output, and supervises them:
+//! the first rank to fail stops the job, and mclaunch exits with that rank's
+//! status. Nothing it started outlives it (process groups, `PR_SET_PDEATHSIG`).
+//!
+//! The pieces: [`cli`] parses the command line into a [`JobSpec`]; [`run`]
+//! executes a job and returns its [`Outcome`], whose
+//! [`exit_code`](Outcome::exit_code) and [`message`](Outcome::message) are what
+//! the binary reports.
+
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod error;
+pub mod output;
+mod procs;
+mod rendezvous;
+pub mod spawn;
+pub mod spec;
+pub mod status;
+mod supervisor;
+pub mod token;
+
+pub use cli::Cli;
+pub use error::LaunchError;
+pub use spec::{JobSpec, OutputMode, Placement};
+pub use supervisor::{run, Outcome};
+
+/// Print `mclaunch: {msg}` on stderr, ignoring failures (stderr may be closed).
+pub fn note(msg: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "mclaunch: {msg}");
+}

@@ -1,0 +1,96 @@
+//! Starting one rank's process.
+//!
+//! Every rank is the leader of its own process group (so teardown can signal
+//! everything it started) and gets `PR_SET_PDEATHSIG = SIGKILL`, so it dies with
+//! mclaunch even if mclaunch is killed with SIGKILL. The death signal fires when
+//! the *thread* that forked exits, so ranks must be spawned from the main thread.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+
+use crate::spec::{JobSpec, OutputMode, Placement};
+
+/// The `MCAST_*` and `-x` variables for one rank, in the order they are applied.
+pub fn rank_env(
+    spec: &JobSpec,
+    rank: u32,
+    rendezvous: &str,
+    token: &str,
+) -> Vec<(OsString, OsString)> {
+    use mcast::config::{ENV_RANK, ENV_RENDEZVOUS, ENV_SIZE, ENV_TOKEN};
+    let mut env = spec.env.clone();
+    env.push((ENV_RANK.into(), rank.to_string().into()));
+    env.push((ENV_SIZE.into(), spec.nranks.to_string().into()));
+    env.push((ENV_RENDEZVOUS.into(), rendezvous.into()));
+    env.push((ENV_TOKEN.into(), token.into()));
+    env
+}
+
+/// The command that runs `rank` where the placement says.
+fn command_for(spec: &JobSpec, env: &[(OsString, OsString)]) -> Command {
+    match spec.placement {
+        Placement::Local => {
+            let mut cmd = Command::new(&spec.program);
+            cmd.args(&spec.args);
+            cmd.envs(env.iter().map(|(k, v)| (k, v)));
+            cmd
+        }
+    }
+}
+
+/// Rank 0 reads mclaunch's stdin unless it is a terminal (a rank in its own
+/// process group reading the terminal would be stopped by SIGTTIN); every other
+/// rank reads /dev/null.
+fn stdin_for(rank: u32) -> Stdio {
+    // SAFETY: isatty only inspects a file descriptor.
+    let stdin_is_tty = unsafe { libc::isatty(libc::STDIN_FILENO) } == 1;
+    if rank == 0 && !stdin_is_tty {
+        Stdio::inherit()
+    } else {
+        Stdio::null()
+    }
+}
+
+/// Start `rank`. With [`OutputMode::Tagged`] its stdout and stderr are pipes
+/// (taken by the caller from the returned [`Child`]).
+pub fn spawn_rank(spec: &JobSpec, rank: u32, env: &[(OsString, OsString)]) -> io::Result<Child> {
+    let mut cmd = command_for(spec, env);
+    cmd.stdin(stdin_for(rank));
+    match spec.output {
+        OutputMode::Inherit => {
+            cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        }
+        OutputMode::Tagged => {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+    }
+    cmd.process_group(0);
+    // SAFETY: getpid has no preconditions.
+    let launcher = unsafe { libc::getpid() };
+    // SAFETY: the closure runs between fork and exec, and only makes
+    // async-signal-safe system calls (prctl, getppid) and builds an io::Error
+    // from an errno value, which does not allocate.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            // mclaunch may have died before prctl took effect: then the death
+            // signal will never come, and this child must not run.
+            if libc::getppid() != launcher {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}

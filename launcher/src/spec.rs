@@ -1,0 +1,225 @@
+//! What to launch: the resolved form of the command line.
+//!
+//! [`JobSpec`] is independent of clap so that other front ends (a Slurm step,
+//! tests) can build one directly. New launch modes slot in here: `--hostfile`
+//! becomes another [`Placement`], `--topology` / `--fabric` become fields that
+//! add per-rank environment and emulator setup before the ranks start.
+
+use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use mcast::config::{ENV_RANK, ENV_RENDEZVOUS, ENV_RENDEZVOUS_TIMEOUT_SECS, ENV_SIZE, ENV_TOKEN};
+
+use crate::error::LaunchError;
+
+/// How long ranks have to join the rendezvous, counted from the first hello.
+pub const DEFAULT_RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long ranks get between SIGTERM and SIGKILL when the job is torn down.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// Environment variables mclaunch sets itself; `-x` may not override them.
+pub const RESERVED_ENV: [&str; 4] = [ENV_RANK, ENV_SIZE, ENV_RENDEZVOUS, ENV_TOKEN];
+
+/// What happens to the ranks' stdout and stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputMode {
+    /// Ranks write straight to mclaunch's stdout and stderr.
+    #[default]
+    Inherit,
+    /// Every line of rank r is forwarded with a `[r] ` prefix.
+    Tagged,
+}
+
+/// Where the ranks run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Placement {
+    /// All ranks are child processes on this machine, and the rendezvous
+    /// listens on loopback.
+    #[default]
+    Local,
+    // Later: `Ssh { hosts: Vec<HostSlot> }` from `--hostfile`, where each rank's
+    // command becomes `ssh HOST env VAR=VAL... PROGRAM ARGS` and the rendezvous
+    // binds an address the hosts can reach.
+}
+
+impl Placement {
+    /// The address the rendezvous server binds (port 0: any free port).
+    pub fn rendezvous_bind(&self) -> IpAddr {
+        match self {
+            Placement::Local => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        }
+    }
+}
+
+/// A fully resolved job description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSpec {
+    /// Number of ranks (at least 1).
+    pub nranks: u32,
+    /// The program every rank runs.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Extra environment for every rank (from `-x`), applied before the
+    /// `MCAST_*` variables mclaunch sets itself.
+    pub env: Vec<(OsString, OsString)>,
+    /// How rank output is handled.
+    pub output: OutputMode,
+    /// Whole-job deadline, counted from launch.
+    pub timeout: Option<Duration>,
+    /// Deadline for all ranks to join the rendezvous, counted from the first hello.
+    pub rendezvous_timeout: Duration,
+    /// Time between SIGTERM and SIGKILL on teardown.
+    pub kill_grace: Duration,
+    /// Where ranks run.
+    pub placement: Placement,
+}
+
+impl JobSpec {
+    /// A job of `nranks` local ranks running `program args...` with default settings.
+    pub fn new(nranks: u32, program: impl Into<OsString>, args: Vec<OsString>) -> JobSpec {
+        JobSpec {
+            nranks,
+            program: program.into(),
+            args,
+            env: Vec::new(),
+            output: OutputMode::Inherit,
+            timeout: None,
+            rendezvous_timeout: DEFAULT_RENDEZVOUS_TIMEOUT,
+            kill_grace: DEFAULT_KILL_GRACE,
+            placement: Placement::Local,
+        }
+    }
+}
+
+/// Parse a positive number of seconds (fractions allowed) into a duration.
+pub fn parse_secs(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(secs > 0.0 && secs.is_finite() && secs < 1e9) {
+        return Err(format!("{s:?}: expected a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The rendezvous timeout: the command-line value if given, else
+/// `MCAST_RENDEZVOUS_TIMEOUT_SECS` from `lookup`, else the default.
+pub fn rendezvous_timeout(
+    flag: Option<Duration>,
+    lookup: impl Fn(&str) -> Option<OsString>,
+) -> Result<Duration, LaunchError> {
+    if let Some(d) = flag {
+        return Ok(d);
+    }
+    match lookup(ENV_RENDEZVOUS_TIMEOUT_SECS) {
+        None => Ok(DEFAULT_RENDEZVOUS_TIMEOUT),
+        Some(v) => {
+            let v = v.to_string_lossy();
+            parse_secs(&v)
+                .map_err(|e| LaunchError::Usage(format!("{ENV_RENDEZVOUS_TIMEOUT_SECS}: {e}")))
+        }
+    }
+}
+
+/// Resolve one `-x` argument: `VAR=VAL` sets VAR to VAL; `VAR` copies mclaunch's
+/// own value of VAR (found with `lookup`), which must be set.
+pub fn parse_export(
+    arg: &str,
+    lookup: impl Fn(&str) -> Option<OsString>,
+) -> Result<(OsString, OsString), LaunchError> {
+    let (name, value) = match arg.split_once('=') {
+        Some((name, value)) => (name, Some(value)),
+        None => (arg, None),
+    };
+    if name.is_empty() || name.contains('\0') || value.is_some_and(|v| v.contains('\0')) {
+        return Err(LaunchError::Usage(format!(
+            "-x {arg:?}: expected VAR=VALUE or VAR"
+        )));
+    }
+    if RESERVED_ENV.contains(&name) {
+        return Err(LaunchError::Usage(format!(
+            "-x {name}: mclaunch sets {name} itself"
+        )));
+    }
+    let value = match value {
+        Some(v) => OsString::from(v),
+        None => lookup(name).ok_or_else(|| {
+            LaunchError::Usage(format!(
+                "-x {name}: {name} is not set in mclaunch's environment (use -x {name}=VALUE)"
+            ))
+        })?,
+    };
+    Ok((OsString::from(name), value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        move |k| {
+            pairs
+                .iter()
+                .find(|(a, _)| a == k)
+                .map(|(_, b)| OsString::from(b))
+        }
+    }
+
+    #[test]
+    fn exports() {
+        let look = env(&[("HOME", "/h")]);
+        assert_eq!(
+            parse_export("A=b=c", &look).unwrap(),
+            ("A".into(), "b=c".into())
+        );
+        assert_eq!(parse_export("A=", &look).unwrap(), ("A".into(), "".into()));
+        assert_eq!(
+            parse_export("HOME", &look).unwrap(),
+            ("HOME".into(), "/h".into())
+        );
+        assert!(parse_export("NOPE", &look).is_err());
+        assert!(parse_export("=x", &look).is_err());
+        assert!(parse_export("", &look).is_err());
+        assert!(parse_export("MCAST_RANK=3", &look).is_err());
+        // Other MCAST_ settings are the user's to pass.
+        assert!(parse_export("MCAST_TIMEOUT_SECS=5", &look).is_ok());
+    }
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_secs("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_secs("0.25").unwrap(), Duration::from_millis(250));
+        assert!(parse_secs("0").is_err());
+        assert!(parse_secs("-1").is_err());
+        assert!(parse_secs("inf").is_err());
+        assert!(parse_secs("x").is_err());
+    }
+
+    #[test]
+    fn rendezvous_timeout_sources() {
+        let none = env(&[]);
+        assert_eq!(
+            rendezvous_timeout(None, &none).unwrap(),
+            DEFAULT_RENDEZVOUS_TIMEOUT
+        );
+        let set = env(&[(ENV_RENDEZVOUS_TIMEOUT_SECS, "4")]);
+        assert_eq!(
+            rendezvous_timeout(None, &set).unwrap(),
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            rendezvous_timeout(Some(Duration::from_secs(1)), &set).unwrap(),
+            Duration::from_secs(1)
+        );
+        let bad = env(&[(ENV_RENDEZVOUS_TIMEOUT_SECS, "soon")]);
+        assert!(rendezvous_timeout(None, &bad).is_err());
+    }
+}

@@ -1,0 +1,549 @@
+//! Running a job: spawn the ranks, watch one event channel, tear everything down.
+//!
+//! All events arrive on one mpsc channel: rank exits (one waiter thread per
+//! rank), signals to mclaunch (a signal-hook thread) and the rendezvous's
+//! verdict. The main thread spawns the ranks (required by `PR_SET_PDEATHSIG`)
+//! and then waits on that channel against the job deadline.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io;
+use std::process::ExitStatus;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::{Handle as SignalsHandle, Signals};
+
+use crate::error::LaunchError;
+use crate::output::{spawn_forwarder, Sink};
+use crate::rendezvous::Rendezvous;
+use crate::spawn::{rank_env, spawn_rank};
+use crate::spec::JobSpec;
+use crate::status::{describe_signal, describe_status, ranks_phrase, shell_exit_code};
+use crate::{note, procs, token};
+
+/// How long to wait for ranks to disappear after SIGKILL.
+const KILL_WAIT: Duration = Duration::from_secs(2);
+/// How often teardown re-checks whether a rank's process group is empty
+/// (processes other than the rank itself are not our children, so their
+/// exits produce no event).
+const GROUP_POLL: Duration = Duration::from_millis(20);
+/// How long to wait for forwarded output to drain after the ranks are gone.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
+
+/// Something the supervisor reacts to.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// A rank's process ended.
+    Exited { rank: u32, status: ExitStatus },
+    /// Waiting for a rank's process failed.
+    WaitFailed { rank: u32, error: io::Error },
+    /// mclaunch received a signal.
+    Signal(i32),
+    /// Every rank has received the address table.
+    RendezvousComplete,
+    /// The rendezvous cannot complete.
+    RendezvousFailed(String),
+}
+
+/// How a job ended. Ranks have been stopped by the time [`run`] returns it.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Every rank exited with status 0.
+    Success,
+    /// `rank` was the first to exit with a non-zero status or by a signal.
+    RankFailed {
+        /// The failing rank.
+        rank: u32,
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// `rank` could not be started.
+    SpawnFailed {
+        /// The rank that could not start (earlier ranks had started).
+        rank: u32,
+        /// The program that was to run.
+        program: OsString,
+        /// Why it did not start.
+        error: io::Error,
+    },
+    /// The ranks could not all join the rendezvous.
+    RendezvousFailed {
+        /// Why, naming the ranks concerned.
+        reason: String,
+    },
+    /// `--timeout` expired.
+    TimedOut {
+        /// The `--timeout` value.
+        after: Duration,
+        /// Ranks that had not exited when it expired.
+        running: Vec<u32>,
+    },
+    /// mclaunch was asked to stop by a signal.
+    Interrupted {
+        /// The signal received.
+        signal: i32,
+        /// Ranks that had not exited when it arrived.
+        running: Vec<u32>,
+    },
+    /// mclaunch itself failed while the job was running.
+    Internal {
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// mclaunch's exit code: 0 on success; the failing rank's exit code or
+    /// 128 + its signal; 127 / 126 when the program is not found / not
+    /// executable; 124 on `--timeout`; 128 + signal when mclaunch was signalled;
+    /// 1 for rendezvous and internal failures.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Outcome::Success => 0,
+            Outcome::RankFailed { status, .. } => shell_exit_code(*status),
+            Outcome::SpawnFailed { error, .. } => match error.kind() {
+                io::ErrorKind::NotFound => 127,
+                io::ErrorKind::PermissionDenied => 126,
+                _ => 1,
+            },
+            Outcome::RendezvousFailed { .. } | Outcome::Internal { .. } => 1,
+            Outcome::TimedOut { .. } => 124,
+            Outcome::Interrupted { signal, .. } => u8::try_from(128 + signal).unwrap_or(255),
+        }
+    }
+
+    /// True when every rank succeeded.
+    pub fn is_success(&self) -> bool {
+        matches!(self, Outcome::Success)
+    }
+
+    /// One line for the user, without the `mclaunch: ` prefix; `None` on success.
+    pub fn message(&self) -> Option<String> {
+        Some(match self {
+            Outcome::Success => return None,
+            Outcome::RankFailed { rank, status } => {
+                format!("rank {rank} {}", describe_status(*status))
+            }
+            Outcome::SpawnFailed {
+                rank,
+                program,
+                error,
+            } => format!(
+                "cannot start rank {rank} ({}): {error}",
+                program.to_string_lossy()
+            ),
+            Outcome::RendezvousFailed { reason } => format!("rendezvous failed: {reason}"),
+            Outcome::TimedOut { after, running } => format!(
+                "job timed out after {}; {} still running, killed",
+                crate::status::format_secs(*after),
+                running_phrase(running)
+            ),
+            Outcome::Interrupted { signal, running } => format!(
+                "received {}; stopped the job ({} still running)",
+                describe_signal(*signal),
+                running_phrase(running)
+            ),
+            Outcome::Internal { reason } => reason.clone(),
+        })
+    }
+}
+
+fn running_phrase(running: &[u32]) -> String {
+    match running.len() {
+        0 => "no ranks were".into(),
+        1 => format!("{} was", ranks_phrase(running)),
+        _ => format!("{} were", ranks_phrase(running)),
+    }
+}
+
+/// Run a job to its end and stop everything it started.
+///
+/// Must be called from the main thread: ranks are spawned by the calling
+/// thread and receive SIGKILL when it exits. Installs handlers for SIGINT,
+/// SIGTERM and SIGHUP for the duration of the job (they stop the job).
+pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
+    if spec.nranks == 0 {
+        return Err(LaunchError::Usage("a job needs at least one rank".into()));
+    }
+    let token = token::generate()
+        .map_err(|e| LaunchError::setup("cannot read /dev/urandom for the job token", e))?;
+    let (tx, events) = mpsc::channel();
+    let signals = SignalWatch::start(tx.clone())
+        .map_err(|e| LaunchError::setup("cannot install signal handlers", e))?;
+    let rendezvous = Rendezvous::start(
+        spec.placement.rendezvous_bind(),
+        spec.nranks,
+        token.clone(),
+        spec.rendezvous_timeout,
+        tx.clone(),
+    )
+    .map_err(|e| LaunchError::setup("cannot start the rendezvous server", e))?;
+
+    let (output_done, output_events) = mpsc::channel();
+    let mut job = Job {
+        spec,
+        events,
+        tx,
+        ranks: Vec::new(),
+        rendezvous,
+        output_done,
+        output_events,
+        forwarders: 0,
+    };
+    let outcome = match job.launch(&token) {
+        Some(failed) => failed,
+        None => job.supervise(),
+    };
+    job.teardown();
+    job.drain_output();
+    drop(job);
+    drop(signals);
+    Ok(outcome)
+}
+
+/// A started rank.
+struct RankProc {
+    /// Its process group id (= its pid).
+    pgid: libc::pid_t,
+    /// Whether its exit has been collected.
+    reaped: bool,
+}
+
+struct Job<'a> {
+    spec: &'a JobSpec,
+    events: Receiver<Event>,
+    /// Kept so that `events` never disconnects.
+    tx: Sender<Event>,
+    ranks: Vec<RankProc>,
+    rendezvous: Rendezvous,
+    output_done: Sender<()>,
+    output_events: Receiver<()>,
+    forwarders: usize,
+}
+
+impl Job<'_> {
+    /// Start every rank. Returns the outcome if the job ends before all have
+    /// started (one cannot be started, one fails, a signal arrives).
+    fn launch(&mut self, token: &str) -> Option<Outcome> {
+        let rendezvous = self.rendezvous.addr().to_string();
+        for rank in 0..self.spec.nranks {
+            let env = rank_env(self.spec, rank, &rendezvous, token);
+            let mut child = match spawn_rank(self.spec, rank, &env) {
+                Ok(child) => child,
+                Err(error) => {
+                    return Some(Outcome::SpawnFailed {
+                        rank,
+                        program: self.spec.program.clone(),
+                        error,
+                    })
+                }
+            };
+            let pid = child.id() as libc::pid_t;
+            self.ranks.push(RankProc {
+                pgid: pid,
+                reaped: false,
+            });
+            if let Some(out) = child.stdout.take() {
+                self.forward(rank, out, Sink::Stdout);
+            }
+            if let Some(err) = child.stderr.take() {
+                self.forward(rank, err, Sink::Stderr);
+            }
+            let tx = self.tx.clone();
+            let waiter = thread::Builder::new()
+                .name(format!("rank{rank}-wait"))
+                .spawn(move || {
+                    let event = match child.wait() {
+                        Ok(status) => Event::Exited { rank, status },
+                        Err(error) => Event::WaitFailed { rank, error },
+                    };
+                    let _ = tx.send(event);
+                });
+            if let Err(e) = waiter {
+                // The child went down with the closure: kill and reap it here.
+                // SAFETY: plain system calls on a child we started and have not reaped.
+                unsafe {
+                    libc::killpg(pid, libc::SIGKILL);
+                    libc::waitpid(pid, std::ptr::null_mut(), 0);
+                }
+                if let Some(r) = self.ranks.last_mut() {
+                    r.reaped = true;
+                }
+                return Some(Outcome::Internal {
+                    reason: format!("cannot watch rank {rank}: {e}"),
+                });
+            }
+            // Stop launching if the job has already ended (a rank failed,
+            // mclaunch was signalled).
+            while let Ok(event) = self.events.try_recv() {
+                if let Some(outcome) = self.on_event(event) {
+                    return Some(outcome);
+                }
+            }
+        }
+        None
+    }
+
+    fn forward<R: io::Read + Send + 'static>(&mut self, rank: u32, src: R, sink: Sink) {
+        match spawn_forwarder(rank, src, sink, self.output_done.clone()) {
+            Ok(_) => self.forwarders += 1,
+            Err(e) => note(&format!("cannot forward the output of rank {rank}: {e}")),
+        }
+    }
+
+    fn running(&self) -> Vec<u32> {
+        (0u32..)
+            .zip(&self.ranks)
+            .filter(|(_, r)| !r.reaped)
+            .map(|(rank, _)| rank)
+            .collect()
+    }
+
+    fn mark_reaped(&mut self, rank: u32) {
+        if let Some(r) = self.ranks.get_mut(rank as usize) {
+            r.reaped = true;
+        }
+    }
+
+    /// Wait for the job to end.
+    fn supervise(&mut self) -> Outcome {
+        let started = Instant::now();
+        let deadline = self.spec.timeout.map(|t| (t, started + t));
+        loop {
+            if self.ranks.iter().all(|r| r.reaped) {
+                return Outcome::Success;
+            }
+            let event = match deadline {
+                None => self
+                    .events
+                    .recv()
+                    .map_err(|_| RecvTimeoutError::Disconnected),
+                Some((_, at)) => self
+                    .events
+                    .recv_timeout(at.saturating_duration_since(Instant::now())),
+            };
+            let event = match event {
+                Ok(event) => event,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Outcome::TimedOut {
+                        after: deadline.map(|(t, _)| t).unwrap_or_default(),
+                        running: self.running(),
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Outcome::Internal {
+                        reason: "lost track of the ranks".into(),
+                    }
+                }
+            };
+            if let Some(outcome) = self.on_event(event) {
+                return outcome;
+            }
+        }
+    }
+
+    /// React to an event while the job runs; `Some` when it ends the job.
+    fn on_event(&mut self, event: Event) -> Option<Outcome> {
+        match event {
+            Event::Exited { rank, status } => {
+                self.mark_reaped(rank);
+                if !status.success() {
+                    return Some(Outcome::RankFailed { rank, status });
+                }
+                self.rendezvous.rank_exited(rank, describe_status(status));
+                None
+            }
+            Event::WaitFailed { rank, error } => {
+                self.mark_reaped(rank);
+                Some(Outcome::Internal {
+                    reason: format!("cannot wait for rank {rank}: {error}"),
+                })
+            }
+            Event::Signal(signal) => Some(Outcome::Interrupted {
+                signal,
+                running: self.running(),
+            }),
+            Event::RendezvousComplete => None,
+            Event::RendezvousFailed(reason) => Some(Outcome::RendezvousFailed { reason }),
+        }
+    }
+
+    /// Ranks whose process is still running or whose process group still holds
+    /// live processes.
+    fn lingering(&self) -> Vec<u32> {
+        let mut live: Option<HashSet<libc::pid_t>> = None;
+        (0u32..)
+            .zip(&self.ranks)
+            .filter(|(_, r)| {
+                if !r.reaped {
+                    return true;
+                }
+                if procs::group_is_gone(r.pgid) {
+                    return false;
+                }
+                // Members remain, possibly only zombies: ask /proc (once).
+                let live = live.get_or_insert_with(|| {
+                    procs::live_groups()
+                        .unwrap_or_else(|_| self.ranks.iter().map(|r| r.pgid).collect())
+                });
+                live.contains(&r.pgid)
+            })
+            .map(|(rank, _)| rank)
+            .collect()
+    }
+
+    /// True when every rank has been reaped and its process group has no live process.
+    fn quiet(&self) -> bool {
+        self.lingering().is_empty()
+    }
+
+    fn signal_groups(&self, signal: libc::c_int) {
+        for rank in self.lingering() {
+            // SAFETY: killpg has no memory-safety preconditions.
+            unsafe { libc::killpg(self.ranks[rank as usize].pgid, signal) };
+        }
+    }
+
+    /// Stop every process the ranks started: SIGTERM to each rank's process
+    /// group, SIGKILL after the grace period (at once on a second signal to
+    /// mclaunch), each followed by a bounded wait.
+    fn teardown(&mut self) {
+        if self.quiet() {
+            return;
+        }
+        self.signal_groups(libc::SIGTERM);
+        if self.wait_quiet(self.spec.kill_grace) {
+            return;
+        }
+        self.signal_groups(libc::SIGKILL);
+        if !self.wait_quiet(KILL_WAIT) {
+            let left = self.lingering();
+            note(&format!(
+                "processes of {} survived SIGKILL for {}",
+                ranks_phrase(&left),
+                crate::status::format_secs(KILL_WAIT)
+            ));
+        }
+    }
+
+    /// Wait up to `limit` for [`Job::quiet`]; false if it did not happen, or if
+    /// mclaunch was signalled again (meaning: stop waiting).
+    fn wait_quiet(&mut self, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        loop {
+            if self.quiet() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= end {
+                return false;
+            }
+            match self.events.recv_timeout((end - now).min(GROUP_POLL)) {
+                Ok(Event::Exited { rank, .. }) | Ok(Event::WaitFailed { rank, .. }) => {
+                    self.mark_reaped(rank)
+                }
+                Ok(Event::Signal(_)) => return false,
+                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return false,
+            }
+        }
+    }
+
+    /// Wait (bounded) for the output forwarders to reach end of file.
+    fn drain_output(&mut self) {
+        let end = Instant::now() + OUTPUT_DRAIN;
+        while self.forwarders > 0 {
+            let left = end.saturating_duration_since(Instant::now());
+            if self.output_events.recv_timeout(left).is_err() {
+                note("some rank output was not forwarded: its pipe is still open");
+                return;
+            }
+            self.forwarders -= 1;
+        }
+    }
+}
+
+/// Forwards SIGINT, SIGTERM and SIGHUP to the event channel while alive.
+struct SignalWatch {
+    handle: SignalsHandle,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl SignalWatch {
+    fn start(tx: Sender<Event>) -> io::Result<SignalWatch> {
+        let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+        let handle = signals.handle();
+        let thread = thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for signal in signals.forever() {
+                    if tx.send(Event::Signal(signal)).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        Ok(SignalWatch {
+            handle,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for SignalWatch {
+    fn drop(&mut self) {
+        self.handle.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn exit_codes_and_messages() {
+        let failed = Outcome::RankFailed {
+            rank: 3,
+            status: ExitStatus::from_raw(7 << 8),
+        };
+        assert_eq!(failed.exit_code(), 7);
+        assert_eq!(failed.message().unwrap(), "rank 3 exited with status 7");
+        let killed = Outcome::RankFailed {
+            rank: 2,
+            status: ExitStatus::from_raw(libc::SIGKILL),
+        };
+        assert_eq!(killed.exit_code(), 137);
+        assert_eq!(
+            killed.message().unwrap(),
+            "rank 2 was killed by signal 9 (SIGKILL)"
+        );
+        assert_eq!(Outcome::Success.exit_code(), 0);
+        assert!(Outcome::Success.message().is_none());
+        let timed_out = Outcome::TimedOut {
+            after: Duration::from_secs(1),
+            running: vec![0, 1],
+        };
+        assert_eq!(timed_out.exit_code(), 124);
+        assert!(timed_out
+            .message()
+            .unwrap()
+            .contains("ranks 0, 1 were still running"));
+        let int = Outcome::Interrupted {
+            signal: libc::SIGINT,
+            running: vec![],
+        };
+        assert_eq!(int.exit_code(), 130);
+        let missing = Outcome::SpawnFailed {
+            rank: 0,
+            program: "nope".into(),
+            error: io::Error::from(io::ErrorKind::NotFound),
+        };
+        assert_eq!(missing.exit_code(), 127);
+    }
+}

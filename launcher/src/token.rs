@@ -1,0 +1,57 @@
+//! The per-job secret that ranks present to the rendezvous.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, Read};
+
+/// Bytes of randomness in a job token (128 bits).
+pub const TOKEN_BYTES: usize = 16;
+
+/// A fresh job token: 128 random bits from `/dev/urandom`, as 32 lowercase hex digits.
+pub fn generate() -> io::Result<String> {
+    let mut bytes = [0u8; TOKEN_BYTES];
+    File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(to_hex(&bytes))
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        // Writing to a String cannot fail.
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Compare two tokens in time independent of where they first differ.
+pub fn tokens_equal(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_hex_and_fresh() {
+        let a = generate().unwrap();
+        let b = generate().unwrap();
+        assert_eq!(a.len(), 2 * TOKEN_BYTES);
+        assert!(a
+            .bytes()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert_ne!(a, b);
+        assert_eq!(to_hex(&[0, 0xab, 7]), "00ab07");
+    }
+
+    #[test]
+    fn comparison() {
+        assert!(tokens_equal("abc", "abc"));
+        assert!(!tokens_equal("abc", "abd"));
+        assert!(!tokens_equal("abc", "ab"));
+    }
+}
