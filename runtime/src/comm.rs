@@ -192,7 +192,7 @@ impl Comm {
             for p in self.inbox.take_bcast(seq, self.cfg.timeout, root)? {
                 let h = p.header;
                 if h.root as usize != root {
-                    return Err(Error::ArgumentMismatch {
+                    return Err(Error::Mismatch {
                         op: format!("bcast #{seq}"),
                         detail: format!(
                             "rank {} broadcasts as root, this rank ({}) passed root {root}",
@@ -201,7 +201,7 @@ impl Comm {
                     });
                 }
                 if h.msg_len != buf.len() as u64 {
-                    return Err(Error::ArgumentMismatch {
+                    return Err(Error::Mismatch {
                         op: format!("bcast #{seq}"),
                         detail: format!(
                             "root {root} sends {} bytes, this rank ({}) passed a {}-byte buffer",
@@ -243,7 +243,7 @@ impl Comm {
         bytes.resize(len as usize, 0);
         self.bcast(root, &mut bytes)?;
         if self.rank != root {
-            *value = postcard::from_bytes(&bytes).map_err(|e| Error::ArgumentMismatch {
+            *value = postcard::from_bytes(&bytes).map_err(|e| Error::Mismatch {
                 op: "bcast_value".into(),
                 detail: format!("the root's value does not decode as this rank's type: {e}"),
             })?;
@@ -253,11 +253,11 @@ impl Comm {
 
     /// Multicast `data` from this rank to `dests`, with the configured algorithm.
     ///
-    /// * `dests` is any set of ranks; duplicates are ignored.
-    /// * The source itself is never a destination: if it appears in `dests` it is
-    ///   skipped (it already has the data, and must not call `recv_multicast`).
-    /// * An empty set (or the source alone) sends nothing and returns `Ok`.
-    /// * A rank out of range is an [`Error::InvalidArgument`] and nothing is sent.
+    /// * `dests` is any set of ranks other than the source, in any order.
+    /// * An empty set sends nothing and returns `Ok`.
+    /// * A rank out of range, a rank listed twice, or the source among its own
+    ///   destinations (so also the source alone) is an
+    ///   [`Error::InvalidArgument`], and nothing is sent.
     ///
     /// Returns once the data is handed to the NI (the buffer may be reused).
     pub fn multicast(&self, dests: &[usize], data: &[u8]) -> Result<(), Error> {
@@ -279,9 +279,20 @@ impl Comm {
                 self.size
             )));
         }
-        let mut chain: Vec<usize> = dests.iter().copied().filter(|&d| d != self.rank).collect();
+        if dests.contains(&self.rank) {
+            return Err(Error::InvalidArgument(format!(
+                "multicast source {} is among its own destinations",
+                self.rank
+            )));
+        }
+        let mut chain: Vec<usize> = dests.to_vec();
         chain.sort_by_key(|&d| (d + self.size - self.rank) % self.size);
-        chain.dedup();
+        if let Some(w) = chain.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::InvalidArgument(format!(
+                "multicast destination {} is listed more than once",
+                w[0]
+            )));
+        }
         let shape = algo.shape(
             chain.len() + 1,
             packet_count(data.len(), self.cfg.packet_bytes),

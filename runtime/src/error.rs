@@ -15,9 +15,10 @@ pub enum Error {
         after: Duration,
         detail: String,
     },
-    /// Ranks called the same collective with incompatible arguments.
+    /// Ranks called the same collective with incompatible arguments, or
+    /// different collectives at the same point; `detail` says what differed.
     #[error("argument mismatch in {op}: {detail}")]
-    ArgumentMismatch { op: String, detail: String },
+    Mismatch { op: String, detail: String },
     /// The caller passed an argument that can never be valid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -53,7 +54,7 @@ impl Clone for Error {
                 after: *after,
                 detail: detail.clone(),
             },
-            Error::ArgumentMismatch { op, detail } => Error::ArgumentMismatch {
+            Error::Mismatch { op, detail } => Error::Mismatch {
                 op: op.clone(),
                 detail: detail.clone(),
             },

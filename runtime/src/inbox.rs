@@ -206,7 +206,7 @@ impl Inbox {
             },
             |st| {
                 if st.p2p.keys().any(|(s, _)| *s == seq) {
-                    return Err(Error::ArgumentMismatch {
+                    return Err(Error::Mismatch {
                         op: format!("collective #{seq}"),
                         detail: "this rank is in bcast but a peer is in barrier".into(),
                     });
@@ -232,7 +232,7 @@ impl Inbox {
             },
             |st| {
                 if st.bcast.contains_key(&seq) {
-                    return Err(Error::ArgumentMismatch {
+                    return Err(Error::Mismatch {
                         op: format!("collective #{seq}"),
                         detail: "this rank is in barrier but a peer is in bcast".into(),
                     });

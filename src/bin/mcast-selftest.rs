@@ -7,7 +7,8 @@
 //! Every rank takes part in: a bcast from every root, with every algorithm, at
 //! every size of the list (by default 0, 1, P−1, P, P+1, 3P+7 and 8 MiB, where P
 //! is the packet size), each checked byte for byte; then rounds of multicasts to
-//! random destination sets (including the empty set and the source alone),
+//! random destination sets (including the empty set, and the source alone,
+//! which must be refused),
 //! whose sets every rank derives from a shared seed so it knows what to expect;
 //! then bursts of multicasts from several sources at once, checking that each
 //! source's multicasts arrive in order. Any mismatch exits non-zero.
@@ -155,7 +156,7 @@ fn run(args: &Args) -> Result<String> {
         let dests: Vec<usize> = match round % 5 {
             0 => Vec::new(),
             1 => vec![src],
-            _ => (0..n).filter(|_| rng.below(2) == 1).collect(),
+            _ => (0..n).filter(|&d| rng.below(2) == 1 && d != src).collect(),
         };
         let algo = algos[rng.below(algos.len())];
         let size = sizes[rng.below(sizes.len())].min(1 << 20);
@@ -163,8 +164,15 @@ fn run(args: &Args) -> Result<String> {
         if rank == src {
             let mut data = vec![0u8; size];
             pattern(&mut data, seed);
-            comm.multicast_with(&dests, &data, algo)
-                .with_context(|| format!("multicast round {round} to {dests:?}"))?;
+            let res = comm.multicast_with(&dests, &data, algo);
+            if dests == [src] {
+                // The source alone is not a valid set: an error, and nothing sent.
+                if !matches!(res, Err(mcast::Error::InvalidArgument(_))) {
+                    bail!("multicast to the source alone returned {res:?}");
+                }
+            } else {
+                res.with_context(|| format!("multicast round {round} to {dests:?}"))?;
+            }
         } else if dests.contains(&rank) {
             let r = comm
                 .recv_multicast()
@@ -185,7 +193,7 @@ fn run(args: &Args) -> Result<String> {
     // once; each destination checks per-source order.
     let burst = 5;
     let sets: Vec<Vec<usize>> = (0..n)
-        .map(|_| (0..n).filter(|_| rng.below(3) > 0).collect())
+        .map(|s| (0..n).filter(|&d| rng.below(3) > 0 && d != s).collect())
         .collect();
     for i in 0..burst {
         let mut d = vec![0u8; 1 + (i * 997) % (3 * p + 7)];
