@@ -16,16 +16,22 @@
 
 #![warn(missing_docs)]
 
+pub mod contention;
 pub mod kbinomial;
 pub mod oracle;
 pub mod plan;
 pub mod shape;
+pub mod topo;
 pub mod tree;
+pub mod trees;
 pub mod unitstep;
 
+pub use contention::{ContentionError, ContentionReport};
 pub use kbinomial::{ceil_log2, l1, n_nodes, optimal_k};
 pub use oracle::{check_delivery, check_responsibility, OracleError};
 pub use plan::{Plan, PlanError};
 pub use shape::{split, Shape, ShapeError};
+pub use topo::{SpecError, TopoError, Topology};
 pub use tree::{Tree, TreeError};
+pub use trees::{Algorithm, Multicast, PlannerError, PortModel};
 pub use unitstep::{simulate, Discipline, Schedule};
