@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod contention;
+pub mod irregular;
 pub mod kbinomial;
 pub mod oracle;
 pub mod plan;

@@ -1,0 +1,12 @@
+//! Fuzz `BitStringHeader::decode`: it must never panic, and whatever it accepts must
+//! re-encode to exactly the same bytes (the encoding is canonical).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use mcast_algorithms::irregular::BitStringHeader;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(h) = BitStringHeader::decode(data) {
+        assert_eq!(h.encode(), data);
+    }
+});
