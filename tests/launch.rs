@@ -156,3 +156,57 @@ fn mcbench_launches_itself_and_prints_the_osu_table() {
         .collect();
     assert_eq!(sizes, ["4", "8", "16", "32", "64"]);
 }
+
+/// Topology-aware trees under `mclaunch --topology`: every root, every chain
+/// and topology algorithm, edge-case sizes (without the 8 MiB case, to keep 16
+/// ranks on two cores quick), multicast subsets and bursts.
+fn topology_selftest(n: usize, topology: &str) {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args([
+        "-n",
+        &n.to_string(),
+        "--timeout",
+        "240",
+        "--topology",
+        topology,
+    ])
+    .arg(bin("mcast-selftest"))
+    .args(["--sizes", "0,1,P-1,P,P+1,3P+7,100000"])
+    .env("MCAST_PACKET_BYTES", "4096")
+    .env("MCAST_TIMEOUT_SECS", "60");
+    let out = run_bounded(cmd, Duration::from_secs(300));
+    let (so, se) = text(&out);
+    assert!(
+        out.status.success(),
+        "{topology}: {:?}\nstdout:\n{so}\nstderr:\n{se}",
+        out.status
+    );
+    for r in 0..n {
+        assert!(
+            so.contains(&format!("rank {r} of {n} ok")),
+            "rank {r} missing:\n{so}"
+        );
+    }
+}
+
+#[test]
+fn topology_hypercube_3_with_8_ranks() {
+    topology_selftest(8, "hypercube:3");
+}
+
+#[test]
+fn topology_torus_4x4_with_16_ranks() {
+    topology_selftest(16, "torus:4x4");
+}
+
+#[test]
+fn topology_algorithm_without_a_topology_is_refused() {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", "2", "--timeout", "60"])
+        .arg(bin("mcast-selftest"))
+        .args(["--algos", "utorus", "--multicast-rounds", "0"]);
+    let out = run_bounded(cmd, Duration::from_secs(90));
+    let (_, se) = text(&out);
+    assert!(!out.status.success());
+    assert!(se.contains("needs a topology"), "{se}");
+}

@@ -10,10 +10,12 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use bytes::Bytes;
+use mcast::algorithm::TreeKind;
 use mcast::engine::{Action, NiEngine};
 use mcast::wire::{Member, Packet};
 use mcast::Forwarding;
-use mcast_algorithms::Shape;
+use mcast_algorithms::{Shape, Topology};
+use std::sync::Arc;
 
 /// Pending arrivals: (arrival step, copy id, to, from), earliest first.
 type Arrivals = BinaryHeap<Reverse<(u64, u64, usize, usize)>>;
@@ -48,13 +50,30 @@ pub struct SimResult {
     pub copies: u64,
     /// Per rank: the most packets its engine held at once for later children.
     pub peak_buffered: Vec<u64>,
+    /// The tree the engines built: (from, to) of every copy of the first
+    /// packet, in the order the copies were sent.
+    pub edges: Vec<(usize, usize)>,
 }
 
-/// Run one `m`-packet message through the engines of `size` ranks.
+/// Run one `m`-packet message through the engines of `size` ranks, over a
+/// chain tree of the given shape.
 pub fn simulate(
     size: usize,
     post: &Post,
     shape: Shape,
+    forwarding: Forwarding,
+    m: usize,
+) -> Result<SimResult, SimError> {
+    simulate_tree(size, post, TreeKind::Chain(shape), None, forwarding, m)
+}
+
+/// Run one `m`-packet message through the engines of `size` ranks with any
+/// tree, given the logical topology (rank i = node i) topology-aware trees need.
+pub fn simulate_tree(
+    size: usize,
+    post: &Post,
+    tree: TreeKind,
+    topology: Option<Arc<Topology>>,
     forwarding: Forwarding,
     m: usize,
 ) -> Result<SimResult, SimError> {
@@ -65,7 +84,7 @@ pub fn simulate(
     }
     // One byte per packet: the engine cuts an m-byte message into m packets.
     let mut engines: Vec<NiEngine> = (0..size)
-        .map(|r| NiEngine::new(r, size, 1, forwarding, 1))
+        .map(|r| NiEngine::new(r, size, 1, forwarding, 1).with_topology(topology.clone()))
         .collect();
     let data = Bytes::from(vec![0u8; m]);
     let src = match post {
@@ -73,7 +92,7 @@ pub fn simulate(
             if *root >= size {
                 return Err(SimError::Invalid(format!("root {root} >= size {size}")));
             }
-            engines[*root].post_bcast(0, data, shape)?;
+            engines[*root].post_bcast(0, data, tree)?;
             *root
         }
         Post::Multicast { source, dests } => {
@@ -87,13 +106,14 @@ pub fn simulate(
                     ordinal: 0,
                 })
                 .collect();
-            engines[*source].post_multicast(0, &members, data, shape)?;
+            engines[*source].post_multicast(0, &members, data, tree)?;
             *source
         }
     };
     let mut free = vec![0u64; size];
     let mut arrivals = vec![Vec::new(); size];
     let mut copies = 0u64;
+    let mut edges = Vec::new();
     // (arrival step, tie-break sequence) -> (to, from, packet)
     let mut heap: Arrivals = BinaryHeap::new();
     let mut in_flight: Vec<Option<Packet>> = Vec::new();
@@ -105,6 +125,9 @@ pub fn simulate(
                      in_flight: &mut Vec<Option<Packet>>| {
         while let Some(a) = eng.poll_action() {
             if let Action::Send { to, packet } = a {
+                if packet.header.pkt_idx == 0 {
+                    edges.push((at, to));
+                }
                 let start = free[at].max(now);
                 free[at] = start + 1;
                 copies += 1;
@@ -142,6 +165,7 @@ pub fn simulate(
         completion,
         copies,
         peak_buffered: engines.iter().map(|e| e.stats().peak_buffered).collect(),
+        edges,
     })
 }
 

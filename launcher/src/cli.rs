@@ -75,6 +75,13 @@ pub struct Cli {
     #[arg(short = 'x', long = "export", value_name = "VAR[=VAL]")]
     pub export: Vec<String>,
 
+    /// Map rank i to node i of a logical topology (`torus:5x5`, `torus:5x5:uni`,
+    /// `mesh:4x4`, `hypercube:4`); the topology-aware algorithms (utorus, ucube,
+    /// maxport, combine, wsort) and `auto` then plan on it. N may be at most the
+    /// number of nodes. Sets MCAST_TOPOLOGY for every rank.
+    #[arg(long, value_name = "SPEC")]
+    pub topology: Option<String>,
+
     /// The program every rank runs, followed by its arguments (passed on as
     /// they are, even those that look like mclaunch options).
     #[arg(
@@ -98,11 +105,25 @@ impl Cli {
         let program = command
             .next()
             .ok_or_else(|| LaunchError::Usage("no PROGRAM given".into()))?;
-        let env = self
+        let mut env = self
             .export
             .iter()
             .map(|x| spec::parse_export(x, &lookup))
             .collect::<Result<Vec<_>, _>>()?;
+        if let Some(t) = &self.topology {
+            let topo: mcast_algorithms::Topology = t
+                .parse()
+                .map_err(|e| LaunchError::Usage(format!("--topology {t}: {e}")))?;
+            if self.np as usize > topo.nodes() {
+                return Err(LaunchError::Usage(format!(
+                    "--topology {t} has {} nodes, fewer than the {} ranks asked for",
+                    topo.nodes(),
+                    self.np
+                )));
+            }
+            env.retain(|(k, _)| k != mcast::config::ENV_TOPOLOGY);
+            env.push((mcast::config::ENV_TOPOLOGY.into(), t.into()));
+        }
         Ok(JobSpec {
             nranks: self.np,
             program,
@@ -133,6 +154,22 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("mclaunch").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn topology_sets_the_environment_and_is_checked() {
+        let spec = parse(&["-n", "16", "--topology", "torus:4x4", "prog"])
+            .unwrap()
+            .into_spec_with(|_| None)
+            .unwrap();
+        assert!(spec
+            .env
+            .iter()
+            .any(|(k, v)| k == "MCAST_TOPOLOGY" && v == "torus:4x4"));
+        let too_many = parse(&["-n", "17", "--topology", "torus:4x4", "prog"]).unwrap();
+        assert!(matches!(too_many.into_spec_with(|_| None), Err(LaunchError::Usage(_))));
+        let bad = parse(&["-n", "2", "--topology", "ring:9", "prog"]).unwrap();
+        assert!(matches!(bad.into_spec_with(|_| None), Err(LaunchError::Usage(_))));
     }
 
     #[test]

@@ -44,7 +44,7 @@ fn forward(c: &mut Criterion) {
             "multicast_list_32",
             64,
             Route::List {
-                shape: Shape::KBinomial { k: 2 },
+                tree: mcast::algorithm::TreeKind::Chain(Shape::KBinomial { k: 2 }),
                 members: (1..33)
                     .map(|r| Member {
                         rank: r,

@@ -3,20 +3,27 @@
 use std::fmt;
 use std::str::FromStr;
 
-use mcast_algorithms::{ceil_log2, optimal_k, Shape};
+use mcast_algorithms::topo::Kind;
+use mcast_algorithms::trees;
+use mcast_algorithms::{ceil_log2, optimal_k, Shape, Topology};
 
 use crate::error::Error;
 
 /// Which tree a bcast or multicast uses.
 ///
 /// Names (for `FromStr`/`Display`, `MCAST_ALGORITHM` and `mcbench --algo`):
-/// `auto`, `flat`, `chain`, `binomial`, `kbinomial` (optimal k) and
-/// `kbinomial:K`.
+/// `auto`, `flat`, `chain`, `binomial`, `kbinomial` (optimal k),
+/// `kbinomial:K`, and the topology-aware `utorus`, `ucube`, `maxport`,
+/// `combine` and `wsort` (Robinson's thesis), which need a topology
+/// (`mclaunch --topology`, `MCAST_TOPOLOGY`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Algorithm {
-    /// Pick per call. Currently: the k-binomial tree with the optimal k of
-    /// Theorem 3 for the call's set size and packet count (the paper's model of
-    /// a smart NI); flat for two nodes, where every tree is the same.
+    /// Pick per call. Without a topology: the k-binomial tree with the optimal
+    /// k of Theorem 3 for the call's set size and packet count (the paper's
+    /// model of a smart NI). With one, the thesis's selection hints (digest 004
+    /// §8): W-sort on a hypercube (all-port), U-torus on a torus (one-port), and
+    /// on a mesh the optimal k-binomial tree on the dimension-ordered chain
+    /// (rank order), which digest 000 §4.6 prescribes for k-ary n-cubes.
     #[default]
     Auto,
     /// Separate addressing: the source sends to every destination.
@@ -28,10 +35,103 @@ pub enum Algorithm {
     /// A k-binomial tree; `None` means the optimal k for the message's packet
     /// count (Theorem 3).
     KBinomial { k: Option<usize> },
+    /// U-torus (thesis Fig 4.9) on the R-chain: any topology.
+    UTorus,
+    /// U-cube (thesis Fig 3.5): hypercubes.
+    UCube,
+    /// Maxport (thesis Fig 3.5, next = highdim): hypercubes.
+    Maxport,
+    /// Combine (thesis Fig 3.5, next = max(highdim, center)): hypercubes.
+    Combine,
+    /// W-sort (WeightedSort with CubeCenter, then Maxport): hypercubes.
+    WSort,
+}
+
+/// A topology-aware tree an NI computes from the address field D alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TopoTree {
+    UTorus,
+    UCube,
+    Maxport,
+    Combine,
+    WSort,
+}
+
+impl TopoTree {
+    /// The planner in `mcast-algorithms`.
+    pub fn planner(self) -> trees::Algorithm {
+        match self {
+            TopoTree::UTorus => trees::Algorithm::UTorus,
+            TopoTree::UCube => trees::Algorithm::UCube,
+            TopoTree::Maxport => trees::Algorithm::Maxport,
+            TopoTree::Combine => trees::Algorithm::Combine,
+            TopoTree::WSort => trees::Algorithm::WSort,
+        }
+    }
+
+    /// The step model the planner uses: the hypercube algorithms are the
+    /// thesis's all-port ones (Model B, the digest's recommendation), U-torus
+    /// its one-port one.
+    pub fn port_model(self) -> trees::PortModel {
+        match self {
+            TopoTree::UTorus => trees::PortModel::OnePort,
+            _ => trees::PortModel::ALL_PORT,
+        }
+    }
+
+    fn hypercube_only(self) -> bool {
+        !matches!(self, TopoTree::UTorus)
+    }
+}
+
+/// What a source resolves an [`Algorithm`] to for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TreeKind {
+    /// A tree over a chain (flat or k-binomial): `mcast_algorithms::split`.
+    Chain(Shape),
+    /// A topology-aware planner run on the header's member list.
+    Topo(TopoTree),
 }
 
 impl Algorithm {
-    /// The tree shape for a set of `n` nodes (source included) and `m` packets.
+    /// The tree for a set of `n` nodes (source included), `m` packets, and the
+    /// job's topology if it has one.
+    pub fn resolve(
+        self,
+        n: usize,
+        m: usize,
+        topology: Option<&Topology>,
+    ) -> Result<TreeKind, Error> {
+        let topo = |t: TopoTree| -> Result<TreeKind, Error> {
+            match topology {
+                None => Err(Error::InvalidArgument(format!(
+                    "algorithm {self} needs a topology (mclaunch --topology SPEC)"
+                ))),
+                Some(tp) if t.hypercube_only() && !tp.is_hypercube() => {
+                    Err(Error::InvalidArgument(format!(
+                        "algorithm {self} runs on hypercubes, not on {tp}"
+                    )))
+                }
+                Some(_) => Ok(TreeKind::Topo(t)),
+            }
+        };
+        match self {
+            Algorithm::UTorus => topo(TopoTree::UTorus),
+            Algorithm::UCube => topo(TopoTree::UCube),
+            Algorithm::Maxport => topo(TopoTree::Maxport),
+            Algorithm::Combine => topo(TopoTree::Combine),
+            Algorithm::WSort => topo(TopoTree::WSort),
+            Algorithm::Auto => match topology.map(|t| t.kind()) {
+                Some(Kind::Hypercube(_)) => topo(TopoTree::WSort),
+                Some(Kind::Torus(_)) => topo(TopoTree::UTorus),
+                Some(Kind::Mesh) | None => Ok(TreeKind::Chain(self.shape(n, m)?)),
+            },
+            _ => Ok(TreeKind::Chain(self.shape(n, m)?)),
+        }
+    }
+
+    /// The chain tree shape for a set of `n` nodes (source included) and `m`
+    /// packets (topology-aware algorithms have none: see [`Algorithm::resolve`]).
     pub fn shape(self, n: usize, m: usize) -> Result<Shape, Error> {
         Ok(match self {
             Algorithm::Flat => Shape::Flat,
@@ -46,10 +146,28 @@ impl Algorithm {
                 return Err(Error::InvalidArgument("kbinomial needs k >= 1".to_string()))
             }
             Algorithm::KBinomial { k: Some(k) } => Shape::KBinomial { k },
+            Algorithm::UTorus
+            | Algorithm::UCube
+            | Algorithm::Maxport
+            | Algorithm::Combine
+            | Algorithm::WSort => {
+                return Err(Error::InvalidArgument(format!(
+                    "{self} is a topology-aware algorithm, not a chain shape"
+                )))
+            }
         })
     }
 
-    /// Every named algorithm (with `kbinomial` standing for the optimal k).
+    /// The topology-aware algorithms.
+    pub const TOPOLOGY: [Algorithm; 5] = [
+        Algorithm::UTorus,
+        Algorithm::UCube,
+        Algorithm::Maxport,
+        Algorithm::Combine,
+        Algorithm::WSort,
+    ];
+
+    /// Every chain algorithm (with `kbinomial` standing for the optimal k).
     pub const ALL: [Algorithm; 5] = [
         Algorithm::Auto,
         Algorithm::Flat,
@@ -68,6 +186,11 @@ impl fmt::Display for Algorithm {
             Algorithm::Binomial => f.write_str("binomial"),
             Algorithm::KBinomial { k: None } => f.write_str("kbinomial"),
             Algorithm::KBinomial { k: Some(k) } => write!(f, "kbinomial:{k}"),
+            Algorithm::UTorus => f.write_str("utorus"),
+            Algorithm::UCube => f.write_str("ucube"),
+            Algorithm::Maxport => f.write_str("maxport"),
+            Algorithm::Combine => f.write_str("combine"),
+            Algorithm::WSort => f.write_str("wsort"),
         }
     }
 }
@@ -82,6 +205,11 @@ impl FromStr for Algorithm {
             "chain" => Algorithm::Chain,
             "binomial" => Algorithm::Binomial,
             "kbinomial" => Algorithm::KBinomial { k: None },
+            "utorus" => Algorithm::UTorus,
+            "ucube" => Algorithm::UCube,
+            "maxport" => Algorithm::Maxport,
+            "combine" => Algorithm::Combine,
+            "wsort" => Algorithm::WSort,
             other => match other.strip_prefix("kbinomial:") {
                 Some(k) => match k.parse::<usize>() {
                     Ok(k) if k >= 1 => Algorithm::KBinomial { k: Some(k) },
@@ -93,7 +221,7 @@ impl FromStr for Algorithm {
                 },
                 None => {
                     return Err(Error::InvalidArgument(format!(
-                        "unknown algorithm {s:?}; expected auto, flat, chain, binomial, kbinomial or kbinomial:K"
+                        "unknown algorithm {s:?}; expected auto, flat, chain, binomial, kbinomial, kbinomial:K, utorus, ucube, maxport, combine or wsort"
                     )))
                 }
             },
@@ -109,6 +237,7 @@ mod tests {
     fn names_round_trip() {
         for a in Algorithm::ALL
             .into_iter()
+            .chain(Algorithm::TOPOLOGY)
             .chain([Algorithm::KBinomial { k: Some(3) }])
         {
             assert_eq!(a.to_string().parse::<Algorithm>().unwrap(), a);
@@ -138,5 +267,35 @@ mod tests {
             Shape::KBinomial { k: 2 }
         );
         assert!(Algorithm::KBinomial { k: Some(0) }.shape(8, 1).is_err());
+    }
+
+    #[test]
+    fn topology_resolution() {
+        let cube: Topology = "hypercube:3".parse().unwrap();
+        let torus: Topology = "torus:4x4".parse().unwrap();
+        let mesh: Topology = "mesh:4x4".parse().unwrap();
+        assert_eq!(
+            Algorithm::Auto.resolve(8, 1, Some(&cube)).unwrap(),
+            TreeKind::Topo(TopoTree::WSort)
+        );
+        assert_eq!(
+            Algorithm::Auto.resolve(16, 1, Some(&torus)).unwrap(),
+            TreeKind::Topo(TopoTree::UTorus)
+        );
+        assert!(matches!(
+            Algorithm::Auto.resolve(16, 1, Some(&mesh)).unwrap(),
+            TreeKind::Chain(_)
+        ));
+        assert!(matches!(
+            Algorithm::Auto.resolve(16, 1, None).unwrap(),
+            TreeKind::Chain(_)
+        ));
+        assert!(Algorithm::UTorus.resolve(8, 1, None).is_err());
+        assert!(Algorithm::UCube.resolve(16, 1, Some(&torus)).is_err());
+        assert_eq!(
+            Algorithm::UTorus.resolve(8, 1, Some(&cube)).unwrap(),
+            TreeKind::Topo(TopoTree::UTorus)
+        );
+        assert!(Algorithm::UTorus.shape(8, 1).is_err());
     }
 }

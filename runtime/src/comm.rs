@@ -177,13 +177,13 @@ impl Comm {
             return Ok(());
         }
         let m = packet_count(buf.len(), self.cfg.packet_bytes);
-        let shape = algo.shape(self.size, m)?;
+        let tree = algo.resolve(self.size, m, self.cfg.topology.as_ref())?;
         let net = self.net()?;
         if self.rank == root {
             return net.send(Cmd::Bcast {
                 seq,
                 data: Bytes::copy_from_slice(buf),
-                shape,
+                tree,
             });
         }
         let mut got = 0u64;
@@ -293,9 +293,10 @@ impl Comm {
                 w[0]
             )));
         }
-        let shape = algo.shape(
+        let tree = algo.resolve(
             chain.len() + 1,
             packet_count(data.len(), self.cfg.packet_bytes),
+            self.cfg.topology.as_ref(),
         )?;
         let seq = self.mcast_seq.get();
         let _span =
@@ -323,7 +324,7 @@ impl Comm {
             seq,
             dests: members,
             data: Bytes::copy_from_slice(data),
-            shape,
+            tree,
         })
     }
 

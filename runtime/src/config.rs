@@ -11,12 +11,15 @@
 //! | `MCAST_FORWARDING` | `fpfs` or `fcfs` NI forwarding discipline | `fpfs` |
 //! | `MCAST_TIMEOUT_SECS` | bound on any one wait inside a collective (and on bootstrap) | 120 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
+//! | `MCAST_TOPOLOGY` | logical topology, rank i = node i (`torus:5x5`, `torus:5x5:uni`, `mesh:4x4`, `hypercube:4`; set by `mclaunch --topology`) | none |
 //!
 //! mclaunch also honours `MCAST_RENDEZVOUS_TIMEOUT_SECS` (its own deadline for all
 //! ranks to show up; default 30) — that one is read by the launcher, listed here so
 //! that all the names live in one table.
 
 use std::time::Duration;
+
+use mcast_algorithms::Topology;
 
 use crate::error::Error;
 use crate::Algorithm;
@@ -31,6 +34,7 @@ pub const ENV_FORWARDING: &str = "MCAST_FORWARDING";
 pub const ENV_TIMEOUT_SECS: &str = "MCAST_TIMEOUT_SECS";
 pub const ENV_ALGORITHM: &str = "MCAST_ALGORITHM";
 pub const ENV_RENDEZVOUS_TIMEOUT_SECS: &str = "MCAST_RENDEZVOUS_TIMEOUT_SECS";
+pub const ENV_TOPOLOGY: &str = "MCAST_TOPOLOGY";
 
 /// Default payload bytes per packet.
 pub const DEFAULT_PACKET_BYTES: usize = 64 * 1024;
@@ -89,6 +93,8 @@ pub struct Config {
     pub forwarding: Forwarding,
     pub timeout: Duration,
     pub algorithm: Algorithm,
+    /// The logical topology ranks are mapped onto (rank i is node i), if any.
+    pub topology: Option<Topology>,
 }
 
 impl Default for Config {
@@ -100,6 +106,7 @@ impl Default for Config {
             forwarding: Forwarding::Fpfs,
             timeout: Duration::from_secs(120),
             algorithm: Algorithm::Auto,
+            topology: None,
         }
     }
 }
@@ -146,6 +153,12 @@ impl Config {
         if let Some(v) = get(ENV_ALGORITHM) {
             c.algorithm = v.parse()?;
         }
+        if let Some(t) = get(ENV_TOPOLOGY) {
+            c.topology = Some(
+                t.parse()
+                    .map_err(|e| Error::InvalidArgument(format!("{ENV_TOPOLOGY}={t}: {e}")))?,
+            );
+        }
         if let Some(r) = get(ENV_RANK) {
             let rank: usize = parse(ENV_RANK, &r)?;
             let size: usize = match get(ENV_SIZE) {
@@ -166,6 +179,14 @@ impl Config {
                     Error::InvalidArgument(format!("{ENV_RANK} is set but {name} is not"))
                 })
             };
+            if let Some(t) = &c.topology {
+                if size > t.nodes() {
+                    return Err(Error::InvalidArgument(format!(
+                        "{ENV_TOPOLOGY}={t} has {} nodes but the job has {size} ranks",
+                        t.nodes()
+                    )));
+                }
+            }
             c.job = Some(JobEnv {
                 rank,
                 size,
@@ -226,5 +247,19 @@ mod tests {
         assert!(cfg(&[(ENV_TIMEOUT_SECS, "-1")]).is_err());
         assert!(cfg(&[(ENV_RANK, "4"), (ENV_SIZE, "4")]).is_err());
         assert!(cfg(&[(ENV_RANK, "0"), (ENV_SIZE, "4")]).is_err()); // no rendezvous
+        assert!(cfg(&[(ENV_TOPOLOGY, "ring:4")]).is_err());
+        let big = [
+            (ENV_RANK, "0"),
+            (ENV_SIZE, "17"),
+            (ENV_RENDEZVOUS, "127.0.0.1:9"),
+            (ENV_TOKEN, "ab"),
+            (ENV_TOPOLOGY, "torus:4x4"),
+        ];
+        assert!(cfg(&big).is_err());
+        assert!(cfg(&[(ENV_TOPOLOGY, "hypercube:3")])
+            .unwrap()
+            .topology
+            .unwrap()
+            .is_hypercube());
     }
 }

@@ -18,10 +18,13 @@
 //!   A per-message counter tracks arrivals, as the paper describes.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use mcast_algorithms::{split, Shape, ShapeError};
+use mcast_algorithms::trees;
+use mcast_algorithms::{split, Shape, ShapeError, Topology};
 
+use crate::algorithm::{TopoTree, TreeKind};
 use crate::config::Forwarding;
 use crate::wire::{Header, Kind, Member, Packet, Route};
 
@@ -90,6 +93,8 @@ pub struct NiEngine {
     comm: u32,
     forwarding: Forwarding,
     packet_bytes: usize,
+    /// The logical topology (rank i = node i) for topology-aware trees.
+    topology: Option<Arc<Topology>>,
     forwards: HashMap<MsgKey, Forward>,
     actions: VecDeque<Action>,
     stats: EngineStats,
@@ -117,10 +122,18 @@ impl NiEngine {
             comm: 0,
             forwarding,
             packet_bytes: packet_bytes.max(1),
+            topology: None,
             forwards: HashMap::new(),
             actions: VecDeque::new(),
             stats: EngineStats::default(),
         }
+    }
+
+    /// Give the engine the job's logical topology (needed to forward
+    /// topology-aware trees).
+    pub fn with_topology(mut self, topology: Option<Arc<Topology>>) -> NiEngine {
+        self.topology = topology;
+        self
     }
 
     pub fn rank(&self) -> usize {
@@ -238,30 +251,122 @@ impl NiEngine {
             .collect())
     }
 
-    fn list_children(shape: Shape, members: &[Member]) -> Result<Vec<(usize, Route)>, EngineError> {
-        Ok(split(shape, 0, members.len() - 1)?
+    /// The children of `members[0]`, responsible for all of `members`.
+    fn list_children(
+        &self,
+        tree: TreeKind,
+        members: &[Member],
+    ) -> Result<Vec<(usize, Route)>, EngineError> {
+        match tree {
+            TreeKind::Chain(shape) => Ok(split(shape, 0, members.len() - 1)?
+                .into_iter()
+                .map(|(a, b)| {
+                    (
+                        members[a].rank as usize,
+                        Route::List {
+                            tree,
+                            members: members[a..=b].to_vec(),
+                        },
+                    )
+                })
+                .collect()),
+            TreeKind::Topo(t) => self.topo_children(t, members),
+        }
+    }
+
+    fn topology(&self, t: TopoTree) -> Result<&Topology, EngineError> {
+        self.topology.as_deref().ok_or_else(|| {
+            EngineError::Invalid(format!("{t:?} tree but this rank has no topology"))
+        })
+    }
+
+    /// The thesis's hop: run the algorithm on the address field D
+    /// (`members`, this node first) exactly as received, and send each part
+    /// on with the part as its receiver's D.
+    fn topo_children(
+        &self,
+        t: TopoTree,
+        members: &[Member],
+    ) -> Result<Vec<(usize, Route)>, EngineError> {
+        let topo = self.topology(t)?;
+        let d: Vec<usize> = members.iter().map(|m| m.rank as usize).collect();
+        let ordinal: HashMap<u32, u32> = members.iter().map(|m| (m.rank, m.ordinal)).collect();
+        let sends = trees::split_received(topo, t.planner(), &d).map_err(|e| {
+            EngineError::Invalid(format!("{t:?} on the received address field: {e}"))
+        })?;
+        Ok(sends
             .into_iter()
-            .map(|(a, b)| {
+            .map(|(to, covers)| {
+                let members = covers
+                    .into_iter()
+                    .map(|r| Member {
+                        rank: r as u32,
+                        ordinal: ordinal.get(&(r as u32)).copied().unwrap_or(0),
+                    })
+                    .collect();
                 (
-                    members[a].rank as usize,
+                    to,
                     Route::List {
-                        shape,
-                        members: members[a..=b].to_vec(),
+                        tree: TreeKind::Topo(t),
+                        members,
                     },
                 )
             })
             .collect())
     }
 
+    /// The source's chain for `tree`: for topology-aware trees, the order the
+    /// planner puts the destinations in (R-chain, relative chain, WeightedSort).
+    fn source_members(&self, tree: TreeKind, dests: &[Member]) -> Result<Vec<Member>, EngineError> {
+        let me = Member {
+            rank: self.rank as u32,
+            ordinal: 0,
+        };
+        match tree {
+            TreeKind::Chain(_) => Ok(std::iter::once(me).chain(dests.iter().copied()).collect()),
+            TreeKind::Topo(t) => {
+                let ranks: Vec<usize> = dests.iter().map(|m| m.rank as usize).collect();
+                let chain = trees::source_chain(self.topology(t)?, t.planner(), self.rank, &ranks)
+                    .map_err(|e| EngineError::Invalid(format!("{t:?}: {e}")))?;
+                let ordinal: HashMap<u32, u32> =
+                    dests.iter().map(|m| (m.rank, m.ordinal)).collect();
+                Ok(chain
+                    .into_iter()
+                    .map(|r| Member {
+                        rank: r as u32,
+                        ordinal: ordinal.get(&(r as u32)).copied().unwrap_or(0),
+                    })
+                    .collect())
+            }
+        }
+    }
+
     /// The host of the root posts a bcast of `data` to every rank, with the
     /// chain rotated to the root (position p is rank (root + p) mod size).
-    pub fn post_bcast(&mut self, seq: u64, data: Bytes, shape: Shape) -> Result<(), EngineError> {
-        shape.validate()?;
+    ///
+    /// Chain trees travel with a range route; topology-aware trees with a list
+    /// route over every rank (the thesis's address field D).
+    pub fn post_bcast(&mut self, seq: u64, data: Bytes, tree: TreeKind) -> Result<(), EngineError> {
         if self.size <= 1 {
             return Ok(());
         }
         let root = self.rank;
-        let children = self.bcast_children(shape, root, 0, self.size - 1)?;
+        let children = match tree {
+            TreeKind::Chain(shape) => {
+                shape.validate()?;
+                self.bcast_children(shape, root, 0, self.size - 1)?
+            }
+            TreeKind::Topo(_) => {
+                let others: Vec<Member> = (1..self.size)
+                    .map(|p| Member {
+                        rank: ((root + p) % self.size) as u32,
+                        ordinal: 0,
+                    })
+                    .collect();
+                let chain = self.source_members(tree, &others)?;
+                self.list_children(tree, &chain)?
+            }
+        };
         let packets = self.packetize(self.header(Kind::Bcast, seq, root, data.len()), &data);
         self.emit_source(packets, children);
         Ok(())
@@ -274,9 +379,11 @@ impl NiEngine {
         seq: u64,
         dests: &[Member],
         data: Bytes,
-        shape: Shape,
+        tree: TreeKind,
     ) -> Result<(), EngineError> {
-        shape.validate()?;
+        if let TreeKind::Chain(shape) = tree {
+            shape.validate()?;
+        }
         if dests.is_empty() {
             return Ok(());
         }
@@ -285,13 +392,8 @@ impl NiEngine {
                 return Err(EngineError::BadRank(d.rank as usize));
             }
         }
-        let mut chain = Vec::with_capacity(dests.len() + 1);
-        chain.push(Member {
-            rank: self.rank as u32,
-            ordinal: 0,
-        });
-        chain.extend_from_slice(dests);
-        let children = Self::list_children(shape, &chain)?;
+        let chain = self.source_members(tree, dests)?;
+        let children = self.list_children(tree, &chain)?;
         let packets = self.packetize(
             self.header(Kind::Multicast, seq, self.rank, data.len()),
             &data,
@@ -380,7 +482,7 @@ impl NiEngine {
                     self.start_forward(key, h.pkt_count, children);
                 }
             }
-            (Kind::Multicast, Route::List { shape, members }) => {
+            (Kind::Multicast | Kind::Bcast, Route::List { tree, members }) => {
                 if members[0].rank as usize != self.rank {
                     return Err(misrouted(format!(
                         "multicast list starts with rank {}",
@@ -391,7 +493,7 @@ impl NiEngine {
                     return Err(EngineError::BadRank(bad.rank as usize));
                 }
                 if !self.forwards.contains_key(&key) {
-                    let children = Self::list_children(*shape, members)?;
+                    let children = self.list_children(*tree, members)?;
                     self.start_forward(key, h.pkt_count, children);
                 }
             }
@@ -503,7 +605,9 @@ mod tests {
             .map(|r| NiEngine::new(r, size, 9, fw, pkt))
             .collect();
         let data: Bytes = (0..len).map(|i| (i % 251) as u8).collect::<Vec<_>>().into();
-        engines[root].post_bcast(5, data, shape).unwrap();
+        engines[root]
+            .post_bcast(5, data, TreeKind::Chain(shape))
+            .unwrap();
         let mut got = vec![Vec::new(); size];
         let mut queue: VecDeque<(usize, Action)> = VecDeque::new();
         while let Some(a) = engines[root].poll_action() {
@@ -629,7 +733,7 @@ mod tests {
         ));
         h.kind = Kind::Multicast;
         let r = Route::List {
-            shape: Shape::Flat,
+            tree: TreeKind::Chain(Shape::Flat),
             members: vec![
                 Member {
                     rank: 1,
@@ -654,7 +758,7 @@ mod tests {
                     ordinal: 0
                 }],
                 Bytes::new(),
-                Shape::Flat
+                TreeKind::Chain(Shape::Flat)
             )
             .is_err());
     }

@@ -21,8 +21,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::algorithm::TreeKind;
 use bytes::{Bytes, BytesMut};
-use mcast_algorithms::Shape;
 use serde::{de::DeserializeOwned, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -42,13 +42,13 @@ pub(crate) enum Cmd {
     Bcast {
         seq: u64,
         data: Bytes,
-        shape: Shape,
+        tree: TreeKind,
     },
     Multicast {
         seq: u64,
         dests: Vec<Member>,
         data: Bytes,
-        shape: Shape,
+        tree: TreeKind,
     },
     P2p {
         to: usize,
@@ -380,13 +380,10 @@ async fn ni_main(
         }
     };
     let sh = Rc::new(Shared {
-        engine: RefCell::new(NiEngine::new(
-            job.rank,
-            job.size,
-            job_id,
-            cfg.forwarding,
-            cfg.packet_bytes,
-        )),
+        engine: RefCell::new(
+            NiEngine::new(job.rank, job.size, job_id, cfg.forwarding, cfg.packet_bytes)
+                .with_topology(cfg.topology.clone().map(Arc::new)),
+        ),
         writers: RefCell::new((0..job.size).map(|_| None).collect()),
         inbox: inbox.clone(),
     });
@@ -410,13 +407,13 @@ async fn ni_main(
         let res = {
             let mut eng = sh.engine.borrow_mut();
             match cmd {
-                Cmd::Bcast { seq, data, shape } => eng.post_bcast(seq, data, shape),
+                Cmd::Bcast { seq, data, tree } => eng.post_bcast(seq, data, tree),
                 Cmd::Multicast {
                     seq,
                     dests,
                     data,
-                    shape,
-                } => eng.post_multicast(seq, &dests, data, shape),
+                    tree,
+                } => eng.post_multicast(seq, &dests, data, tree),
                 Cmd::P2p { to, seq, data } => eng.post_p2p(to, seq, data),
                 Cmd::Shutdown => break,
             }

@@ -31,8 +31,11 @@
 //!   0 u8  shape (0 flat, 1 k-binomial)   1 u8 reserved   2 u16 k
 //!   4 u32 size: chain length; chain position p is rank (root + p) mod size
 //!   8 u32 lo: the receiver's position    12 u32 hi: last position it covers
-//! list (kind 2, 8 + 8*count bytes), for multicast to an arbitrary set:
-//!   0 u8 shape  1 u8 reserved  2 u16 k  4 u32 count (>= 1)
+//! list (kind 2, 8 + 8*count bytes), for multicast to an arbitrary set (and
+//! for bcast with a topology-aware tree):
+//!   0 u8 tree (0 flat, 1 k-binomial, 2 U-torus, 3 U-cube, 4 Maxport,
+//!        5 Combine, 6 W-sort)  1 u8 reserved  2 u16 k (k-binomial only)
+//!   4 u32 count (>= 1)
 //!   then count entries of (u32 rank, u32 ordinal); entry 0 is the receiver, the
 //!   rest are the ranks it is responsible for, in chain order. `ordinal` numbers
 //!   the multicasts from this source to that rank (0, 1, 2, ...), so each
@@ -41,6 +44,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use mcast_algorithms::Shape;
+
+use crate::algorithm::{TopoTree, TreeKind};
 
 /// Header magic.
 pub const MAGIC: [u8; 4] = *b"MCST";
@@ -112,7 +117,7 @@ pub enum Route {
         hi: u32,
     },
     List {
-        shape: Shape,
+        tree: TreeKind,
         members: Vec<Member>,
     },
 }
@@ -243,6 +248,34 @@ fn shape_code(shape: Shape) -> (u8, u16) {
     }
 }
 
+fn tree_code(tree: TreeKind) -> (u8, u16) {
+    match tree {
+        TreeKind::Chain(shape) => shape_code(shape),
+        TreeKind::Topo(t) => (
+            match t {
+                TopoTree::UTorus => 2,
+                TopoTree::UCube => 3,
+                TopoTree::Maxport => 4,
+                TopoTree::Combine => 5,
+                TopoTree::WSort => 6,
+            },
+            0,
+        ),
+    }
+}
+
+fn decode_tree(code: u8, k: u16) -> Result<TreeKind, WireError> {
+    Ok(match code {
+        0 | 1 => TreeKind::Chain(decode_shape(code, k)?),
+        2 => TreeKind::Topo(TopoTree::UTorus),
+        3 => TreeKind::Topo(TopoTree::UCube),
+        4 => TreeKind::Topo(TopoTree::Maxport),
+        5 => TreeKind::Topo(TopoTree::Combine),
+        6 => TreeKind::Topo(TopoTree::WSort),
+        other => return Err(WireError::Shape(other)),
+    })
+}
+
 fn decode_shape(code: u8, k: u16) -> Result<Shape, WireError> {
     match code {
         0 => Ok(Shape::Flat),
@@ -290,8 +323,8 @@ impl Route {
                 out.put_u32_le(*lo);
                 out.put_u32_le(*hi);
             }
-            Route::List { shape, members } => {
-                let (code, k) = shape_code(*shape);
+            Route::List { tree, members } => {
+                let (code, k) = tree_code(*tree);
                 out.put_u8(code);
                 out.put_u8(0);
                 out.put_u16_le(k);
@@ -340,7 +373,7 @@ impl Route {
                         have: b.len(),
                     });
                 }
-                let shape = decode_shape(b[0], u16_at(b, 2))?;
+                let tree = decode_tree(b[0], u16_at(b, 2))?;
                 let count = u32_at(b, 4) as usize;
                 let need = count
                     .checked_mul(8)
@@ -359,7 +392,7 @@ impl Route {
                         ordinal: u32_at(c, 4),
                     })
                     .collect();
-                Ok(Route::List { shape, members })
+                Ok(Route::List { tree, members })
             }
             other => Err(WireError::RouteKind(other)),
         }
@@ -453,7 +486,7 @@ mod tests {
                 hi: 7,
             },
             Route::List {
-                shape: Shape::Flat,
+                tree: TreeKind::Topo(TopoTree::WSort),
                 members: vec![
                     Member {
                         rank: 5,

@@ -29,11 +29,9 @@ struct Args {
     /// (e.g. `0,1,P-1,P,P+1,3P+7,8388608`).
     #[arg(long, default_value = "0,1,P-1,P,P+1,3P+7,8388608")]
     sizes: String,
-    /// Comma-separated algorithms.
-    #[arg(
-        long,
-        default_value = "auto,flat,chain,binomial,kbinomial,kbinomial:2,kbinomial:3"
-    )]
+    /// Comma-separated algorithms; `default` is every chain algorithm plus,
+    /// under a topology, every topology-aware one it supports.
+    #[arg(long, default_value = "default")]
     algos: String,
     /// Rounds of random-subset multicasts.
     #[arg(long, default_value_t = 40)]
@@ -112,11 +110,23 @@ fn run(args: &Args) -> Result<String> {
         .split(',')
         .map(|s| parse_size(s, p))
         .collect::<Result<_>>()?;
-    let algos: Vec<Algorithm> = args
-        .algos
-        .split(',')
-        .map(|a| a.parse())
-        .collect::<Result<_, _>>()?;
+    let algos: Vec<Algorithm> = if args.algos == "default" {
+        let mut v: Vec<Algorithm> = "auto,flat,chain,binomial,kbinomial,kbinomial:2,kbinomial:3"
+            .split(',')
+            .map(|a| a.parse())
+            .collect::<Result<_, _>>()?;
+        match &comm.config().topology {
+            Some(t) if t.is_hypercube() => v.extend(Algorithm::TOPOLOGY),
+            Some(_) => v.push(Algorithm::UTorus),
+            None => {}
+        }
+        v
+    } else {
+        args.algos
+            .split(',')
+            .map(|a| a.parse())
+            .collect::<Result<_, _>>()?
+    };
     comm.barrier()?;
     if args.crash_rank == Some(rank) {
         eprintln!("rank {rank}: crashing on purpose");

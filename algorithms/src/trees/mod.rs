@@ -563,18 +563,7 @@ pub fn plan(
     destinations: &[usize],
     options: Options,
 ) -> Result<Multicast, PlannerError> {
-    topology.check_node(source)?;
-    let mut dests = destinations.to_vec();
-    for &d in &dests {
-        topology.check_node(d)?;
-        if d == source {
-            return Err(PlannerError::SourceIsDestination(d));
-        }
-    }
-    dests.sort_unstable();
-    if let Some(w) = dests.windows(2).find(|w| w[0] == w[1]) {
-        return Err(PlannerError::DuplicateDestination(w[0]));
-    }
+    let dests = checked_destinations(topology, source, destinations)?;
     let unsupported = |reason| PlannerError::Unsupported {
         algorithm: algorithm.name(),
         topology: topology.to_string(),
@@ -659,6 +648,126 @@ pub fn plan(
         }
     }
     Ok(driver.finish(algorithm, source, dests))
+}
+
+/// The destinations sorted by id, after checking the source and every
+/// destination are nodes, the source is not a destination, and none repeats.
+fn checked_destinations(
+    topology: &Topology,
+    source: usize,
+    destinations: &[usize],
+) -> Result<Vec<usize>, PlannerError> {
+    topology.check_node(source)?;
+    let mut dests = destinations.to_vec();
+    for &d in &dests {
+        topology.check_node(d)?;
+        if d == source {
+            return Err(PlannerError::SourceIsDestination(d));
+        }
+    }
+    dests.sort_unstable();
+    if let Some(w) = dests.windows(2).find(|w| w[0] == w[1]) {
+        return Err(PlannerError::DuplicateDestination(w[0]));
+    }
+    Ok(dests)
+}
+
+/// The algorithms a node can run distributed, from the address field alone.
+fn distributed_rule(
+    topology: &Topology,
+    algorithm: Algorithm,
+) -> Result<Option<cube::Next>, PlannerError> {
+    let unsupported = |reason| PlannerError::Unsupported {
+        algorithm: algorithm.name(),
+        topology: topology.to_string(),
+        reason,
+    };
+    match algorithm {
+        Algorithm::UTorus => Ok(None),
+        Algorithm::UCube | Algorithm::Maxport | Algorithm::Combine | Algorithm::WSort => {
+            if !topology.is_hypercube() {
+                return Err(unsupported("it needs a hypercube"));
+            }
+            Ok(Some(match algorithm {
+                Algorithm::UCube => cube::Next::Center,
+                Algorithm::Combine => cube::Next::Combine,
+                _ => cube::Next::HighDim,
+            }))
+        }
+        _ => Err(unsupported(
+            "only U-torus, U-cube, Maxport, Combine and W-sort are run hop by hop",
+        )),
+    }
+}
+
+/// The chain the source of a U-torus, U-cube, Maxport, Combine or W-sort
+/// multicast builds (source first, then the destinations): the R-chain, the
+/// source-relative dimension-ordered chain, or that chain after WeightedSort.
+/// It is the address field D the source holds; see [`split_received`].
+///
+/// # Errors
+/// As [`plan`], and [`PlannerError::Unsupported`] for other algorithms.
+pub fn source_chain(
+    topology: &Topology,
+    algorithm: Algorithm,
+    source: usize,
+    destinations: &[usize],
+) -> Result<Vec<usize>, PlannerError> {
+    let dests = checked_destinations(topology, source, destinations)?;
+    Ok(match distributed_rule(topology, algorithm)? {
+        None => chain::r_chain(topology, source, &dests),
+        Some(_) => {
+            let cube = cube::Cube::new(topology);
+            let mut chain = cube.relative_chain(source, &dests);
+            if algorithm == Algorithm::WSort {
+                cube.weighted_sort(&mut chain);
+            }
+            chain
+        }
+    })
+}
+
+/// The sends of the node holding address field `d` (`d[0]` is that node), in
+/// issue order, each with the receiver's address field (receiver first).
+///
+/// This is the hop-by-hop form of [`plan`]: the thesis's receivers run the
+/// algorithm on the sub-chain they received, **as received** (digest 004
+/// §2.5: "each receiver runs U-cube on the sub-chain it received"), never
+/// re-sorted relative to themselves. Starting from [`source_chain`] and
+/// applying this at every node yields exactly the tree of [`plan`].
+///
+/// # Errors
+/// [`PlannerError::Topo`] for a node outside the topology,
+/// [`PlannerError::DuplicateDestination`] for a repeated node, and
+/// [`PlannerError::Unsupported`] as in [`source_chain`].
+pub fn split_received(
+    topology: &Topology,
+    algorithm: Algorithm,
+    d: &[usize],
+) -> Result<Vec<(usize, Vec<usize>)>, PlannerError> {
+    let rule = distributed_rule(topology, algorithm)?;
+    let mut seen = std::collections::HashSet::with_capacity(d.len());
+    for &v in d {
+        topology.check_node(v)?;
+        if !seen.insert(v) {
+            return Err(PlannerError::DuplicateDestination(v));
+        }
+    }
+    let mut out = Kids::new();
+    match rule {
+        None => chain::utorus_split(d, &mut out),
+        Some(rule) => cube::Cube::new(topology).generalized(d, rule, &mut out),
+    }
+    Ok(out
+        .into_iter()
+        .map(|(to, cover)| {
+            let covers = match cover {
+                Cover::Range(lo, hi) => d[lo..hi].to_vec(),
+                Cover::List(v) => v,
+            };
+            (to, covers)
+        })
+        .collect())
 }
 
 /// Runs a split function from the source down the tree and assigns steps.
