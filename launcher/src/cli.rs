@@ -167,9 +167,15 @@ mod tests {
             .iter()
             .any(|(k, v)| k == "MCAST_TOPOLOGY" && v == "torus:4x4"));
         let too_many = parse(&["-n", "17", "--topology", "torus:4x4", "prog"]).unwrap();
-        assert!(matches!(too_many.into_spec_with(|_| None), Err(LaunchError::Usage(_))));
+        assert!(matches!(
+            too_many.into_spec_with(|_| None),
+            Err(LaunchError::Usage(_))
+        ));
         let bad = parse(&["-n", "2", "--topology", "ring:9", "prog"]).unwrap();
-        assert!(matches!(bad.into_spec_with(|_| None), Err(LaunchError::Usage(_))));
+        assert!(matches!(
+            bad.into_spec_with(|_| None),
+            Err(LaunchError::Usage(_))
+        ));
     }
 
     #[test]
