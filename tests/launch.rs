@@ -7,21 +7,22 @@ use std::time::Duration;
 
 use common::{bin, mclaunch, run_bounded, text};
 
-/// `mclaunch -n N mcast-selftest` with the given forwarding discipline: every
-/// root × algorithm × size {0, 1, P−1, P, P+1, 3P+7, 8 MiB}, random multicast
-/// subsets (including the empty set and the source alone) and bursts.
-fn selftest(n: usize, forwarding: &str) {
+/// Run `mclaunch -n N [mclaunch options] mcast-selftest [selftest options]`
+/// with small packets, and check every rank reported success.
+fn run_selftest(n: usize, launch: &[&str], selftest: &[&str], env: &[(&str, &str)]) {
     let mut cmd = Command::new(mclaunch());
     cmd.args(["-n", &n.to_string(), "--timeout", "240"])
+        .args(launch)
         .arg(bin("mcast-selftest"))
+        .args(selftest)
         .env("MCAST_PACKET_BYTES", "4096")
-        .env("MCAST_FORWARDING", forwarding)
-        .env("MCAST_TIMEOUT_SECS", "60");
+        .env("MCAST_TIMEOUT_SECS", "60")
+        .envs(env.iter().copied());
     let out = run_bounded(cmd, Duration::from_secs(300));
     let (so, se) = text(&out);
     assert!(
         out.status.success(),
-        "n={n} {forwarding}: {:?}\nstdout:\n{so}\nstderr:\n{se}",
+        "n={n} {launch:?} {env:?}: {:?}\nstdout:\n{so}\nstderr:\n{se}",
         out.status
     );
     for r in 0..n {
@@ -30,6 +31,13 @@ fn selftest(n: usize, forwarding: &str) {
             "rank {r} missing:\n{so}"
         );
     }
+}
+
+/// `mclaunch -n N mcast-selftest` with the given forwarding discipline: every
+/// root × algorithm × size {0, 1, P−1, P, P+1, 3P+7, 8 MiB}, random multicast
+/// subsets (including the empty set and the source alone) and bursts.
+fn selftest(n: usize, forwarding: &str) {
+    run_selftest(n, &[], &[], &[("MCAST_FORWARDING", forwarding)]);
 }
 
 #[test]
@@ -161,32 +169,12 @@ fn mcbench_launches_itself_and_prints_the_osu_table() {
 /// and topology algorithm, edge-case sizes (without the 8 MiB case, to keep 16
 /// ranks on two cores quick), multicast subsets and bursts.
 fn topology_selftest(n: usize, topology: &str) {
-    let mut cmd = Command::new(mclaunch());
-    cmd.args([
-        "-n",
-        &n.to_string(),
-        "--timeout",
-        "240",
-        "--topology",
-        topology,
-    ])
-    .arg(bin("mcast-selftest"))
-    .args(["--sizes", "0,1,P-1,P,P+1,3P+7,100000"])
-    .env("MCAST_PACKET_BYTES", "4096")
-    .env("MCAST_TIMEOUT_SECS", "60");
-    let out = run_bounded(cmd, Duration::from_secs(300));
-    let (so, se) = text(&out);
-    assert!(
-        out.status.success(),
-        "{topology}: {:?}\nstdout:\n{so}\nstderr:\n{se}",
-        out.status
+    run_selftest(
+        n,
+        &["--topology", topology],
+        &["--sizes", "0,1,P-1,P,P+1,3P+7,100000"],
+        &[],
     );
-    for r in 0..n {
-        assert!(
-            so.contains(&format!("rank {r} of {n} ok")),
-            "rank {r} missing:\n{so}"
-        );
-    }
 }
 
 #[test]

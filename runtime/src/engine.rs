@@ -157,21 +157,16 @@ impl NiEngine {
     }
 
     fn header(&self, kind: Kind, seq: u64, root: usize, msg_len: usize) -> Header {
-        Header {
+        let mut h = Header::new(
             kind,
-            job: self.job,
-            comm: self.comm,
+            self.job,
             seq,
-            source: self.rank as u32,
-            root: root as u32,
-            msg_len: msg_len as u64,
-            offset: 0,
-            pkt_idx: 0,
-            pkt_count: 1,
-            payload_len: 0,
-            route_kind: 0,
-            route_len: 0,
-        }
+            self.rank as u32,
+            root as u32,
+            msg_len as u64,
+        );
+        h.comm = self.comm;
+        h
     }
 
     /// Cut `data` into packets carrying `base`'s header fields.

@@ -427,21 +427,7 @@ async fn ni_main(
     // Orderly close: every writer flushes what it has, sends Bye, and shuts its
     // half of the connection down.
     let bye = Packet {
-        header: Header {
-            kind: Kind::Bye,
-            job: job_id,
-            comm: 0,
-            seq: 0,
-            source: job.rank as u32,
-            root: job.rank as u32,
-            msg_len: 0,
-            offset: 0,
-            pkt_idx: 0,
-            pkt_count: 1,
-            payload_len: 0,
-            route_kind: 0,
-            route_len: 0,
-        },
+        header: Header::new(Kind::Bye, job_id, 0, job.rank as u32, job.rank as u32, 0),
         route: Route::None,
         payload: Bytes::new(),
     };

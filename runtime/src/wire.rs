@@ -154,6 +154,26 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 }
 
 impl Header {
+    /// The header of a one-packet message of `msg_len` bytes (offset 0; route
+    /// and payload lengths are filled in when the packet is encoded).
+    pub fn new(kind: Kind, job: u32, seq: u64, source: u32, root: u32, msg_len: u64) -> Header {
+        Header {
+            kind,
+            job,
+            comm: 0,
+            seq,
+            source,
+            root,
+            msg_len,
+            offset: 0,
+            pkt_idx: 0,
+            pkt_count: 1,
+            payload_len: 0,
+            route_kind: 0,
+            route_len: 0,
+        }
+    }
+
     /// Encode into `out` (exactly [`HEADER_LEN`] bytes).
     pub fn encode(&self, out: &mut BytesMut) {
         out.reserve(HEADER_LEN);
