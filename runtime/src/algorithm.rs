@@ -69,16 +69,6 @@ impl TopoTree {
         }
     }
 
-    /// The step model the planner uses: the hypercube algorithms are the
-    /// thesis's all-port ones (Model B, the digest's recommendation), U-torus
-    /// its one-port one.
-    pub fn port_model(self) -> trees::PortModel {
-        match self {
-            TopoTree::UTorus => trees::PortModel::OnePort,
-            _ => trees::PortModel::ALL_PORT,
-        }
-    }
-
     fn hypercube_only(self) -> bool {
         !matches!(self, TopoTree::UTorus)
     }

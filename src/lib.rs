@@ -1,1 +1,0 @@
-//! Workspace root package: owns mcbench, examples, benches and the whole-system tests.
