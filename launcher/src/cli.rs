@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::error::LaunchError;
-use crate::spec::{self, JobSpec, OutputMode, Placement, DEFAULT_KILL_GRACE};
+use crate::spec::{self, JobSpec, OnFailure, OutputMode, Placement, DEFAULT_KILL_GRACE};
 
 const AFTER_HELP: &str = "\
 Every rank gets MCAST_RANK, MCAST_SIZE, MCAST_RENDEZVOUS (host:port of mclaunch's
@@ -21,7 +21,8 @@ Environment:
 Exit status:
   0        every rank exited with status 0
   N        the first rank to fail exited with status N (128+S if killed by signal S);
-           the other ranks are stopped (SIGTERM, then SIGKILL)
+           the other ranks are stopped (SIGTERM, then SIGKILL), or with
+           --on-failure continue run on to their end
   1        the rendezvous failed, or mclaunch could not set up the job
   2        invalid command line
   124      --timeout expired
@@ -82,6 +83,13 @@ pub struct Cli {
     #[arg(long, value_name = "SPEC")]
     pub topology: Option<String>,
 
+    /// What a failed rank does to the job: `stop` tears the job down at once
+    /// (like mpirun); `continue` lets the survivors run on (each sees
+    /// `Error::PeerLost` naming the dead rank) and exits non-zero at the end,
+    /// naming it.
+    #[arg(long, value_name = "stop|continue", default_value = "stop")]
+    pub on_failure: OnFailure,
+
     /// The program every rank runs, followed by its arguments (passed on as
     /// they are, even those that look like mclaunch options).
     #[arg(
@@ -138,6 +146,7 @@ impl Cli {
             rendezvous_timeout: spec::rendezvous_timeout(self.rendezvous_timeout, &lookup)?,
             kill_grace: DEFAULT_KILL_GRACE,
             placement: Placement::Local,
+            on_failure: self.on_failure,
         })
     }
 

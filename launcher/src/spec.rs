@@ -32,6 +32,29 @@ pub enum OutputMode {
     Tagged,
 }
 
+/// What mclaunch does when a rank fails (exits non-zero or is killed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnFailure {
+    /// Stop the whole job at once (SIGTERM, then SIGKILL) and exit with the
+    /// failed rank's status, like mpirun.
+    #[default]
+    Stop,
+    /// Let the other ranks run on (they see `Error::PeerLost`); exit with the
+    /// first failed rank's status once every rank has ended.
+    Continue,
+}
+
+impl std::str::FromStr for OnFailure {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "stop" => Ok(OnFailure::Stop),
+            "continue" => Ok(OnFailure::Continue),
+            other => Err(format!("{other:?}: expected stop or continue")),
+        }
+    }
+}
+
 /// Where the ranks run.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Placement {
@@ -75,6 +98,8 @@ pub struct JobSpec {
     pub kill_grace: Duration,
     /// Where ranks run.
     pub placement: Placement,
+    /// What a rank's failure does to the job.
+    pub on_failure: OnFailure,
 }
 
 impl JobSpec {
@@ -90,6 +115,7 @@ impl JobSpec {
             rendezvous_timeout: DEFAULT_RENDEZVOUS_TIMEOUT,
             kill_grace: DEFAULT_KILL_GRACE,
             placement: Placement::Local,
+            on_failure: OnFailure::Stop,
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::error::LaunchError;
 use crate::output::{spawn_forwarder, Sink};
 use crate::rendezvous::Rendezvous;
 use crate::spawn::{rank_env, spawn_rank};
-use crate::spec::JobSpec;
+use crate::spec::{JobSpec, OnFailure};
 use crate::status::{describe_signal, describe_status, ranks_phrase, shell_exit_code};
 use crate::{note, procs, token};
 
@@ -57,8 +57,12 @@ pub enum Outcome {
     RankFailed {
         /// The failing rank.
         rank: u32,
+        /// Its process id.
+        pid: u32,
         /// How it ended.
         status: ExitStatus,
+        /// With `--on-failure continue`: the ranks that failed after it.
+        also_failed: Vec<u32>,
     },
     /// `rank` could not be started.
     SpawnFailed {
@@ -124,8 +128,20 @@ impl Outcome {
     pub fn message(&self) -> Option<String> {
         Some(match self {
             Outcome::Success => return None,
-            Outcome::RankFailed { rank, status } => {
-                format!("rank {rank} {}", describe_status(*status))
+            Outcome::RankFailed {
+                rank,
+                pid,
+                status,
+                also_failed,
+            } => {
+                let mut m = format!("rank {rank} (pid {pid}) {}", describe_status(*status));
+                if !also_failed.is_empty() {
+                    m.push_str(&format!(
+                        "; later, {} also failed",
+                        ranks_phrase(also_failed)
+                    ));
+                }
+                m
             }
             Outcome::SpawnFailed {
                 rank,
@@ -192,6 +208,7 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
         output_done,
         output_events,
         forwarders: 0,
+        failed: None,
     };
     let outcome = match job.launch(&token) {
         Some(failed) => failed,
@@ -208,6 +225,7 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
 struct RankProc {
     /// Its process group id (= its pid).
     pgid: libc::pid_t,
+
     /// Whether its exit has been collected.
     reaped: bool,
 }
@@ -222,6 +240,8 @@ struct Job<'a> {
     output_done: Sender<()>,
     output_events: Receiver<()>,
     forwarders: usize,
+    /// With `--on-failure continue`: the first failure, and the ranks that failed later.
+    failed: Option<Outcome>,
 }
 
 impl Job<'_> {
@@ -314,7 +334,7 @@ impl Job<'_> {
         let deadline = self.spec.timeout.map(|t| (t, started + t));
         loop {
             if self.ranks.iter().all(|r| r.reaped) {
-                return Outcome::Success;
+                return self.failed.take().unwrap_or(Outcome::Success);
             }
             let event = match deadline {
                 None => self
@@ -351,8 +371,34 @@ impl Job<'_> {
             Event::Exited { rank, status } => {
                 self.mark_reaped(rank);
                 if !status.success() {
-                    return Some(Outcome::RankFailed { rank, status });
+                    let pid = self.ranks.get(rank as usize).map_or(0, |r| r.pgid as u32);
+                    if self.spec.on_failure == OnFailure::Stop {
+                        return Some(Outcome::RankFailed {
+                            rank,
+                            pid,
+                            status,
+                            also_failed: Vec::new(),
+                        });
+                    }
+                    match &mut self.failed {
+                        Some(Outcome::RankFailed { also_failed, .. }) => also_failed.push(rank),
+                        _ => {
+                            note(&format!(
+                                "rank {rank} (pid {pid}) {}; the other ranks run on \
+                                 (--on-failure continue)",
+                                describe_status(status)
+                            ));
+                            self.failed = Some(Outcome::RankFailed {
+                                rank,
+                                pid,
+                                status,
+                                also_failed: Vec::new(),
+                            });
+                        }
+                    }
                 }
+                // A rank that ends before the rendezvous completes makes it
+                // fail at once, naming the rank.
                 self.rendezvous.rank_exited(rank, describe_status(status));
                 None
             }
@@ -510,18 +556,32 @@ mod tests {
     fn exit_codes_and_messages() {
         let failed = Outcome::RankFailed {
             rank: 3,
+            pid: 42,
             status: ExitStatus::from_raw(7 << 8),
+            also_failed: vec![],
         };
         assert_eq!(failed.exit_code(), 7);
-        assert_eq!(failed.message().unwrap(), "rank 3 exited with status 7");
+        assert_eq!(
+            failed.message().unwrap(),
+            "rank 3 (pid 42) exited with status 7"
+        );
+        let later = Outcome::RankFailed {
+            rank: 3,
+            pid: 42,
+            status: ExitStatus::from_raw(7 << 8),
+            also_failed: vec![1, 5],
+        };
+        assert!(later.message().unwrap().ends_with("also failed"));
         let killed = Outcome::RankFailed {
             rank: 2,
+            pid: 43,
             status: ExitStatus::from_raw(libc::SIGKILL),
+            also_failed: vec![],
         };
         assert_eq!(killed.exit_code(), 137);
         assert_eq!(
             killed.message().unwrap(),
-            "rank 2 was killed by signal 9 (SIGKILL)"
+            "rank 2 (pid 43) was killed by signal 9 (SIGKILL)"
         );
         assert_eq!(Outcome::Success.exit_code(), 0);
         assert!(Outcome::Success.message().is_none());

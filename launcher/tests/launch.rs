@@ -85,7 +85,8 @@ fn failing_rank_stops_the_job_with_its_status() {
         .args(["sh", "-c", &script]));
     assert_eq!(out.status.code(), Some(7), "{out:?}");
     assert!(
-        out.stderr.contains("mclaunch: rank 2 exited with status 7"),
+        out.stderr.contains("mclaunch: rank 2 (pid ")
+            && out.stderr.contains(") exited with status 7"),
         "{out:?}"
     );
     assert!(out.elapsed < PROMPT, "took {:?}", out.elapsed);
@@ -101,12 +102,20 @@ fn killed_rank_reports_the_signal() {
         "3",
         "sh",
         "-c",
-        r#"if [ "$MCAST_RANK" = 1 ]; then kill -9 $$; fi; exec sleep 30"#,
+        r#"if [ "$MCAST_RANK" = 1 ]; then echo "pid=$$"; kill -9 $$; fi; exec sleep 30"#,
     ]));
     assert_eq!(out.status.code(), Some(128 + 9), "{out:?}");
+    let pid = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("pid="))
+        .expect("rank 1 printed its pid")
+        .trim()
+        .to_string();
     assert!(
-        out.stderr
-            .contains("mclaunch: rank 1 was killed by signal 9 (SIGKILL)"),
+        out.stderr.contains(&format!(
+            "mclaunch: rank 1 (pid {pid}) was killed by signal 9 (SIGKILL)"
+        )),
         "{out:?}"
     );
     assert!(out.elapsed < PROMPT, "took {:?}", out.elapsed);
@@ -278,11 +287,52 @@ fn ranks_ignoring_sigterm_are_killed_after_the_grace_period() {
         .args(["sh", "-c", &script]));
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
-        out.stderr.contains("rank 0 exited with status 1"),
+        out.stderr.contains("rank 0 (pid ") && out.stderr.contains(") exited with status 1"),
         "{out:?}"
     );
     assert!(out.elapsed < PROMPT, "took {:?}", out.elapsed);
     let pids = wait_for_pid_files(&dir, 3, LIMIT);
     assert_all_gone(&pids, PROMPT);
     let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn on_failure_continue_lets_the_survivors_finish() {
+    let dir = scratch("continue");
+    // Rank 1 fails at once; the others wait until it is gone, give mclaunch
+    // a second in which it must NOT stop them, then finish cleanly.
+    let script = r#"
+        if [ "$MCAST_RANK" = 1 ]; then echo "$$" > "$D/dead.pid"; exit 3; fi
+        i=0
+        while [ ! -s "$D/dead.pid" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done
+        while kill -0 "$(cat "$D/dead.pid")" 2>/dev/null && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done
+        sleep 1
+        echo "rank $MCAST_RANK survived""#;
+    let out = run(mclaunch()
+        .args(["-n", "3", "--on-failure", "continue", "-x"])
+        .arg(format!("D={}", dir.display()))
+        .args(["sh", "-c", script]));
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let pid = fs::read_to_string(dir.join("dead.pid")).unwrap();
+    assert!(
+        out.stderr.contains(&format!(
+            "mclaunch: rank 1 (pid {}) exited with status 3",
+            pid.trim()
+        )),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("the other ranks run on"), "{out:?}");
+    for r in [0, 2] {
+        assert!(
+            out.stdout.contains(&format!("rank {r} survived")),
+            "{out:?}"
+        );
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn on_failure_rejects_unknown_modes() {
+    let out = run(mclaunch().args(["-n", "1", "--on-failure", "retry", "true"]));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
 }

@@ -71,8 +71,16 @@ pub fn read_frame<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<T, Error> {
             "control frame of {len} bytes exceeds the {MAX_CONTROL_FRAME}-byte limit"
         )));
     }
-    let mut buf = vec![0u8; len];
-    r.read_exact(&mut buf)?;
+    // Grow with the bytes that actually arrive, so a hostile length prefix
+    // costs nothing until the peer really sends that much.
+    let mut buf = Vec::new();
+    r.take(len as u64).read_to_end(&mut buf)?;
+    if buf.len() < len {
+        return Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("control frame cut short: {} of {len} bytes", buf.len()),
+        )));
+    }
     postcard::from_bytes(&buf).map_err(|e| Error::Protocol(format!("bad control message: {e}")))
 }
 

@@ -12,14 +12,15 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mcast_algorithms::ceil_log2;
 use serde::{de::DeserializeOwned, Serialize};
 
+use crate::control::{Control, Fingerprint};
 use crate::engine::packet_count;
-use crate::inbox::Inbox;
+use crate::inbox::{Inbox, Stall};
 use crate::net::{Cmd, Net};
 use crate::wire::Member;
 use crate::{Algorithm, Config, Error};
@@ -70,7 +71,8 @@ pub fn init() -> Result<Comm, Error> {
 impl Comm {
     /// Join a job with an explicit configuration (see [`Config::from_env`]).
     pub fn with_config(cfg: Config) -> Result<Comm, Error> {
-        let inbox = Arc::new(Inbox::new());
+        let me = cfg.job.as_ref().map_or(0, |j| j.rank);
+        let inbox = Arc::new(Inbox::new(me, cfg.max_message_bytes));
         let (rank, size, job, net) = match &cfg.job {
             None => (0, 1, 0, None),
             Some(j) => {
@@ -119,12 +121,46 @@ impl Comm {
     }
 
     fn net(&self) -> Result<&Net, Error> {
-        if let Some(e) = self.inbox.failure() {
-            return Err(e);
-        }
         self.net
             .as_ref()
             .ok_or_else(|| Error::Stopped("no network for a single rank".into()))
+    }
+
+    /// The `ip:port` this rank accepts peer connections on (`None` for a lone
+    /// rank). After start-up every connection to it is screened and refused.
+    pub fn data_addr(&self) -> Option<&str> {
+        self.net.as_ref().map(|n| n.data_addr.as_str())
+    }
+
+    /// The ranks found dead or unreachable so far, in the order they were
+    /// found (see the README's "Failure semantics").
+    pub fn lost_ranks(&self) -> Vec<usize> {
+        self.inbox.lost_ranks()
+    }
+
+    /// Enter collective `seq`: checks that collectives can run and that what
+    /// already arrived for it agrees with this call; a mismatch found here is
+    /// announced to every peer.
+    fn begin(&self, seq: u64, fp: Fingerprint) -> Result<(), Error> {
+        self.inbox.begin(seq, fp).map_err(|(e, notice)| {
+            if let (Some(n), Some(net)) = (notice, &self.net) {
+                let _ = net.send(Cmd::Control(n));
+            }
+            e
+        })
+    }
+
+    /// The probe a stalled wait in collective `seq` sends to every peer.
+    fn stall_probe(&self, seq: u64, fp: Fingerprint) -> Option<Stall<'_>> {
+        let net = self.net.as_ref()?;
+        Some(Stall {
+            since: Instant::now(),
+            after: self.cfg.probe_after,
+            run: Box::new(move || {
+                tracing::debug!(seq, "collective stalled; probing peers");
+                let _ = net.send(Cmd::Control(Control::Probe { seq, fp }));
+            }),
+        })
     }
 
     /// Block until every rank has entered the barrier (dissemination barrier:
@@ -132,10 +168,13 @@ impl Comm {
     pub fn barrier(&self) -> Result<(), Error> {
         let seq = self.next_seq();
         let _span = tracing::debug_span!("barrier", seq).entered();
+        let fp = Fingerprint::barrier();
+        self.begin(seq, fp)?;
         if self.size == 1 {
             return Ok(());
         }
         let net = self.net()?;
+        let mut stall = self.stall_probe(seq, fp);
         for round in 0..ceil_log2(self.size) {
             let dist = 1usize << round;
             let to = (self.rank + dist) % self.size;
@@ -145,7 +184,9 @@ impl Comm {
                 seq,
                 data: Bytes::copy_from_slice(&(round as u32).to_le_bytes()),
             })?;
-            let got = self.inbox.take_p2p(seq, from, self.cfg.timeout)?;
+            let got = self
+                .inbox
+                .take_p2p(seq, from, self.cfg.timeout, &mut stall)?;
             if got.as_ref() != (round as u32).to_le_bytes() {
                 return Err(Error::Protocol(format!(
                     "barrier #{seq}: rank {from} sent round {got:?}, expected {round}"
@@ -178,6 +219,8 @@ impl Comm {
         }
         let m = packet_count(buf.len(), self.cfg.packet_bytes);
         let tree = algo.resolve(self.size, m, self.cfg.topology.as_ref())?;
+        let fp = Fingerprint::bcast(root, buf.len(), tree);
+        self.begin(seq, fp)?;
         let net = self.net()?;
         if self.rank == root {
             return net.send(Cmd::Bcast {
@@ -186,34 +229,22 @@ impl Comm {
                 tree,
             });
         }
+        let mut stall = self.stall_probe(seq, fp);
         let mut got = 0u64;
         let mut total: Option<u32> = None;
         while total.is_none_or(|t| got < t as u64) {
-            for p in self.inbox.take_bcast(seq, self.cfg.timeout, root)? {
+            for p in self
+                .inbox
+                .take_bcast(seq, self.cfg.timeout, root, &mut stall)?
+            {
+                // The inbox checked root, length and tree against this call,
+                // and header decoding guarantees offset + payload <= msg_len.
                 let h = p.header;
-                if h.root as usize != root {
-                    return Err(Error::Mismatch {
-                        op: format!("bcast #{seq}"),
-                        detail: format!(
-                            "rank {} broadcasts as root, this rank ({}) passed root {root}",
-                            h.root, self.rank
-                        ),
-                    });
-                }
-                if h.msg_len != buf.len() as u64 {
-                    return Err(Error::Mismatch {
-                        op: format!("bcast #{seq}"),
-                        detail: format!(
-                            "root {root} sends {} bytes, this rank ({}) passed a {}-byte buffer",
-                            h.msg_len,
-                            self.rank,
-                            buf.len()
-                        ),
-                    });
-                }
                 let off = h.offset as usize;
-                // Header decoding guarantees offset + payload_len <= msg_len.
-                buf[off..off + p.payload.len()].copy_from_slice(&p.payload);
+                let dst = buf.get_mut(off..off + p.payload.len()).ok_or_else(|| {
+                    Error::Protocol(format!("bcast #{seq}: packet outside the buffer"))
+                })?;
+                dst.copy_from_slice(&p.payload);
                 got += 1;
                 total = Some(h.pkt_count);
             }
@@ -305,6 +336,7 @@ impl Comm {
         if chain.is_empty() {
             return Ok(());
         }
+        self.inbox.check_dests(&chain)?;
         let net = self.net()?;
         self.mcast_seq.set(seq + 1);
         let mut ordinals = self.ordinals.borrow_mut();

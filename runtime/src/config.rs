@@ -10,6 +10,9 @@
 //! | `MCAST_PACKET_BYTES` | payload bytes per packet | 65536 |
 //! | `MCAST_FORWARDING` | `fpfs` or `fcfs` NI forwarding discipline | `fpfs` |
 //! | `MCAST_TIMEOUT_SECS` | bound on any one wait inside a collective (and on bootstrap) | 120 |
+//! | `MCAST_FAILURE_TIMEOUT` | seconds within which a dead or hung peer is declared lost (`Error::PeerLost`): the bound on heartbeat silence; a closed connection is reported at once | 2 |
+//! | `MCAST_PROBE_MS` | after this long without progress in a collective, a rank sends its call's fingerprint to every peer so that mismatched calls are found even when no data flows | 200 |
+//! | `MCAST_MAX_MESSAGE_BYTES` | largest multicast a rank accepts (reassembly bound) | 4294967296 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
 //! | `MCAST_TOPOLOGY` | logical topology, rank i = node i (`torus:5x5`, `torus:5x5:uni`, `mesh:4x4`, `hypercube:4`; set by `mclaunch --topology`) | none |
 //!
@@ -35,6 +38,16 @@ pub const ENV_TIMEOUT_SECS: &str = "MCAST_TIMEOUT_SECS";
 pub const ENV_ALGORITHM: &str = "MCAST_ALGORITHM";
 pub const ENV_RENDEZVOUS_TIMEOUT_SECS: &str = "MCAST_RENDEZVOUS_TIMEOUT_SECS";
 pub const ENV_TOPOLOGY: &str = "MCAST_TOPOLOGY";
+pub const ENV_FAILURE_TIMEOUT: &str = "MCAST_FAILURE_TIMEOUT";
+pub const ENV_PROBE_MS: &str = "MCAST_PROBE_MS";
+pub const ENV_MAX_MESSAGE_BYTES: &str = "MCAST_MAX_MESSAGE_BYTES";
+
+/// Default bound on detecting a lost peer.
+pub const DEFAULT_FAILURE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default stall before a collective's fingerprint is sent to the peers.
+pub const DEFAULT_PROBE_AFTER: Duration = Duration::from_millis(200);
+/// Default largest multicast accepted.
+pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 1 << 32;
 
 /// Default payload bytes per packet.
 pub const DEFAULT_PACKET_BYTES: usize = 64 * 1024;
@@ -92,6 +105,13 @@ pub struct Config {
     pub packet_bytes: usize,
     pub forwarding: Forwarding,
     pub timeout: Duration,
+    /// A peer silent (no data, no heartbeat) for this long is lost; heartbeats
+    /// go out every quarter of it.
+    pub failure_timeout: Duration,
+    /// Stall after which a waiting collective probes its peers for mismatches.
+    pub probe_after: Duration,
+    /// Largest multicast message this rank reassembles.
+    pub max_message_bytes: u64,
     pub algorithm: Algorithm,
     /// The logical topology ranks are mapped onto (rank i is node i), if any.
     pub topology: Option<Topology>,
@@ -105,6 +125,9 @@ impl Default for Config {
             packet_bytes: DEFAULT_PACKET_BYTES,
             forwarding: Forwarding::Fpfs,
             timeout: Duration::from_secs(120),
+            failure_timeout: DEFAULT_FAILURE_TIMEOUT,
+            probe_after: DEFAULT_PROBE_AFTER,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             algorithm: Algorithm::Auto,
             topology: None,
         }
@@ -115,6 +138,17 @@ fn parse<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, Error> {
     v.trim()
         .parse()
         .map_err(|_| Error::InvalidArgument(format!("{name}={v:?} is not a valid value")))
+}
+
+/// A positive, finite number of seconds (fractions allowed).
+fn positive_secs(name: &str, v: &str) -> Result<Duration, Error> {
+    let secs: f64 = parse(name, v)?;
+    if !(secs > 0.0 && secs.is_finite() && secs < 1e9) {
+        return Err(Error::InvalidArgument(format!(
+            "{name}={v}: must be a positive number"
+        )));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 impl Config {
@@ -142,13 +176,16 @@ impl Config {
             c.forwarding = v.parse()?;
         }
         if let Some(v) = get(ENV_TIMEOUT_SECS) {
-            let secs: f64 = parse(ENV_TIMEOUT_SECS, &v)?;
-            if !(secs > 0.0 && secs.is_finite()) {
-                return Err(Error::InvalidArgument(format!(
-                    "{ENV_TIMEOUT_SECS}={v}: must be a positive number"
-                )));
-            }
-            c.timeout = Duration::from_secs_f64(secs);
+            c.timeout = positive_secs(ENV_TIMEOUT_SECS, &v)?;
+        }
+        if let Some(v) = get(ENV_FAILURE_TIMEOUT) {
+            c.failure_timeout = positive_secs(ENV_FAILURE_TIMEOUT, &v)?;
+        }
+        if let Some(v) = get(ENV_PROBE_MS) {
+            c.probe_after = positive_secs(ENV_PROBE_MS, &v)? / 1000;
+        }
+        if let Some(v) = get(ENV_MAX_MESSAGE_BYTES) {
+            c.max_message_bytes = parse(ENV_MAX_MESSAGE_BYTES, &v)?;
         }
         if let Some(v) = get(ENV_ALGORITHM) {
             c.algorithm = v.parse()?;
@@ -230,8 +267,14 @@ mod tests {
             (ENV_FORWARDING, "FCFS"),
             (ENV_TIMEOUT_SECS, "2.5"),
             (ENV_ALGORITHM, "kbinomial:3"),
+            (ENV_FAILURE_TIMEOUT, "0.5"),
+            (ENV_PROBE_MS, "50"),
+            (ENV_MAX_MESSAGE_BYTES, "1024"),
         ])
         .unwrap();
+        assert_eq!(c.failure_timeout, Duration::from_millis(500));
+        assert_eq!(c.probe_after, Duration::from_millis(50));
+        assert_eq!(c.max_message_bytes, 1024);
         assert_eq!(c.job.as_ref().unwrap().rank, 2);
         assert_eq!(c.packet_bytes, 1000);
         assert_eq!(c.forwarding, Forwarding::Fcfs);
@@ -245,6 +288,9 @@ mod tests {
         assert!(cfg(&[(ENV_PACKET_BYTES, "x")]).is_err());
         assert!(cfg(&[(ENV_FORWARDING, "lifo")]).is_err());
         assert!(cfg(&[(ENV_TIMEOUT_SECS, "-1")]).is_err());
+        assert!(cfg(&[(ENV_FAILURE_TIMEOUT, "0")]).is_err());
+        assert!(cfg(&[(ENV_FAILURE_TIMEOUT, "inf")]).is_err());
+        assert!(cfg(&[(ENV_PROBE_MS, "-3")]).is_err());
         assert!(cfg(&[(ENV_RANK, "4"), (ENV_SIZE, "4")]).is_err());
         assert!(cfg(&[(ENV_RANK, "0"), (ENV_SIZE, "4")]).is_err()); // no rendezvous
         assert!(cfg(&[(ENV_TOPOLOGY, "ring:4")]).is_err());

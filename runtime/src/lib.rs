@@ -17,6 +17,7 @@ pub mod algorithm;
 pub mod bootstrap;
 pub mod comm;
 pub mod config;
+pub mod control;
 pub mod engine;
 pub mod error;
 mod inbox;

@@ -31,6 +31,7 @@ use tokio::sync::mpsc;
 
 use crate::bootstrap::{self, Hello, PeerHello, RendezvousReply, PROTOCOL_VERSION};
 use crate::config::{Config, JobEnv};
+use crate::control::Control;
 use crate::engine::{Action, NiEngine};
 use crate::error::Error;
 use crate::inbox::Inbox;
@@ -55,11 +56,15 @@ pub(crate) enum Cmd {
         seq: u64,
         data: Bytes,
     },
+    /// Send a control message to every peer.
+    Control(Control),
     Shutdown,
 }
 
 /// Handle to the NI thread.
 pub(crate) struct Net {
+    /// `ip:port` this rank accepts peer connections on.
+    pub(crate) data_addr: String,
     cmd: mpsc::UnboundedSender<Cmd>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -68,6 +73,8 @@ pub(crate) struct Net {
 const SHUTDOWN_FLUSH: Duration = Duration::from_secs(10);
 /// Largest handshake frame.
 const MAX_HELLO: usize = 4096;
+/// How long an incoming connection may take to send its handshake.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Packets a writer batches into one vectored write.
 const WRITE_BATCH: usize = 64;
 
@@ -168,6 +175,7 @@ impl Net {
             })
             .map_err(|e| io_err("spawning the NI thread", e))?;
         let mut net = Net {
+            data_addr,
             cmd: cmd_tx,
             thread: Some(thread),
         };
@@ -248,10 +256,36 @@ fn check_peer(h: &PeerHello, job: &JobEnv, expect: Option<usize>) -> Result<usiz
     Ok(r)
 }
 
+/// Read and check the handshake of an incoming connection.
+async fn screen(mut s: TcpStream, job: &JobEnv) -> Result<(usize, TcpStream), String> {
+    s.set_nodelay(true).map_err(|e| e.to_string())?;
+    match tokio::time::timeout(HELLO_TIMEOUT, read_hello::<PeerHello>(&mut s)).await {
+        Ok(Ok(h)) => check_peer(&h, job, None).map(|r| (r, s)),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no handshake within {HELLO_TIMEOUT:?}")),
+    }
+}
+
+/// After the mesh is built the listener stays open, and every connection to
+/// it is screened, logged and closed: nothing joins a running job, and a
+/// stranger's bytes never reach the engine.
+async fn gatekeeper(listener: TcpListener, job: JobEnv) {
+    while let Ok((s, from)) = listener.accept().await {
+        let job = job.clone();
+        tokio::task::spawn_local(async move {
+            let why = match screen(s, &job).await {
+                Ok((r, _)) => format!("rank {r} is already connected"),
+                Err(why) => why,
+            };
+            tracing::warn!(%from, %why, "refusing connection to a running job");
+        });
+    }
+}
+
 /// Build the full mesh: connect down, accept up.
 async fn mesh(
     job: &JobEnv,
-    listener: TcpListener,
+    listener: &TcpListener,
     addrs: &[String],
 ) -> Result<Vec<Option<TcpStream>>, Error> {
     let me = PeerHello {
@@ -279,37 +313,40 @@ async fn mesh(
         Ok::<_, Error>(out)
     };
     let accept_up = async {
+        let need = job.size - 1 - job.rank;
         let mut out = Vec::new();
         let mut seen = vec![false; job.size];
-        while out.len() < job.size - 1 - job.rank {
-            let (mut s, from) = listener.accept().await?;
-            s.set_nodelay(true)?;
-            let hello =
-                tokio::time::timeout(Duration::from_secs(5), read_hello::<PeerHello>(&mut s)).await;
-            let r = match hello {
-                Ok(Ok(h)) => match check_peer(&h, job, None) {
-                    Ok(r) if r > job.rank && !seen[r] => r,
-                    Ok(r) => {
-                        tracing::warn!(%from, rank = r, "refusing duplicate or misdirected peer");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        // Handshakes run concurrently, so a silent or slow stranger cannot
+        // hold up the peers behind it.
+        while out.len() < need {
+            tokio::select! {
+                acc = listener.accept() => {
+                    let (s, from) = acc?;
+                    let tx = tx.clone();
+                    let job = job.clone();
+                    tokio::task::spawn_local(async move {
+                        match screen(s, &job).await {
+                            Ok((r, s)) if r > job.rank => {
+                                let _ = tx.send((r, s, from));
+                            }
+                            Ok((r, _)) => {
+                                tracing::warn!(%from, rank = r, "refusing misdirected peer connection");
+                            }
+                            Err(why) => tracing::warn!(%from, %why, "refusing connection"),
+                        }
+                    });
+                }
+                Some((r, mut s, from)) = rx.recv() => {
+                    if seen[r] {
+                        tracing::warn!(%from, rank = r, "refusing a second connection from the same rank");
                         continue;
                     }
-                    Err(why) => {
-                        tracing::warn!(%from, %why, "refusing peer connection");
-                        continue;
-                    }
-                },
-                Ok(Err(e)) => {
-                    tracing::warn!(%from, %e, "refusing peer connection");
-                    continue;
+                    write_hello(&mut s, &me).await?;
+                    seen[r] = true;
+                    out.push((r, s));
                 }
-                Err(_) => {
-                    tracing::warn!(%from, "peer connection sent no handshake; closed");
-                    continue;
-                }
-            };
-            write_hello(&mut s, &me).await?;
-            seen[r] = true;
-            out.push((r, s));
+            }
         }
         Ok::<_, Error>(out)
     };
@@ -321,13 +358,32 @@ async fn mesh(
 }
 
 struct Shared {
+    me: usize,
+    job: u32,
     engine: RefCell<NiEngine>,
     writers: RefCell<Vec<Option<mpsc::UnboundedSender<Packet>>>>,
     inbox: Arc<Inbox>,
 }
 
+/// Send a control message to every peer.
+fn send_control(sh: &Shared, msg: &Control) {
+    let payload = Bytes::from(msg.encode());
+    let seq = match msg {
+        Control::Probe { seq, .. } | Control::Mismatch { seq, .. } => *seq,
+    };
+    let me = sh.me as u32;
+    let header = Header::new(Kind::Control, sh.job, seq, me, me, payload.len() as u64);
+    for tx in sh.writers.borrow().iter().flatten() {
+        let _ = tx.send(Packet {
+            header,
+            route: Route::None,
+            payload: payload.clone(),
+        });
+    }
+}
+
 /// Carry out the engine's actions: queue sends on the writers, then deliver to
-/// the host in one batch.
+/// the host in one batch (and announce any mismatch the delivery revealed).
 fn pump(sh: &Shared) {
     let mut deliveries = Vec::new();
     {
@@ -346,7 +402,9 @@ fn pump(sh: &Shared) {
         }
     }
     if !deliveries.is_empty() {
-        sh.inbox.deliver(deliveries);
+        for notice in sh.inbox.deliver(deliveries) {
+            send_control(sh, &notice);
+        }
     }
 }
 
@@ -364,22 +422,29 @@ async fn ni_main(
     let setup = async {
         listener.set_nonblocking(true)?;
         let listener = TcpListener::from_std(listener)?;
-        tokio::time::timeout(cfg.timeout, mesh(&job, listener, &addrs))
+        let conns = tokio::time::timeout(cfg.timeout, mesh(&job, &listener, &addrs))
             .await
             .map_err(|_| Error::Timeout {
                 op: "connecting to peers".into(),
                 after: cfg.timeout,
                 detail: format!("rank {} of {}", job.rank, job.size),
-            })?
+            })??;
+        Ok::<_, Error>((listener, conns))
     };
     let conns = match setup.await {
-        Ok(c) => c,
+        Ok((listener, c)) => {
+            tokio::task::spawn_local(gatekeeper(listener, job.clone()));
+            c
+        }
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
         }
     };
+    let beat = (cfg.failure_timeout / 4).max(Duration::from_millis(10));
     let sh = Rc::new(Shared {
+        me: job.rank,
+        job: job_id,
         engine: RefCell::new(
             NiEngine::new(job.rank, job.size, job_id, cfg.forwarding, cfg.packet_bytes)
                 .with_topology(cfg.topology.clone().map(Arc::new)),
@@ -393,13 +458,29 @@ async fn ni_main(
         let (rd, wr) = conn.into_split();
         let (tx, rx) = mpsc::unbounded_channel();
         sh.writers.borrow_mut()[peer] = Some(tx);
+        let heartbeat = Packet {
+            header: Header::new(
+                Kind::Heartbeat,
+                job_id,
+                0,
+                job.rank as u32,
+                job.rank as u32,
+                0,
+            ),
+            route: Route::None,
+            payload: Bytes::new(),
+        };
         writer_tasks.push(tokio::task::spawn_local(writer(
             peer,
             wr,
             rx,
             inbox.clone(),
+            (heartbeat, beat),
         )));
-        tokio::task::spawn_local(reader(peer, rd, sh.clone()));
+        // Silence for 90% of the bound declares the peer lost, leaving the
+        // rest for waking the waiting call.
+        let silence = cfg.failure_timeout.mul_f64(0.9);
+        tokio::task::spawn_local(reader(peer, rd, sh.clone(), silence));
     }
     let _ = ready.send(Ok(()));
 
@@ -415,11 +496,16 @@ async fn ni_main(
                     tree,
                 } => eng.post_multicast(seq, &dests, data, tree),
                 Cmd::P2p { to, seq, data } => eng.post_p2p(to, seq, data),
+                Cmd::Control(msg) => {
+                    drop(eng);
+                    send_control(&sh, &msg);
+                    Ok(())
+                }
                 Cmd::Shutdown => break,
             }
         };
         if let Err(e) = res {
-            inbox.fail(Error::Protocol(format!("NI refused a host request: {e}")));
+            inbox.fatal(Error::Protocol(format!("NI refused a host request: {e}")));
         }
         pump(&sh);
     }
@@ -470,13 +556,18 @@ async fn writer(
     mut w: OwnedWriteHalf,
     mut rx: mpsc::UnboundedReceiver<Packet>,
     inbox: Arc<Inbox>,
+    (heartbeat, beat): (Packet, Duration),
 ) {
     let mut batch = Vec::with_capacity(WRITE_BATCH);
     let mut head = BytesMut::with_capacity(16 * 1024);
     let mut chunks = VecDeque::new();
     loop {
-        if rx.recv_many(&mut batch, WRITE_BATCH).await == 0 {
-            break;
+        // An idle connection carries a heartbeat every `beat` (recv_many is
+        // cancel-safe), so the peer can tell a quiet rank from a hung one.
+        match tokio::time::timeout(beat, rx.recv_many(&mut batch, WRITE_BATCH)).await {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(_) => batch.push(heartbeat.clone()),
         }
         let mut bye = false;
         for p in batch.drain(..) {
@@ -489,10 +580,7 @@ async fn writer(
         }
         if let Err(e) = write_chunks(&mut w, &mut chunks).await {
             if !inbox.said_bye(peer) {
-                inbox.fail(Error::PeerLost {
-                    rank: peer,
-                    reason: format!("sending to it failed: {e}"),
-                });
+                inbox.lost(peer, format!("sending to it failed: {e}"));
             }
             return;
         }
@@ -503,56 +591,95 @@ async fn writer(
     }
 }
 
-async fn reader(peer: usize, rd: OwnedReadHalf, sh: Rc<Shared>) {
+/// Why a read from a peer stopped.
+enum ReadFail {
+    Io(std::io::Error),
+    Silent,
+}
+
+async fn read_within<R: AsyncReadExt + Unpin>(
+    r: &mut R,
+    buf: &mut [u8],
+    within: Duration,
+) -> Result<(), ReadFail> {
+    match tokio::time::timeout(within, r.read_exact(buf)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(ReadFail::Io(e)),
+        Err(_) => Err(ReadFail::Silent),
+    }
+}
+
+async fn reader(peer: usize, rd: OwnedReadHalf, sh: Rc<Shared>, failure_timeout: Duration) {
     let mut r = BufReader::with_capacity(256 * 1024, rd);
     let inbox = sh.inbox.clone();
-    let lost = |e: std::io::Error| {
-        if !inbox.said_bye(peer) {
-            let reason = if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                "connection closed without goodbye (process died?)".to_string()
-            } else {
-                format!("connection failed: {e}")
-            };
-            inbox.fail(Error::PeerLost { rank: peer, reason });
+    let lost = |f: ReadFail| {
+        if inbox.said_bye(peer) {
+            return;
         }
+        let reason = match f {
+            ReadFail::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                "connection closed without goodbye (process died?)".to_string()
+            }
+            ReadFail::Io(e) => format!("connection failed: {e}"),
+            ReadFail::Silent => {
+                format!("no data and no heartbeat for {failure_timeout:?} (hung or unreachable)")
+            }
+        };
+        inbox.lost(peer, reason);
     };
+    // A peer that broke the protocol is cut off like a dead one: its bytes can
+    // no longer be trusted to line up.
+    let violation = |what: String| inbox.lost(peer, format!("protocol violation: {what}"));
+    let mut within = failure_timeout;
     loop {
         let mut hb = [0u8; HEADER_LEN];
-        if let Err(e) = r.read_exact(&mut hb).await {
-            lost(e);
+        if let Err(f) = read_within(&mut r, &mut hb, within).await {
+            lost(f);
             return;
         }
         let h = match Header::decode(&hb) {
             Ok(h) => h,
-            Err(e) => {
-                inbox.fail(Error::Protocol(format!(
-                    "rank {peer} sent a malformed header: {e}"
-                )));
-                return;
-            }
+            Err(e) => return violation(format!("malformed header: {e}")),
         };
+        if h.job != sh.job || h.source as usize != peer {
+            return violation(format!(
+                "header of job {:#x} from rank {} on rank {peer}'s connection",
+                h.job, h.source
+            ));
+        }
         let mut rb = vec![0u8; h.route_len as usize];
-        if let Err(e) = r.read_exact(&mut rb).await {
-            lost(e);
+        if let Err(f) = read_within(&mut r, &mut rb, within).await {
+            lost(f);
             return;
         }
         let route = match Route::decode(h.route_kind, &rb) {
             Ok(rt) => rt,
-            Err(e) => {
-                inbox.fail(Error::Protocol(format!(
-                    "rank {peer} sent a malformed route header: {e}"
-                )));
-                return;
-            }
+            Err(e) => return violation(format!("malformed route header: {e}")),
         };
         let mut payload = BytesMut::zeroed(h.payload_len as usize);
-        if let Err(e) = r.read_exact(&mut payload).await {
-            lost(e);
+        if let Err(f) = read_within(&mut r, &mut payload, within).await {
+            lost(f);
             return;
         }
-        if h.kind == Kind::Bye {
-            inbox.mark_bye(peer);
-            continue;
+        match h.kind {
+            Kind::Heartbeat => continue,
+            Kind::Bye => {
+                inbox.mark_bye(peer);
+                // No heartbeats follow a goodbye; the close comes soon.
+                within = SHUTDOWN_FLUSH.max(failure_timeout);
+                continue;
+            }
+            Kind::Control => {
+                let msg = match Control::decode(&payload) {
+                    Ok(m) => m,
+                    Err(e) => return violation(format!("malformed control message: {e}")),
+                };
+                for notice in inbox.control(peer, msg) {
+                    send_control(&sh, &notice);
+                }
+                continue;
+            }
+            Kind::Bcast | Kind::Multicast | Kind::P2p => {}
         }
         let packet = Packet {
             header: h,
@@ -561,8 +688,7 @@ async fn reader(peer: usize, rd: OwnedReadHalf, sh: Rc<Shared>) {
         };
         let res = sh.engine.borrow_mut().packet_in(peer, packet);
         if let Err(e) = res {
-            inbox.fail(Error::Protocol(format!("bad packet from rank {peer}: {e}")));
-            return;
+            return violation(format!("bad packet: {e}"));
         }
         pump(&sh);
     }

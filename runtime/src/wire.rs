@@ -6,7 +6,9 @@
 //! off size field
 //!   0  4   magic        b"MCST"
 //!   4  1   version      WIRE_VERSION
-//!   5  1   kind         1 bcast, 2 multicast, 3 point-to-point, 4 bye
+//!   5  1   kind         1 bcast, 2 multicast, 3 point-to-point, 4 bye,
+//!                       5 control (payload: a postcard `control::Control`),
+//!                       6 heartbeat (no route, no payload)
 //!   6  1   route_kind   0 none, 1 range, 2 list
 //!   7  1   flags        reserved, 0
 //!   8  4   job          job id (from the job token)
@@ -50,7 +52,7 @@ use crate::algorithm::{TopoTree, TreeKind};
 /// Header magic.
 pub const MAGIC: [u8; 4] = *b"MCST";
 /// Data-plane format version.
-pub const WIRE_VERSION: u8 = 1;
+pub const WIRE_VERSION: u8 = 2;
 /// Size of the fixed header.
 pub const HEADER_LEN: usize = 64;
 /// Largest payload one packet may carry.
@@ -67,6 +69,10 @@ pub enum Kind {
     Multicast = 2,
     P2p = 3,
     Bye = 4,
+    /// Rank-to-rank control: mismatch probes and notices (see `control`).
+    Control = 5,
+    /// "Still alive": sent on an otherwise idle connection.
+    Heartbeat = 6,
 }
 
 impl Kind {
@@ -76,6 +82,8 @@ impl Kind {
             2 => Kind::Multicast,
             3 => Kind::P2p,
             4 => Kind::Bye,
+            5 => Kind::Control,
+            6 => Kind::Heartbeat,
             _ => return None,
         })
     }
@@ -242,7 +250,9 @@ impl Header {
                 h.route_len
             )));
         }
-        if h.kind != Kind::Bye && (h.pkt_count == 0 || h.pkt_idx >= h.pkt_count) {
+        if !matches!(h.kind, Kind::Bye | Kind::Heartbeat)
+            && (h.pkt_count == 0 || h.pkt_idx >= h.pkt_count)
+        {
             return Err(WireError::Field(format!(
                 "packet {} of {}",
                 h.pkt_idx, h.pkt_count
@@ -268,7 +278,8 @@ fn shape_code(shape: Shape) -> (u8, u16) {
     }
 }
 
-fn tree_code(tree: TreeKind) -> (u8, u16) {
+/// The (code, k) pair a route header carries for a tree.
+pub fn tree_code(tree: TreeKind) -> (u8, u16) {
     match tree {
         TreeKind::Chain(shape) => shape_code(shape),
         TreeKind::Topo(t) => (
@@ -306,6 +317,15 @@ fn decode_shape(code: u8, k: u16) -> Result<Shape, WireError> {
 }
 
 impl Route {
+    /// The (code, k) of the tree this route carries, if any.
+    pub fn tree_code(&self) -> Option<(u8, u16)> {
+        match self {
+            Route::None => None,
+            Route::Range { shape, .. } => Some(shape_code(*shape)),
+            Route::List { tree, .. } => Some(tree_code(*tree)),
+        }
+    }
+
     /// The route kind byte for the fixed header.
     pub fn kind_byte(&self) -> u8 {
         match self {

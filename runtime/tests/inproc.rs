@@ -177,20 +177,114 @@ fn multicast_subsets_and_order() {
     );
 }
 
-#[test]
-fn mismatched_lengths_are_reported() {
+/// Run one mismatched collective on `n` ranks: `call` makes this rank's
+/// (mismatched) call. Every rank must get `Error::Mismatch` containing `what`,
+/// from that call or, if it had already returned (a bcast root), from its next
+/// call; every later collective must fail the same way.
+fn mismatch_everywhere<F>(n: usize, what: &'static str, call: F)
+where
+    F: Fn(&Comm) -> Result<(), Error> + Send + Sync + 'static,
+{
     run(
-        3,
-        |c| c.timeout = Duration::from_secs(5),
-        |comm| {
-            let len = if comm.rank() == 2 { 10 } else { 20 };
-            let mut buf = vec![1u8; len];
-            let res = comm.bcast(0, &mut buf);
-            if comm.rank() == 2 {
-                assert!(matches!(res, Err(Error::Mismatch { .. })), "{res:?}");
-            } else {
-                res?;
+        n,
+        |c| {
+            c.timeout = Duration::from_secs(30);
+            c.probe_after = Duration::from_millis(50);
+        },
+        move |comm| {
+            let first = call(&comm);
+            let err = match first {
+                Err(e) => e,
+                Ok(()) => comm
+                    .barrier()
+                    .expect_err("the next call reports the mismatch"),
+            };
+            match &err {
+                Error::Mismatch { detail, .. } => {
+                    assert!(detail.contains(what), "rank {}: {err}", comm.rank())
+                }
+                other => panic!("rank {}: expected a mismatch, got {other}", comm.rank()),
             }
+            let mut b = [0u8; 4];
+            assert!(matches!(comm.bcast(0, &mut b), Err(Error::Mismatch { .. })));
+            assert!(matches!(comm.finalize(), Err(Error::Mismatch { .. })));
+            Ok(())
+        },
+    );
+}
+
+#[test]
+fn mismatched_lengths_are_reported_everywhere() {
+    mismatch_everywhere(3, "bytes", |comm| {
+        let mut buf = vec![1u8; if comm.rank() == 2 { 10 } else { 20 }];
+        comm.bcast(0, &mut buf)
+    });
+}
+
+#[test]
+fn mismatched_roots_are_reported_everywhere() {
+    mismatch_everywhere(4, "root", |comm| {
+        let root = if comm.rank() == 3 { 1 } else { 0 };
+        comm.bcast(root, &mut [5u8; 100])
+    });
+}
+
+#[test]
+fn roots_naming_each_other_do_not_hang() {
+    // No rank thinks it is the root, so no data flows: only the probes can
+    // find this one.
+    mismatch_everywhere(2, "root", |comm| {
+        let other = 1 - comm.rank();
+        comm.bcast(other, &mut [0u8; 8])
+    });
+}
+
+#[test]
+fn mismatched_algorithms_are_reported_everywhere() {
+    mismatch_everywhere(5, "algorithm", |comm| {
+        let algo = if comm.rank() == 4 {
+            Algorithm::Flat
+        } else {
+            Algorithm::Binomial
+        };
+        comm.bcast_with(0, &mut [9u8; 64], algo)
+    });
+}
+
+#[test]
+fn different_collectives_are_reported_everywhere() {
+    mismatch_everywhere(3, "called", |comm| {
+        if comm.rank() == 1 {
+            comm.barrier()
+        } else {
+            comm.bcast(0, &mut [1u8; 16])
+        }
+    });
+}
+
+#[test]
+fn same_tree_under_different_names_is_not_a_mismatch() {
+    // `auto` on 4 ranks and 1 packet resolves to a k-binomial tree; naming
+    // that tree explicitly is the same call.
+    run(
+        4,
+        |_| {},
+        |comm| {
+            let auto = Algorithm::Auto.resolve(4, 1, None)?;
+            let named = match auto {
+                mcast::algorithm::TreeKind::Chain(mcast_algorithms::Shape::KBinomial { k }) => {
+                    Algorithm::KBinomial { k: Some(k) }
+                }
+                other => panic!("auto resolved to {other:?}"),
+            };
+            let algo = if comm.rank() == 2 {
+                named
+            } else {
+                Algorithm::Auto
+            };
+            let mut buf = [comm.rank() as u8; 10];
+            comm.bcast_with(1, &mut buf, algo)?;
+            assert_eq!(buf, [1u8; 10]);
             comm.finalize()
         },
     );

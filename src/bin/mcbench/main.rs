@@ -8,6 +8,10 @@
 //!
 //! Run it under mclaunch (`mclaunch -n 8 mcbench`), or give `-n N` and it
 //! launches itself through the mclaunch found beside it.
+//!
+//! `--soak SECONDS` runs the soak test instead (see `soak.rs`).
+
+mod soak;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -55,6 +59,17 @@ struct Args {
     /// Print JSON instead of the table.
     #[arg(long)]
     json: bool,
+    /// Soak test instead of the benchmark: random bcasts, multicasts and
+    /// barriers from a shared seed for SECONDS, every byte checksummed;
+    /// exits non-zero on any error or corruption.
+    #[arg(long, value_name = "SECONDS")]
+    soak: Option<f64>,
+    /// Seed of the soak's operations (default: from the clock; printed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Largest soak message in bytes.
+    #[arg(long, default_value_t = 4 << 20)]
+    soak_max_bytes: usize,
 }
 
 #[derive(Serialize, Debug)]
@@ -159,6 +174,17 @@ fn run(args: Args) -> Result<()> {
         cfg.packet_bytes = p;
     }
     let comm = Comm::with_config(cfg)?;
+    if let Some(secs) = args.soak {
+        if !(secs >= 0.0 && secs.is_finite()) {
+            bail!("--soak {secs}: expected a number of seconds");
+        }
+        let clean = soak::run(&comm, secs, args.seed, args.soak_max_bytes, args.json)?;
+        if !clean {
+            bail!("the soak found errors");
+        }
+        comm.finalize()?;
+        return Ok(());
+    }
     let (rank, nranks) = (comm.rank(), comm.size());
     if args.root >= nranks {
         bail!("--root {} but only {nranks} ranks", args.root);

@@ -1,0 +1,19 @@
+//! Fuzz the data-plane header decoder (`mcast::wire::Header::decode`): never a
+//! panic; whatever it accepts re-encodes to the same 64 bytes (the reserved
+//! flags byte aside) and keeps its payload inside the message.
+#![no_main]
+
+use bytes::BytesMut;
+use libfuzzer_sys::fuzz_target;
+use mcast::wire::{Header, HEADER_LEN};
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(h) = Header::decode(data) {
+        assert!(h.offset + h.payload_len as u64 <= h.msg_len);
+        let mut out = BytesMut::new();
+        h.encode(&mut out);
+        assert_eq!(out.len(), HEADER_LEN);
+        assert_eq!(&out[..7], &data[..7]);
+        assert_eq!(&out[8..], &data[8..HEADER_LEN]);
+    }
+});

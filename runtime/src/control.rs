@@ -1,0 +1,218 @@
+//! Rank-to-rank control messages and collective fingerprints: how ranks find
+//! out that a collective was called inconsistently.
+//!
+//! Every collective call has a [`Fingerprint`]: which collective, the root,
+//! the buffer length and the tree its algorithm resolves to. Ranks compare
+//! fingerprints in three places (see `Inbox`):
+//!
+//! 1. **On the data path, for free:** a bcast packet carries the root, the
+//!    message length and the tree (in its route header), so a receiver checks
+//!    them against its own call; a barrier's point-to-point packet says that
+//!    its sender is in a barrier.
+//! 2. **By probe, when stuck:** a rank that waits in a collective for
+//!    `MCAST_PROBE_MS` without progress sends [`Control::Probe`] with its
+//!    fingerprint to every peer; a peer compares it with its own call of the
+//!    same sequence number (now, or when it gets there). This finds the
+//!    mismatches that stop all data, such as two ranks each naming the other
+//!    as the root.
+//! 3. **By notice:** whoever finds a mismatch sends [`Control::Mismatch`] to
+//!    every rank. A rank still in that call returns `Error::Mismatch` from it;
+//!    a rank that has already returned (the root of a bcast returns once its
+//!    data is handed to the NI) gets it from its next call.
+//!
+//! Control messages travel as the payload of a `Kind::Control` packet,
+//! postcard-encoded. Decoding is bounded by the packet's payload length, so a
+//! hostile length inside cannot allocate more than the packet brought.
+
+use serde::{Deserialize, Serialize};
+
+use crate::algorithm::TreeKind;
+use crate::wire::{self, WireError};
+
+/// Which collective a call is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OpKind {
+    Bcast,
+    Barrier,
+}
+
+impl std::fmt::Display for OpKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OpKind::Bcast => "bcast",
+            OpKind::Barrier => "barrier",
+        })
+    }
+}
+
+/// What a rank passed to one collective call (the parts every rank must agree on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub op: OpKind,
+    /// The root (0 for a barrier).
+    pub root: u32,
+    /// The buffer length in bytes (0 for a barrier).
+    pub len: u64,
+    /// The tree code and k of the resolved algorithm, as in a route header
+    /// (both 0 for a barrier).
+    pub tree: (u8, u16),
+}
+
+impl Fingerprint {
+    pub fn bcast(root: usize, len: usize, tree: TreeKind) -> Fingerprint {
+        Fingerprint {
+            op: OpKind::Bcast,
+            root: root as u32,
+            len: len as u64,
+            tree: wire::tree_code(tree),
+        }
+    }
+
+    pub fn barrier() -> Fingerprint {
+        Fingerprint {
+            op: OpKind::Barrier,
+            root: 0,
+            len: 0,
+            tree: (0, 0),
+        }
+    }
+
+    /// The operation name used in errors: `bcast #7`.
+    pub fn op_name(&self, seq: u64) -> String {
+        format!("{} #{seq}", self.op)
+    }
+
+    /// Compare `theirs` (rank `them`'s call) with `self` (rank `me`'s call of
+    /// the same sequence number). `None` when they agree; otherwise what differs,
+    /// worded the same whichever rank finds it.
+    pub fn differs(&self, me: usize, theirs: &Fingerprint, them: usize) -> Option<String> {
+        if self.op != theirs.op {
+            return Some(format!(
+                "rank {them} called {}, rank {me} called {}",
+                theirs.op, self.op
+            ));
+        }
+        if self.root != theirs.root {
+            return Some(format!(
+                "rank {them} passed root {}, rank {me} passed root {}",
+                theirs.root, self.root
+            ));
+        }
+        if self.len != theirs.len {
+            return Some(format!(
+                "rank {them} passed {} bytes, rank {me} passed {} bytes",
+                theirs.len, self.len
+            ));
+        }
+        if self.tree != theirs.tree {
+            return Some(format!(
+                "rank {them} uses algorithm {}, rank {me} uses {}",
+                tree_name(theirs.tree),
+                tree_name(self.tree)
+            ));
+        }
+        None
+    }
+}
+
+/// A readable name for a tree code: `kbinomial:3`, `flat`, `utorus`, ...
+pub fn tree_name((code, k): (u8, u16)) -> String {
+    match code {
+        0 => "flat".into(),
+        1 => format!("kbinomial:{k}"),
+        2 => "utorus".into(),
+        3 => "ucube".into(),
+        4 => "maxport".into(),
+        5 => "combine".into(),
+        6 => "wsort".into(),
+        other => format!("tree code {other}"),
+    }
+}
+
+/// A control message between ranks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Control {
+    /// The sender has been waiting in collective `seq`; this is its call.
+    Probe { seq: u64, fp: Fingerprint },
+    /// Collective `seq` (`op`, e.g. `bcast #7`) was called inconsistently.
+    Mismatch {
+        seq: u64,
+        op: String,
+        detail: String,
+    },
+}
+
+/// Largest control payload accepted or sent.
+pub const MAX_CONTROL: usize = 64 * 1024;
+
+impl Control {
+    pub fn encode(&self) -> Vec<u8> {
+        // Serialising these plain structs into a Vec cannot fail.
+        postcard::to_stdvec(self).unwrap_or_default()
+    }
+
+    pub fn decode(b: &[u8]) -> Result<Control, WireError> {
+        if b.len() > MAX_CONTROL {
+            return Err(WireError::Field(format!(
+                "control message of {} bytes (max {MAX_CONTROL})",
+                b.len()
+            )));
+        }
+        postcard::from_bytes(b).map_err(|e| WireError::Field(format!("control message: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcast_algorithms::Shape;
+    use proptest::prelude::*;
+
+    #[test]
+    fn differences_are_named() {
+        let a = Fingerprint::bcast(0, 8, TreeKind::Chain(Shape::KBinomial { k: 2 }));
+        assert_eq!(a.differs(1, &a, 2), None);
+        let root = Fingerprint::bcast(1, 8, TreeKind::Chain(Shape::KBinomial { k: 2 }));
+        assert_eq!(
+            a.differs(1, &root, 2).unwrap(),
+            "rank 2 passed root 1, rank 1 passed root 0"
+        );
+        let len = Fingerprint::bcast(0, 9, TreeKind::Chain(Shape::KBinomial { k: 2 }));
+        assert!(a.differs(1, &len, 2).unwrap().contains("9 bytes"));
+        let algo = Fingerprint::bcast(0, 8, TreeKind::Chain(Shape::Flat));
+        assert_eq!(
+            a.differs(1, &algo, 2).unwrap(),
+            "rank 2 uses algorithm flat, rank 1 uses kbinomial:2"
+        );
+        assert_eq!(
+            a.differs(1, &Fingerprint::barrier(), 2).unwrap(),
+            "rank 2 called barrier, rank 1 called bcast"
+        );
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(Control::decode(&[]).is_err());
+        assert!(Control::decode(&[7, 1, 2]).is_err());
+        assert!(Control::decode(&vec![0u8; MAX_CONTROL + 1]).is_err());
+        // A string length of 2^60 must not allocate.
+        assert!(
+            Control::decode(&[1, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10]).is_err()
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(seq: u64, root: u32, len: u64, code in 0u8..7, k: u16, op: String, detail: String, barrier: bool) {
+            let fp = Fingerprint { op: if barrier { OpKind::Barrier } else { OpKind::Bcast }, root, len, tree: (code, k) };
+            for c in [Control::Probe { seq, fp }, Control::Mismatch { seq, op: op.clone(), detail: detail.clone() }] {
+                prop_assert_eq!(Control::decode(&c.encode()).unwrap(), c);
+            }
+        }
+
+        #[test]
+        fn decode_never_panics(b in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = Control::decode(&b);
+        }
+    }
+}
