@@ -13,7 +13,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use crate::error::Error;
 
 /// Version of the control and data protocols. Bumped on any incompatible change.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// Largest control frame accepted (an address table for many thousands of ranks).
 pub const MAX_CONTROL_FRAME: usize = 16 * 1024 * 1024;
@@ -113,6 +113,43 @@ mod tests {
         write_frame(&mut buf, &h).unwrap();
         let back: Hello = read_frame(&mut buf.as_slice()).unwrap();
         assert_eq!(back, h);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_frame_round_trips(
+            version: u16, token: String, rank: u32, size: u32, addr: String, pid: u32,
+            job: u32, addrs: Vec<String>, reason: String,
+        ) {
+            let h = Hello { version, token: token.clone(), rank, size, data_addr: addr, pid };
+            let mut buf = Vec::new();
+            write_frame(&mut buf, &h).unwrap();
+            proptest::prop_assert_eq!(read_frame::<_, Hello>(&mut buf.as_slice()).unwrap(), h);
+            for r in [RendezvousReply::Table { job, addrs: addrs.clone() }, RendezvousReply::Failed { reason: reason.clone() }] {
+                let mut buf = Vec::new();
+                write_frame(&mut buf, &r).unwrap();
+                proptest::prop_assert_eq!(read_frame::<_, RendezvousReply>(&mut buf.as_slice()).unwrap(), r);
+            }
+            let p = PeerHello { version, token, rank };
+            let mut buf = Vec::new();
+            write_frame(&mut buf, &p).unwrap();
+            proptest::prop_assert_eq!(read_frame::<_, PeerHello>(&mut buf.as_slice()).unwrap(), p);
+        }
+
+        #[test]
+        fn garbage_never_panics(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            let _ = read_frame::<_, Hello>(&mut b.as_slice());
+            let _ = read_frame::<_, RendezvousReply>(&mut b.as_slice());
+            let _ = read_frame::<_, PeerHello>(&mut b.as_slice());
+        }
+    }
+
+    #[test]
+    fn a_huge_length_prefix_allocates_nothing() {
+        // 16 MiB claimed, 3 bytes sent: refused as cut short.
+        let mut b = (16u32 << 20).to_le_bytes().to_vec();
+        b.extend_from_slice(b"abc");
+        assert!(read_frame::<_, Hello>(&mut b.as_slice()).is_err());
     }
 
     #[test]

@@ -171,7 +171,14 @@ fn multicast_subsets_and_order() {
                 }
                 _ => {}
             }
-            assert!(comm.multicast(&[9], b"x").is_err());
+            assert!(matches!(
+                comm.multicast(&[9], b"x"),
+                Err(Error::InvalidArgument(_))
+            ));
+            assert!(matches!(
+                comm.bcast(4, &mut [0u8; 3]),
+                Err(Error::InvalidArgument(_))
+            ));
             comm.finalize()
         },
     );
