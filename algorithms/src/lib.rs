@@ -13,13 +13,22 @@
 //! * [`plan`]: a [`Plan`] over real node ids (DESIGN.md idea 1).
 //! * [`oracle`]: delivery and responsibility checks for any plan.
 //! * [`unitstep`]: the unit-step FPFS/FCFS model of the paper's §4.
+//! * [`path`]: path-based multicast with intermediate reception on
+//!   unidirectional tori (R_UTPR, S-/M-torus worms, Fig 5.10, SCI models).
+//! * [`mesh`]: Qualified Groups, dual-path, multipath and column-path worms
+//!   on n-D meshes, with the paper's latency, jitter and traffic metrics.
+//! * [`min`]: the wrap-around MIN — region header, switch split, two-pass
+//!   multicast, upper-input-first arbitration and the throughput model.
 
 #![warn(missing_docs)]
 
 pub mod contention;
 pub mod irregular;
 pub mod kbinomial;
+pub mod mesh;
+pub mod min;
 pub mod oracle;
+pub mod path;
 pub mod plan;
 pub mod shape;
 pub mod topo;

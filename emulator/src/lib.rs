@@ -5,6 +5,17 @@
 //! time model (digest 000 §4.4, §8.3), and [`plan_json`], the planning half of
 //! the `mcsim` binary (`mcsim plan`). The switch engine, the cost model and the
 //! socket fabric belong to the emulator issue.
+//!
+//! [`plan_path`] answers `mcsim plan` for the path-based (UTPR) worm
+//! planners on unidirectional tori; [`model_sci`] is `mcsim model sci`, the
+//! SCI-torus paper's latency models.
+//!
+//! [`plan_mesh`] answers `mcsim plan` for the Qualified Groups paper's mesh
+//! schemes and the two-pass MIN multicast; `mcsim model min` is the MIN
+//! paper's throughput model ([`mcast_algorithms::min::model`]).
 
+pub mod model_sci;
 pub mod plan_json;
+pub mod plan_mesh;
+pub mod plan_path;
 pub mod unitstep;

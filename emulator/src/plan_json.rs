@@ -53,6 +53,10 @@
 //!   to turn switch — for a tree worm), `branches` (tree worms: every branch,
 //!   injection switch to leaf switch) and `delivers` (the receivers in
 //!   delivery order).
+//! * A **path worm on a unidirectional torus** (`storus`, `mtorus-d`,
+//!   `mtorus-u:R`, see [`crate::plan_path`]) has `worm` = `path`, `route` =
+//!   the nodes visited (strings, the sender first), `vcs`, `boundaries` and
+//!   `delivers`; the plan adds `phases` and `link_visits`.
 //! * A **unicast send on an irregular fabric** (`binomial`, `kbinomial`,
 //!   `separate`) adds `route`: the switches the up*/down* unicast traverses,
 //!   as traced through the switch decisions.
@@ -91,6 +95,7 @@ use mcast_algorithms::irregular::{
     Fabric, IrregularSpec, RouteHeader, Scheme, UnicastHeader, WormKind,
 };
 use mcast_algorithms::oracle;
+use mcast_algorithms::path::PathAlgorithm;
 use mcast_algorithms::plan::Plan;
 use mcast_algorithms::topo::{SpecError, Topology};
 use mcast_algorithms::trees::{self, Algorithm, Options, PlannerError, PortModel};
@@ -106,7 +111,9 @@ pub const FABRICS_HELP: &str =
   irregular:switches=S,ports=K,nodes=P,connectivity=C,seed=N[,root=R]
                               generated irregular network with up*/down* routing
                               (missing keys: the paper's 8 switches, 8 ports,
-                              32 nodes, connectivity 0.8, seed 0; root = switch 0)";
+                              32 nodes, connectivity 0.8, seed 0; root = switch 0)
+  min:N[:omega]               wrap-around MIN of 2^N nodes, 2x2 replicating switches
+                              (the paper's shuffle + butterfly wiring; :omega = omega)";
 
 /// The algorithm names, for help texts.
 pub const ALGORITHMS_HELP: &str = "  torus, mesh, hypercube:
@@ -120,6 +127,21 @@ pub const ALGORITHMS_HELP: &str = "  torus, mesh, hypercube:
     ucube, maxport, combine, wsort
   torus with one radix only (H-cycle):
     mdtorus, mutorus:r[:count|:length]
+                          SCI store-and-forward Md-/Mu-torus (unicast trees)
+  unidirectional torus with one radix only (torus:AxB[x...]:uni), path worms
+  with intermediate reception, R_UTPR routing, all-port; add phases, link_visits:
+    storus                S-torus: one worm through the H-cycle
+    mtorus-d              M_d-torus: dimensional partitioning (<= n phases)
+    mtorus-u:R            M_u-torus(R): R parts per phase (R >= 2; 2 = unicast-based)
+  mesh (Qualified Groups paper), path worms with intermediate reception, XY legs,
+  all-port; add phases, link_visits:
+    qg[:TD]               Qualified Groups, threshold 0 < TD < 1 (default 0.5), any n
+    dual-path             dual-path on the snake Hamiltonian labelling, any n
+    multipath             multipath (4 worms, distinct first hops), 2-D
+    column-path           column-path (<= 2 worms per column, rounds of 4), 2-D
+  min:N:
+    min-two-pass[:S]      region copy to relays S..S+f-1, then one unicast each
+                          (no S: drawn from 0..=2^N-f with seed 0)
   irregular:
     ssr-greedy, ssr-lg    single-switch-replication worms, Greedy / Less-Greedy phases
     path-greedy, path-lg  path-based multi-drop worms, Greedy / Less-Greedy phases
@@ -131,6 +153,7 @@ pub const ALGORITHMS_HELP: &str = "  torus, mesh, hypercube:
 pub const NODES_HELP: &str = "  torus, mesh: coordinates highest dimension first, e.g. 4,3
   hypercube:   the address as exactly N bits, MSB first, e.g. 0101
   irregular:   host ids 0..P-1, e.g. 17
+  min:         node ids 0..2^N-1, e.g. 13
   --dests separates nodes with ';' (quote it in a shell): --dests '0,0;1,1;2,1'";
 
 /// Why no plan was printed.
@@ -145,11 +168,11 @@ pub enum McsimError {
     Internal(String),
 }
 
-fn input(msg: impl Into<String>) -> McsimError {
+pub(crate) fn input(msg: impl Into<String>) -> McsimError {
     McsimError::Input(msg.into())
 }
 
-fn internal(msg: impl std::fmt::Display) -> McsimError {
+pub(crate) fn internal(msg: impl std::fmt::Display) -> McsimError {
     McsimError::Internal(msg.to_string())
 }
 
@@ -236,16 +259,24 @@ pub struct SendJson {
     /// Worms only: `ssr`, `path` or `tree`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worm: Option<String>,
-    /// Irregular fabrics only: the switches traversed (a tree worm: its up
-    /// phase).
+    /// Irregular fabrics: the switches traversed (a tree worm: its up
+    /// phase), as numbers. Path worms on tori (`storus`, `mtorus-*`): the
+    /// nodes visited, the sender first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub route: Option<Vec<usize>>,
+    pub route: Option<Vec<Node>>,
     /// Tree worms only: every branch, injection switch to leaf switch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branches: Option<Vec<Vec<usize>>>,
     /// Worms only: the receivers in delivery order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivers: Option<Vec<Node>>,
+    /// Path worms on tori: the VC set of every hop of `route`, one letter
+    /// per hop (`p` before the boundary, `h` on and after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcs: Option<String>,
+    /// Path worms on tori: the number of boundaries crossed (0 or 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boundaries: Option<usize>,
 }
 
 /// The contention counts (see the module documentation for irregular
@@ -285,6 +316,13 @@ pub struct PlanJson {
     pub destinations: Vec<Node>,
     /// The number of steps (phases for worm schemes).
     pub steps: usize,
+    /// Path-based plans on tori: the number of phases (= `steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<usize>,
+    /// Path-based plans on tori: link visits (one per link per worm, summed
+    /// over all worms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_visits: Option<usize>,
     /// Every send, by step.
     pub sends: Vec<SendJson>,
     /// Contention counts.
@@ -295,13 +333,17 @@ pub struct PlanJson {
 enum ParsedFabric {
     Direct(Topology),
     Irregular(Box<(IrregularSpec, Fabric)>),
+    Min(mcast_algorithms::min::Min),
 }
 
-const FABRIC_KINDS: &str = "torus:AxB[:uni|:bi], mesh:AxB, hypercube:N or \
+const FABRIC_KINDS: &str = "torus:AxB[:uni|:bi], mesh:AxB, hypercube:N, min:N or \
                             irregular:switches=S,ports=K,nodes=P,connectivity=C,seed=N[,root=R]";
 
 fn parse_fabric(text: &str) -> Result<ParsedFabric, McsimError> {
     let t = text.trim();
+    if let Some(net) = crate::plan_mesh::parse_min_fabric(t) {
+        return net.map(ParsedFabric::Min);
+    }
     if t == "irregular" || t.starts_with("irregular:") {
         let spec: IrregularSpec = t
             .parse()
@@ -331,6 +373,12 @@ enum Algo {
     Binomial,
     /// A worm scheme.
     Worm(Scheme),
+    /// A path-based (UTPR) planner on a unidirectional torus
+    /// ([`crate::plan_path`]).
+    Path(PathAlgorithm),
+    /// A mesh path scheme or the MIN two-pass multicast
+    /// ([`crate::plan_mesh`]).
+    Mesh(crate::plan_mesh::MeshChoice),
 }
 
 impl Algo {
@@ -339,12 +387,16 @@ impl Algo {
             Algo::Tree(a) => a.to_string(),
             Algo::Binomial => "binomial".to_string(),
             Algo::Worm(s) => s.name().to_string(),
+            Algo::Path(a) => a.to_string(),
+            Algo::Mesh(a) => a.name(),
         }
     }
 }
 
 const ALGO_NAMES: &str = "separate, dochain, utorus, ucube, maxport, combine, wsort, \
                           kbinomial[:k], binomial, mdtorus, mutorus:r[:count|:length], \
+                          storus, mtorus-d, mtorus-u:R, \
+                          qg[:TD], dual-path, multipath, column-path, min-two-pass[:S], \
                           ssr-greedy, ssr-lg, path-greedy, path-lg, tree-worm";
 
 fn parse_algo(text: &str) -> Result<Algo, McsimError> {
@@ -354,6 +406,12 @@ fn parse_algo(text: &str) -> Result<Algo, McsimError> {
     }
     if t.eq_ignore_ascii_case("binomial") {
         return Ok(Algo::Binomial);
+    }
+    if let Some(a) = crate::plan_path::parse_path_algo(t)? {
+        return Ok(Algo::Path(a));
+    }
+    if let Some(a) = crate::plan_mesh::parse_mesh_algo(t)? {
+        return Ok(Algo::Mesh(a));
     }
     use mcast_algorithms::trees::AlgorithmParseError as E;
     match t.parse::<Algorithm>() {
@@ -374,7 +432,7 @@ fn parse_algo(text: &str) -> Result<Algo, McsimError> {
 }
 
 /// Split `--dests`; empty items are malformed nodes.
-fn dest_items(text: &str) -> Result<Vec<&str>, McsimError> {
+pub(crate) fn dest_items(text: &str) -> Result<Vec<&str>, McsimError> {
     if text.trim().is_empty() {
         return Err(input("--dests needs at least one destination"));
     }
@@ -383,7 +441,7 @@ fn dest_items(text: &str) -> Result<Vec<&str>, McsimError> {
 
 /// Reject the source among the destinations and duplicates, naming nodes
 /// with `show`.
-fn check_set(
+pub(crate) fn check_set(
     source: usize,
     dests: &[usize],
     show: impl Fn(usize) -> String,
@@ -415,7 +473,18 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<PlanJson, McsimError> {
     // Parse the algorithm first: it is cheap, and an irregular fabric is not.
     let algo = parse_algo(req.algo)?;
     match parse_fabric(req.fabric)? {
-        ParsedFabric::Direct(topo) => plan_direct(req, &topo, algo),
+        ParsedFabric::Direct(topo) => match algo {
+            Algo::Path(a) => crate::plan_path::plan_path(req, &topo, a),
+            Algo::Mesh(a) => crate::plan_mesh::plan_mesh(req, &topo, a),
+            _ => plan_direct(req, &topo, algo),
+        },
+        ParsedFabric::Min(net) => match algo {
+            Algo::Mesh(a) => crate::plan_mesh::plan_min(req, &net, a),
+            a => Err(input(format!(
+                "{} does not run on a MIN fabric (there: min-two-pass[:S])",
+                a.name()
+            ))),
+        },
         ParsedFabric::Irregular(b) => {
             let (spec, fabric) = *b;
             plan_irregular(req, &spec, &fabric, algo)
@@ -425,7 +494,11 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<PlanJson, McsimError> {
 
 // ---------------------------------------------------------------- direct
 
-fn parse_direct_node(topo: &Topology, text: &str, what: &str) -> Result<usize, McsimError> {
+pub(crate) fn parse_direct_node(
+    topo: &Topology,
+    text: &str,
+    what: &str,
+) -> Result<usize, McsimError> {
     topo.parse_node(text).map_err(|e| match e {
         SpecError::Topo(t) => input(format!(
             "{what} `{}` is not a node of {topo}: {t}",
@@ -450,6 +523,8 @@ fn plan_direct(req: &PlanRequest<'_>, topo: &Topology, algo: Algo) -> Result<Pla
                 "{s} is a switch-based worm scheme; it needs an irregular fabric, not {topo}"
             )))
         }
+        Algo::Path(a) => return crate::plan_path::plan_path(req, topo, a),
+        Algo::Mesh(a) => return crate::plan_mesh::plan_mesh(req, topo, a),
         Algo::Binomial => {
             let k = ceil_log2(m_nodes).max(1);
             (Algorithm::KBinomial { k: Some(k) }, Some(k))
@@ -497,6 +572,8 @@ fn plan_direct(req: &PlanRequest<'_>, topo: &Topology, algo: Algo) -> Result<Pla
                 route: None,
                 branches: None,
                 delivers: None,
+                vcs: None,
+                boundaries: None,
             })
         })
         .collect::<Result<Vec<_>, McsimError>>()?;
@@ -516,6 +593,8 @@ fn plan_direct(req: &PlanRequest<'_>, topo: &Topology, algo: Algo) -> Result<Pla
             .map(|&n| fmt(n))
             .collect::<Result<_, _>>()?,
         steps,
+        phases: None,
+        link_visits: None,
         sends,
         contention: ContentionJson {
             stepwise: Some(report.stepwise),
@@ -598,6 +677,18 @@ fn plan_irregular(
         Algo::Tree(Algorithm::SeparateAddressing) => {
             (chain_sends(fabric, Shape::Flat, source, &dests)?, None)
         }
+        Algo::Mesh(a) => {
+            return Err(input(format!(
+                "{} needs a mesh (mesh:AxB) or MIN (min:N) fabric, not an irregular one",
+                a.name()
+            )))
+        }
+        Algo::Path(a) => {
+            return Err(input(format!(
+                "{a} is a path-based (UTPR) scheme; it needs a unidirectional torus \
+                 (torus:AxB[x...]:uni with one radix), not an irregular fabric"
+            )))
+        }
         Algo::Tree(a) => {
             return Err(input(format!(
                 "{a} does not run on irregular fabrics (there: ssr-greedy, ssr-lg, path-greedy, \
@@ -640,9 +731,11 @@ fn plan_irregular(
                 }
                 .to_string()
             }),
-            route: Some(s.route),
+            route: Some(hosts(&s.route)),
             branches: s.branches,
             delivers: s.delivers.as_deref().map(hosts),
+            vcs: None,
+            boundaries: None,
         })
         .collect();
     Ok(PlanJson {
@@ -657,6 +750,8 @@ fn plan_irregular(
         source: Node::Host(source),
         destinations: hosts(&sorted_dests),
         steps,
+        phases: None,
+        link_visits: None,
         sends,
         contention: ContentionJson {
             stepwise: Some(stepwise),

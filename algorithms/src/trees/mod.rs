@@ -52,6 +52,7 @@ use crate::plan::{self, Plan, PlanError};
 use crate::topo::{Dir, TopoError, Topology};
 
 pub use cube::{cube_center, weighted_sort};
+pub(crate) use mtorus::h_cycle;
 
 /// How partitions are sized by [`Algorithm::MuTorus`]: the two readings of
 /// "r" in the literature (digest 003 §2.6).
