@@ -508,7 +508,12 @@ pub(crate) fn parse_direct_node(
     })
 }
 
-fn plan_direct(req: &PlanRequest<'_>, topo: &Topology, algo: Algo) -> Result<PlanJson, McsimError> {
+/// The source and destinations of a request on a direct network, checked
+/// (distinct, source not among the destinations).
+pub(crate) fn direct_nodes(
+    req: &PlanRequest<'_>,
+    topo: &Topology,
+) -> Result<(usize, Vec<usize>), McsimError> {
     let show = |n: usize| topo.format_node(n).unwrap_or_else(|_| n.to_string());
     let source = parse_direct_node(topo, req.source, "source")?;
     let dests = dest_items(req.dests)?
@@ -516,6 +521,11 @@ fn plan_direct(req: &PlanRequest<'_>, topo: &Topology, algo: Algo) -> Result<Pla
         .map(|t| parse_direct_node(topo, t, "destination"))
         .collect::<Result<Vec<_>, _>>()?;
     check_set(source, &dests, show)?;
+    Ok((source, dests))
+}
+
+fn plan_direct(req: &PlanRequest<'_>, topo: &Topology, algo: Algo) -> Result<PlanJson, McsimError> {
+    let (source, dests) = direct_nodes(req, topo)?;
     let m_nodes = dests.len() + 1;
     let (algorithm, k) = match algo {
         Algo::Worm(s) => {
@@ -872,6 +882,12 @@ fn hop_contention(sends: &[RawSend]) -> (usize, usize) {
             users.entry((s.step, a, b)).or_default().push(i);
         }
     }
+    sharing(&users)
+}
+
+/// Given the users (send indices) of each (step, link), the number of pairs
+/// of sends sharing a link in a step, and the number of sends sharing one.
+pub(crate) fn sharing<K>(users: &BTreeMap<K, Vec<usize>>) -> (usize, usize) {
     let mut pairs = HashSet::new();
     let mut sharers = HashSet::new();
     for list in users.values().filter(|l| l.len() >= 2) {

@@ -46,8 +46,8 @@ use mcast_algorithms::min::{self, Min, Start, TwoPassPlan, Wiring};
 use mcast_algorithms::topo::Topology;
 
 use crate::plan_json::{
-    check_set, dest_items, input, internal, parse_direct_node, ContentionJson, McsimError, Node,
-    PlanJson, PlanRequest, Receivers, SendJson,
+    check_set, dest_items, input, internal, ContentionJson, McsimError, Node, PlanJson,
+    PlanRequest, Receivers, SendJson,
 };
 
 /// A mesh or MIN algorithm of this module.
@@ -193,13 +193,7 @@ pub(crate) fn plan_mesh(
             "{algo} is a mesh scheme; it needs a mesh fabric (mesh:AxB[x...]), not {topo}"
         ))
     })?;
-    let show = |n: usize| topo.format_node(n).unwrap_or_else(|_| n.to_string());
-    let source = parse_direct_node(topo, req.source, "source")?;
-    let dests = dest_items(req.dests)?
-        .into_iter()
-        .map(|t| parse_direct_node(topo, t, "destination"))
-        .collect::<Result<Vec<_>, _>>()?;
-    check_set(source, &dests, show)?;
+    let (source, dests) = crate::plan_json::direct_nodes(req, topo)?;
     let pl: MeshPlan = mesh::plan(&grid, algo, source, &dests).map_err(|e| input(e.to_string()))?;
     mesh::check_plan(&grid, &pl).map_err(internal)?;
     if let Some(g) = &pl.grouping {

@@ -32,8 +32,7 @@ use mcast_algorithms::path::{self, PathAlgorithm, PathError, PathPlan, Utpr};
 use mcast_algorithms::topo::{Topology, Vc};
 
 use crate::plan_json::{
-    check_set, dest_items, input, internal, parse_direct_node, ContentionJson, McsimError, Node,
-    PlanJson, PlanRequest, Receivers, SendJson,
+    input, internal, ContentionJson, McsimError, Node, PlanJson, PlanRequest, Receivers, SendJson,
 };
 
 const PATH_NOTE: &str = "path worms: stepwise = pairs of same-phase worms using the same \
@@ -74,13 +73,7 @@ pub(crate) fn plan_path(
              one radix (torus:AxB[x...]:uni), not {topo}"
         ))
     })?;
-    let show = |n: usize| topo.format_node(n).unwrap_or_else(|_| n.to_string());
-    let source = parse_direct_node(topo, req.source, "source")?;
-    let dests = dest_items(req.dests)?
-        .into_iter()
-        .map(|t| parse_direct_node(topo, t, "destination"))
-        .collect::<Result<Vec<_>, _>>()?;
-    check_set(source, &dests, show)?;
+    let (source, dests) = crate::plan_json::direct_nodes(req, topo)?;
     let p = path::plan(topo, algorithm, source, &dests).map_err(|e| match e {
         PathError::Topo(_)
         | PathError::SourceIsDestination(_)
@@ -191,15 +184,5 @@ fn link_sharing(p: &PathPlan) -> (usize, usize) {
             users.entry((s.phase, c.node, c.dim)).or_default().push(i);
         }
     }
-    let mut pairs = HashSet::new();
-    let mut sharers = HashSet::new();
-    for list in users.values().filter(|l| l.len() >= 2) {
-        sharers.extend(list.iter().copied());
-        for (x, &i) in list.iter().enumerate() {
-            for &j in &list[x + 1..] {
-                pairs.insert((i, j));
-            }
-        }
-    }
-    (pairs.len(), sharers.len())
+    crate::plan_json::sharing(&users)
 }
