@@ -1,0 +1,464 @@
+#!/usr/bin/env python3
+"""Compare mcast's broadcast latency with Open MPI's MPI_Bcast (issue 8).
+
+Both are measured the osu_bcast way (warm-up, then timed bcast + untimed
+barrier per iteration, per-rank average, avg/min/max over ranks) by programs
+that share the method, the iteration counts and the data check: mcast's
+`mcbench --json` and our `osu_bcast_lite.c` under Open MPI's `mpirun` on its
+TCP transport over loopback. Runs interleave A B A B over several rounds so
+that machine drift cancels; each round also measures the loopback TCP
+ping-pong floor. Prints the table of medians over rounds and writes CSV, an
+SVG plot and the table (see README.md beside this file).
+
+    python3 bench/compare-mpi/run.py [--ranks 4,8] [--rounds 3] [--quick]
+                                     [--out bench/results/compare-mpi]
+
+Standard library only. Installs Open MPI (openmpi-bin, libopenmpi-dev) with
+apt-get if mpicc/mpirun are missing, and builds the workspace with cargo.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.path.join(ROOT, "target", "compare-mpi")
+MCBENCH = os.path.join(ROOT, "target", "release", "mcbench")
+OSU = os.path.join(BUILD, "osu_bcast_lite")
+PINGPONG = os.path.join(BUILD, "tcp_pingpong")
+LARGE_MESSAGE = 8192  # osu_bcast's small/large threshold (iteration counts)
+IMPLS = ("mcast", "ompi")
+LABEL = {"mcast": "mcast", "ompi": "Open MPI"}
+
+# Open MPI on its TCP transport, over loopback only, 8 ranks on 2 cores.
+MPIRUN_OPTS = ["--oversubscribe", "--bind-to", "none",
+               "--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
+               "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"]
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(cmd, timeout=None, env=None, check=True):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if check and p.returncode != 0:
+        sys.exit(f"command failed ({p.returncode}): {' '.join(cmd)}\n"
+                 f"--- stdout\n{p.stdout[-4000:]}\n--- stderr\n{p.stderr[-4000:]}")
+    return p
+
+
+def sh(cmd):
+    """Output of an informational command, or '' if it is unavailable."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+# ---------------------------------------------------------------- setup
+
+def ensure_openmpi(allow_install):
+    if shutil.which("mpicc") and shutil.which("mpirun"):
+        return
+    if not allow_install:
+        sys.exit("mpicc/mpirun not found (and --no-install given)")
+    pre = [] if os.geteuid() == 0 else (["sudo"] if shutil.which("sudo") else None)
+    if pre is None or not shutil.which("apt-get"):
+        sys.exit("Open MPI is missing: install openmpi-bin and libopenmpi-dev (needs apt-get and root)")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = pre + ["apt-get", "install", "-y", "openmpi-bin", "libopenmpi-dev"]
+    log("installing Open MPI: " + " ".join(install))
+    if subprocess.run(install, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+        log("apt-get install failed; running apt-get update and retrying")
+        run(pre + ["apt-get", "update"], env=env)
+        run(install, env=env)
+    if not (shutil.which("mpicc") and shutil.which("mpirun")):
+        sys.exit("Open MPI installed but mpicc/mpirun still not on PATH")
+
+
+def build(cargo):
+    if cargo:
+        log("cargo build --release --workspace")
+        p = subprocess.run(["cargo", "build", "--release", "--workspace"], cwd=ROOT)
+        if p.returncode != 0:
+            sys.exit("cargo build failed")
+    if not os.access(MCBENCH, os.X_OK):
+        sys.exit(f"{MCBENCH} missing: run cargo build --release --workspace")
+    os.makedirs(BUILD, exist_ok=True)
+    run(["mpicc", "-O2", "-Wall", "-o", OSU, os.path.join(HERE, "osu_bcast_lite.c")])
+    cc = shutil.which("cc") or shutil.which("gcc") or "mpicc"
+    run([cc, "-O2", "-Wall", "-o", PINGPONG, os.path.join(HERE, "tcp_pingpong.c")])
+
+
+# ---------------------------------------------------------------- measurements
+
+def bench_cmd(impl, n, max_size, quick):
+    # The same sizes (every power of two, as osu_bcast) and iteration counts for
+    # both; --quick cuts them to 50 timed / 5 warm-up at every size.
+    common = ["-m", f"1:{max_size}"] + (["-i", "50", "-x", "5"] if quick else [])
+    if impl == "mcast":
+        return [MCBENCH, "-n", str(n), "--json"] + common
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    return ["mpirun"] + root + MPIRUN_OPTS + ["-n", str(n), OSU, "--json"] + common
+
+
+def bench(impl, n, max_size, quick, timeout):
+    cmd = bench_cmd(impl, n, max_size, quick)
+    env = dict(os.environ)
+    if impl == "mcast":
+        env.setdefault("RUST_LOG", "off")
+    t0 = time.monotonic()
+    p = run(cmd, timeout=timeout, env=env)
+    secs = time.monotonic() - t0
+    start = p.stdout.find("{")
+    try:
+        rep = json.loads(p.stdout[start:])
+    except ValueError:
+        sys.exit(f"{impl} -n {n}: output is not JSON:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+    if rep.get("ranks") != n:
+        sys.exit(f"{impl}: asked for {n} ranks, report says {rep.get('ranks')}")
+    rep["seconds"] = secs
+    rep["command"] = cmd
+    return rep
+
+
+def floor_pair(server_cpu, client_cpu, iters, warmup):
+    """One-way latency of a 1-byte TCP ping-pong, each end pinned by taskset."""
+    srv = ["taskset", "-c", str(server_cpu), PINGPONG, "serve"]
+    cli = ["taskset", "-c", str(client_cpu), PINGPONG, "client"]
+    s = subprocess.Popen(srv, stdout=subprocess.PIPE, text=True)
+    try:
+        line = s.stdout.readline().split()
+        if len(line) != 2 or line[0] != "PORT":
+            sys.exit(f"tcp_pingpong serve printed {line!r}")
+        p = run(cli + [line[1], str(iters), str(warmup)], timeout=300)
+        s.wait(timeout=30)
+    finally:
+        if s.poll() is None:
+            s.kill()
+            s.wait()
+    return json.loads(p.stdout)
+
+
+def floors(iters, warmup):
+    out = {"unpinned": json.loads(run([PINGPONG, "local", str(iters), str(warmup)], timeout=300).stdout)}
+    cpus = sorted(os.sched_getaffinity(0))
+    if shutil.which("taskset"):
+        out["same core"] = floor_pair(cpus[0], cpus[0], iters, warmup)
+        if len(cpus) > 1:
+            out["different cores"] = floor_pair(cpus[0], cpus[1], iters, warmup)
+    return out
+
+
+# ---------------------------------------------------------------- mcast's tree depth
+
+def ceil_log2(n):
+    return 0 if n <= 1 else (n - 1).bit_length()
+
+
+def l1(n, k):
+    """L1(n, k): steps of a k-binomial tree on n nodes (algorithms/src/kbinomial.rs)."""
+    if n <= 1:
+        return 0
+    if k == 1:
+        return n - 1
+    if ceil_log2(n) <= k:
+        return ceil_log2(n)
+    window = [1 << t for t in range(1, k + 1)]  # N(1..k) = 2^t
+    s = k
+    while True:
+        s += 1
+        nxt = 1 + sum(window)
+        if nxt >= n:
+            return s
+        window = window[1:] + [nxt]
+
+
+def optimal_k(n, m):
+    best = None
+    for k in range(1, max(ceil_log2(n), 1) + 1):
+        cost = l1(n, k) + (max(m, 1) - 1) * k
+        if best is None or cost < best[0]:
+            best = (cost, k)
+    return best[1]
+
+
+def depth(n, size, packet_bytes):
+    """Depth of the tree mcast's `auto` uses: the optimal k-binomial tree for
+    m = ceil(size / packet) packets. For one packet it is ceil(log2 n)."""
+    m = max(1, -(-size // packet_bytes))
+    return l1(n, optimal_k(n, m))
+
+
+# ---------------------------------------------------------------- output
+
+def fmt_size(b):
+    for unit, v in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= v and b % v == 0:
+            return f"{b // v} {unit}"
+    return f"{b} B"
+
+
+def fmt_us(v):
+    return f"{v:.1f}" if v < 1000 else f"{v:.0f}"
+
+
+def write_csv(path, header, rows):
+    with open(path, "w") as f:
+        f.write(",".join(header) + "\n")
+        for r in rows:
+            f.write(",".join(str(r[h]) for h in header) + "\n")
+
+
+def svg_plot(path, summary, ranks, floor_us, title):
+    W, H = 760, 520
+    L, R, T, B = 70, 190, 40, 55
+    sizes = sorted({r["size"] for r in summary})
+    vals = [r[f"{i}_us"] for r in summary for i in IMPLS] + [floor_us]
+    ylo = 10 ** math.floor(math.log10(min(vals)))
+    yhi = 10 ** math.ceil(math.log10(max(vals)))
+    xlo, xhi = math.log2(sizes[0]), math.log2(sizes[-1])
+    if xhi == xlo:
+        xhi = xlo + 1
+
+    def X(s):
+        return L + (math.log2(s) - xlo) / (xhi - xlo) * (W - L - R)
+
+    def Y(v):
+        return T + (math.log10(yhi) - math.log10(v)) / (math.log10(yhi) - math.log10(ylo)) * (H - T - B)
+
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+         f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">',
+         f'<rect width="{W}" height="{H}" fill="white"/>',
+         f'<text x="{(L + W - R) / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>']
+    # grid and ticks
+    d = ylo
+    while d <= yhi * 1.0001:
+        for mult in (1, 2, 5):
+            v = d * mult
+            if v > yhi * 1.0001:
+                break
+            y = Y(v)
+            o.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W - R}" y2="{y:.1f}" stroke="#ddd" '
+                     f'stroke-width="{1 if mult == 1 else 0.5}"/>')
+            if mult == 1:
+                lab = f"{v:g}" if v < 1e6 else f"1e{round(math.log10(v))}"
+                o.append(f'<text x="{L - 6}" y="{y + 4:.1f}" text-anchor="end">{lab}</text>')
+        d *= 10
+    for s in sizes:
+        x = X(s)
+        o.append(f'<line x1="{x:.1f}" y1="{T}" x2="{x:.1f}" y2="{H - B}" stroke="#eee"/>')
+        lab = fmt_size(s).replace(" ", "")
+        o.append(f'<text x="{x:.1f}" y="{H - B + 16}" text-anchor="middle">{lab}</text>')
+    o.append(f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="none" stroke="#333"/>')
+    o.append(f'<text x="{(L + W - R) / 2}" y="{H - 15}" text-anchor="middle">message size (bytes, log scale)</text>')
+    o.append(f'<text transform="translate(18 {(T + H - B) / 2}) rotate(-90)" text-anchor="middle">'
+             f'latency (µs, median over rounds, log scale)</text>')
+    # floor lines: one hop, and depth x one hop for each rank count
+    fl = [(f"loopback TCP hop ({floor_us:.1f} µs)", floor_us)]
+    for n in ranks:
+        dn = depth(n, 1, 1 << 16)
+        if dn > 1:
+            fl.append((f"{dn} hops (tree depth at N={n})", dn * floor_us))
+    for lab, v in fl:
+        y = Y(v)
+        o.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W - R}" y2="{y:.1f}" stroke="#888" '
+                 f'stroke-dasharray="2,3"/>')
+        o.append(f'<text x="{W - R - 4}" y="{y - 4:.1f}" text-anchor="end" fill="#666" font-size="10">{lab}</text>')
+    colour = {"mcast": ["#1f77b4", "#0b3d6b"], "ompi": ["#ff7f0e", "#a0410a"]}
+    marker = ["circle", "square", "diamond"]
+    legend = []
+    for ii, impl in enumerate(IMPLS):
+        for ni, n in enumerate(ranks):
+            pts = [(X(r["size"]), Y(r[f"{impl}_us"])) for r in summary if r["ranks"] == n]
+            if not pts:
+                continue
+            c = colour[impl][ni % 2]
+            dash = "" if ni == 0 else ' stroke-dasharray="6,3"'
+            o.append(f'<polyline fill="none" stroke="{c}" stroke-width="2"{dash} points="'
+                     + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + '"/>')
+            for x, y in pts:
+                if marker[ni % 3] == "circle":
+                    o.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{c}"/>')
+                else:
+                    o.append(f'<rect x="{x - 3.5:.1f}" y="{y - 3.5:.1f}" width="7" height="7" fill="{c}"/>')
+            legend.append((f"{LABEL[impl]}, {n} ranks", c, dash, marker[ni % 3]))
+    for i, (lab, c, dash, mk) in enumerate(legend):
+        y = T + 14 + 20 * i
+        x = W - R + 14
+        o.append(f'<line x1="{x}" y1="{y}" x2="{x + 28}" y2="{y}" stroke="{c}" stroke-width="2"{dash}/>')
+        if mk == "circle":
+            o.append(f'<circle cx="{x + 14}" cy="{y}" r="3.5" fill="{c}"/>')
+        else:
+            o.append(f'<rect x="{x + 10.5}" y="{y - 3.5}" width="7" height="7" fill="{c}"/>')
+        o.append(f'<text x="{x + 34}" y="{y + 4}">{lab}</text>')
+    o.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(o) + "\n")
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ranks", default="4,8", help="rank counts, comma-separated (default 4,8)")
+    ap.add_argument("--rounds", type=int, default=3, help="A B rounds; medians over them (default 3)")
+    ap.add_argument("--quick", action="store_true",
+                    help="development: 50 timed / 5 warm-up iterations at every size, shorter floor")
+    ap.add_argument("--out", default=os.path.join("bench", "results", "compare-mpi"),
+                    help="output directory (default bench/results/compare-mpi)")
+    ap.add_argument("--max-size", type=int, default=4 << 20, help="largest message, bytes (default 4 MiB)")
+    ap.add_argument("--no-build", action="store_true", help="skip cargo build (still compiles the C programs)")
+    ap.add_argument("--no-install", action="store_true", help="do not apt-get install Open MPI")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per benchmark run")
+    a = ap.parse_args()
+    ranks = [int(x) for x in a.ranks.split(",") if x.strip()]
+    if not ranks or min(ranks) < 2 or a.rounds < 1 or a.max_size < 1:
+        sys.exit("need --ranks >= 2, --rounds >= 1, --max-size >= 1")
+    out = a.out if os.path.isabs(a.out) else os.path.join(os.getcwd(), a.out)
+    os.makedirs(out, exist_ok=True)
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    t_start = time.monotonic()
+    ensure_openmpi(not a.no_install)
+    build(not a.no_build)
+    t_measure = time.monotonic()
+
+    floor_iters, floor_warm = (5000, 500) if a.quick else (20000, 2000)
+    runs, floor_rounds, raw, loads = [], [], [], []
+    for rnd in range(1, a.rounds + 1):
+        fl = floors(floor_iters, floor_warm)
+        floor_rounds.append(fl)
+        log(f"round {rnd}/{a.rounds}: floor " + ", ".join(f"{k} {v['median_us']:.2f} µs" for k, v in fl.items()))
+        for n in ranks:
+            for impl in IMPLS:  # A B A B ...
+                loads.append(os.getloadavg()[0])
+                rep = bench(impl, n, a.max_size, a.quick, a.timeout)
+                rep.update(impl=impl, round=rnd)
+                raw.append(rep)
+                log(f"round {rnd}/{a.rounds}: {LABEL[impl]:8} -n {n}: {rep['seconds']:.1f} s")
+                for r in rep["results"]:
+                    runs.append(dict(impl=impl, ranks=n, round=rnd, size=r["size"],
+                                     avg_us=r["avg_us"], min_us=r["min_us"], max_us=r["max_us"],
+                                     iterations=r["iterations"]))
+    t_end = time.monotonic()
+
+    # Both programs must have run the same iteration counts at every size.
+    its = {}
+    for r in runs:
+        its.setdefault((r["ranks"], r["size"]), set()).add(r["iterations"])
+    bad = {k: v for k, v in its.items() if len(v) != 1}
+    if bad:
+        sys.exit(f"iteration counts differ between the programs: {bad}")
+
+    packet = next(r.get("packet_bytes", 65536) for r in raw if r["impl"] == "mcast")
+    floor_kinds = list(floor_rounds[0])
+    floor_med = {k: statistics.median(f[k]["median_us"] for f in floor_rounds) for k in floor_kinds}
+    floor = floor_med["unpinned"]
+
+    sizes = []
+    s = 1
+    while s <= a.max_size:
+        sizes.append(s)
+        s *= 4
+    summary = []
+    for n in ranks:
+        for s in sizes:
+            row = dict(ranks=n, size=s, iterations=next(iter(its[(n, s)])))
+            for impl in IMPLS:
+                cell = [r for r in runs if (r["impl"], r["ranks"], r["size"]) == (impl, n, s)]
+                for stat in ("avg", "min", "max"):
+                    row[f"{impl}_{stat}_us"] = round(statistics.median(c[f"{stat}_us"] for c in cell), 3)
+                row[f"{impl}_us"] = row[f"{impl}_avg_us"]
+                row[f"{impl}_rounds_us"] = " ".join(f"{c['avg_us']:.2f}" for c in sorted(cell, key=lambda c: c["round"]))
+            row["ratio"] = round(row["mcast_us"] / row["ompi_us"], 3)
+            row["depth"] = depth(n, s, packet)
+            small = s < LARGE_MESSAGE
+            for impl in IMPLS:
+                row[f"{impl}_x_depth_floor"] = round(row[f"{impl}_us"] / (row["depth"] * floor), 2) if small else ""
+            summary.append(row)
+
+    # ---- outputs
+    write_csv(os.path.join(out, "runs.csv"),
+              ["impl", "ranks", "round", "size", "avg_us", "min_us", "max_us", "iterations"], runs)
+    write_csv(os.path.join(out, "summary.csv"),
+              ["ranks", "size", "iterations", "mcast_us", "ompi_us", "ratio", "depth",
+               "mcast_x_depth_floor", "ompi_x_depth_floor",
+               "mcast_min_us", "mcast_max_us", "ompi_min_us", "ompi_max_us",
+               "mcast_rounds_us", "ompi_rounds_us"], summary)
+    frows = []
+    for rnd, f in enumerate(floor_rounds, 1):
+        for k, v in f.items():
+            frows.append(dict(round=rnd, pinning=k.replace(" ", "_"), **v))
+    write_csv(os.path.join(out, "floor.csv"),
+              ["round", "pinning", "iterations", "median_us", "mean_us", "p10_us", "p90_us"], frows)
+
+    ompi_ver = sh(["mpirun", "--version"]).splitlines()
+    git = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+    dirty = " (with uncommitted changes)" if sh(["git", "-C", ROOT, "status", "--porcelain", "--", "runtime",
+                                               "algorithms", "launcher", "src", "Cargo.toml", "Cargo.lock"]) else ""
+    meta = dict(
+        date_utc=started.strftime("%Y-%m-%d %H:%M UTC"),
+        command="python3 bench/compare-mpi/run.py " + " ".join(sys.argv[1:]),
+        host=platform.node(), kernel=platform.release(), nproc=os.cpu_count(),
+        cpu=next((l.split(":", 1)[1].strip() for l in sh(["lscpu"]).splitlines()
+                  if l.startswith("Model name")), platform.processor()),
+        open_mpi=ompi_ver[0] if ompi_ver else "?", mcast_commit=git + dirty,
+        mcast_algorithm=raw[0].get("algorithm") if raw else "?",
+        mcast_packet_bytes=packet,
+        mpirun_options=" ".join(MPIRUN_OPTS),
+        quick=a.quick, rounds=a.rounds, ranks=ranks,
+        seconds_total=round(t_end - t_start, 1), seconds_measuring=round(t_end - t_measure, 1),
+        load_average_1min_before_runs=[round(x, 2) for x in loads],
+        floor_median_us=floor_med,
+    )
+    with open(os.path.join(out, "raw.json"), "w") as f:
+        json.dump(dict(meta=meta, floors=floor_rounds, runs=raw), f, indent=1)
+
+    title = f"Broadcast latency on {os.cpu_count()} cores: mcast vs Open MPI (TCP, loopback)"
+    svg_plot(os.path.join(out, "latency.svg"), summary, ranks, floor, title)
+
+    lines = [f"# mcast vs Open MPI broadcast latency ({meta['date_utc']})", "",
+             f"* command: `{meta['command']}`" + ("  (**--quick: development numbers**)" if a.quick else ""),
+             f"* machine: {meta['nproc']} CPUs ({meta['cpu']}), kernel {meta['kernel']}",
+             f"* {meta['open_mpi']}, `mpirun {meta['mpirun_options']}`; "
+             f"mcast {meta['mcast_commit']}, algorithm {meta['mcast_algorithm']}, packet {packet} B",
+             f"* method: osu_bcast (warm-up, timed bcast + untimed barrier, per-rank average, "
+             f"average over ranks); medians over {a.rounds} interleaved rounds (A B A B)",
+             f"* 1-minute load average before each run: "
+             f"{min(loads):.1f} to {max(loads):.1f}" if loads else "",
+             f"* duration: {meta['seconds_total']:.0f} s ({meta['seconds_measuring']:.0f} s measuring)", "",
+             "Loopback TCP one-hop floor (1-byte ping-pong round trip / 2, median over rounds of the per-run medians): "
+             + ", ".join(f"{k} {v:.2f} µs" for k, v in floor_med.items()) + ".", "",
+             f"Latency in µs (average over ranks; median over rounds). ratio = mcast / Open MPI "
+             f"(above 1: mcast slower). ×floor = latency / (depth × {floor:.2f} µs unpinned floor), "
+             f"for messages below {LARGE_MESSAGE} B; depth = steps of mcast's tree "
+             f"(optimal k-binomial; ⌈log2 N⌉ for one packet).", ""]
+    for n in ranks:
+        lines += [f"### {n} ranks", "",
+                  "| size | mcast µs | Open MPI µs | ratio | depth | mcast ×floor | Open MPI ×floor |",
+                  "|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in summary:
+            if r["ranks"] != n:
+                continue
+            lines.append(f"| {fmt_size(r['size'])} | {fmt_us(r['mcast_us'])} | {fmt_us(r['ompi_us'])} | "
+                         f"{r['ratio']:.2f} | {r['depth']} | {r['mcast_x_depth_floor']} | {r['ompi_x_depth_floor']} |")
+        lines.append("")
+    table = "\n".join(l for l in lines if l is not None)
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(table + "\n")
+    print(table)
+    log(f"wrote {', '.join(os.path.join(a.out, x) for x in ('table.md', 'summary.csv', 'runs.csv', 'floor.csv', 'latency.svg', 'raw.json'))}")
+
+
+if __name__ == "__main__":
+    main()
