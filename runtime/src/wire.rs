@@ -219,6 +219,11 @@ impl Header {
             return Err(WireError::Version(b[4]));
         }
         let kind = Kind::from_u8(b[5]).ok_or(WireError::Kind(b[5]))?;
+        // Reserved bytes must be zero, so every accepted header has exactly
+        // one encoding (the fuzzers check re-encoding byte for byte).
+        if b[7] != 0 {
+            return Err(WireError::Field(format!("reserved flags {:#04x}", b[7])));
+        }
         let route_kind = b[6];
         if route_kind > 2 {
             return Err(WireError::RouteKind(route_kind));
@@ -296,6 +301,9 @@ pub fn tree_code(tree: TreeKind) -> (u8, u16) {
 }
 
 fn decode_tree(code: u8, k: u16) -> Result<TreeKind, WireError> {
+    if code > 1 && k != 0 {
+        return Err(WireError::Field(format!("k = {k} with tree code {code}")));
+    }
     Ok(match code {
         0 | 1 => TreeKind::Chain(decode_shape(code, k)?),
         2 => TreeKind::Topo(TopoTree::UTorus),
@@ -309,7 +317,8 @@ fn decode_tree(code: u8, k: u16) -> Result<TreeKind, WireError> {
 
 fn decode_shape(code: u8, k: u16) -> Result<Shape, WireError> {
     match code {
-        0 => Ok(Shape::Flat),
+        0 if k == 0 => Ok(Shape::Flat),
+        0 => Err(WireError::Field(format!("flat tree with k = {k}"))),
         1 if k >= 1 => Ok(Shape::KBinomial { k: k as usize }),
         1 => Err(WireError::Field("k-binomial with k = 0".into())),
         other => Err(WireError::Shape(other)),
@@ -392,6 +401,9 @@ impl Route {
                         b.len()
                     )));
                 }
+                if b[1] != 0 {
+                    return Err(WireError::Field("reserved route byte set".into()));
+                }
                 let shape = decode_shape(b[0], u16_at(b, 2))?;
                 let (size, lo, hi) = (u32_at(b, 4), u32_at(b, 8), u32_at(b, 12));
                 if !(lo <= hi && hi < size) {
@@ -412,6 +424,9 @@ impl Route {
                         need: 8,
                         have: b.len(),
                     });
+                }
+                if b[1] != 0 {
+                    return Err(WireError::Field("reserved route byte set".into()));
                 }
                 let tree = decode_tree(b[0], u16_at(b, 2))?;
                 let count = u32_at(b, 4) as usize;
@@ -573,6 +588,17 @@ mod tests {
         assert!(Route::decode(2, &[0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]).is_err());
         assert!(Route::decode(2, &[1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]).is_err());
         assert!(Route::decode(2, &[0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]).is_err());
+        // Reserved bytes and meaningless k values are refused, so each
+        // accepted header has one encoding (found by the wire_packet fuzzer:
+        // a range route with its reserved byte set re-encoded differently).
+        let mut bad = good.to_vec();
+        bad[7] = 1;
+        assert!(Header::decode(&bad).is_err());
+        assert!(Route::decode(1, &[1, 0xff, 2, 0, 8, 0, 0, 0, 3, 0, 0, 0, 5, 0, 0, 0]).is_err());
+        assert!(Route::decode(1, &[0, 0, 2, 0, 8, 0, 0, 0, 3, 0, 0, 0, 5, 0, 0, 0]).is_err());
+        assert!(Route::decode(2, &[2, 0, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        assert!(Route::decode(2, &[2, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        assert!(Route::decode(1, &[1, 0, 2, 0, 8, 0, 0, 0, 3, 0, 0, 0, 5, 0, 0, 0]).is_ok());
     }
 
     proptest::proptest! {
