@@ -369,7 +369,22 @@ impl Comm {
 
     /// [`Comm::recv_multicast`] with an explicit bound on the wait.
     pub fn recv_multicast_timeout(&self, timeout: Duration) -> Result<Received, Error> {
-        let (source, data) = self.inbox.take_multicast(timeout)?;
+        let (source, data) = self.inbox.take_multicast(None, timeout)?;
+        Ok(Received { source, data })
+    }
+
+    /// Receive the next multicast from `source` (in the order it sent them),
+    /// leaving other sources' multicasts for later calls. Fails with
+    /// [`Error::PeerLost`] if `source` is lost and nothing from it is left,
+    /// and with [`Error::Timeout`] after `MCAST_TIMEOUT_SECS` without progress.
+    pub fn recv_multicast_from(&self, source: usize) -> Result<Received, Error> {
+        if source >= self.size || source == self.rank {
+            return Err(Error::InvalidArgument(format!(
+                "recv_multicast_from({source}): not another rank of a {}-rank communicator",
+                self.size
+            )));
+        }
+        let (source, data) = self.inbox.take_multicast(Some(source), self.cfg.timeout)?;
         Ok(Received { source, data })
     }
 

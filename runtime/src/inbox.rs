@@ -514,20 +514,34 @@ impl Inbox {
         )
     }
 
-    /// Host side: wait for the next complete multicast. Each source's multicasts
-    /// come out in the order that source sent them; among sources, the one that
-    /// completed first. When nothing is ready, each lost peer is reported once
-    /// (`PeerLost`) unless another call already reported it; after that the
-    /// wait goes on for the living.
-    pub fn take_multicast(&self, timeout: Duration) -> Result<(usize, Bytes), Error> {
+    /// Host side: wait for the next complete multicast, from `from` or (with
+    /// `None`) from any source. Each source's multicasts come out in the
+    /// order that source sent them; among sources, the one that completed
+    /// first. When nothing is ready: waiting on a lost source fails with its
+    /// `PeerLost`; waiting on any source reports each lost peer once (unless
+    /// another call already reported it), then goes on for the living.
+    pub fn take_multicast(
+        &self,
+        from: Option<usize>,
+        timeout: Duration,
+    ) -> Result<(usize, Bytes), Error> {
         let mut none = None;
         self.wait(
             timeout,
-            || ("recv_multicast".into(), "no multicast arrived".into()),
+            || match from {
+                Some(src) => (
+                    "recv_multicast_from".into(),
+                    format!("no multicast arrived from rank {src}"),
+                ),
+                None => ("recv_multicast".into(), "no multicast arrived".into()),
+            },
             &mut none,
             |st| {
                 let mut best: Option<(u64, usize, u32)> = None;
                 for (src, ready) in &st.mcast_ready {
+                    if from.is_some_and(|f| f != *src) {
+                        continue;
+                    }
                     let next = st.mcast_next.get(src).copied().unwrap_or(0);
                     if let Some((n, _)) = ready.get(&next) {
                         if best.is_none_or(|(bn, _, _)| *n < bn) {
@@ -547,7 +561,10 @@ impl Inbox {
                 if let Some(e) = &st.fatal {
                     return Err(e.clone());
                 }
-                let unreported = st.lost.iter().find(|(r, _)| !st.acked.contains(r));
+                let unreported = st
+                    .lost
+                    .iter()
+                    .find(|(r, _)| from.map_or(!st.acked.contains(r), |f| f == *r));
                 if let Some((rank, reason)) = unreported.cloned() {
                     return Err(st.report_lost(rank, reason));
                 }
@@ -601,7 +618,7 @@ mod tests {
     fn multicast_reassembles_out_of_order() {
         let ib = Inbox::new(1, 1 << 20);
         ib.deliver([mpkt(0, 6, 3, 1, 2, b"def"), mpkt(0, 6, 0, 0, 2, b"abc")]);
-        let (src, data) = ib.take_multicast(Duration::from_secs(1)).unwrap();
+        let (src, data) = ib.take_multicast(None, Duration::from_secs(1)).unwrap();
         assert_eq!((src, &data[..]), (0, &b"abcdef"[..]));
     }
 
@@ -613,7 +630,7 @@ mod tests {
             mpkt(0, 1 << 60, 0, 0, 2, b"abc"),
             mpkt(0, 1 << 60, 3, 1, 2, b"d"),
         ]);
-        let err = ib.take_multicast(Duration::from_secs(1)).unwrap_err();
+        let err = ib.take_multicast(None, Duration::from_secs(1)).unwrap_err();
         assert!(
             matches!(err, Error::InvalidArgument(ref m) if m.contains("MCAST_MAX_MESSAGE_BYTES")),
             "{err}"
@@ -621,8 +638,30 @@ mod tests {
         // The next multicast from the same source still comes through.
         ib.deliver([mpkt(1, 2, 0, 0, 1, b"ok")]);
         assert_eq!(
-            &ib.take_multicast(Duration::from_secs(1)).unwrap().1[..],
+            &ib.take_multicast(None, Duration::from_secs(1)).unwrap().1[..],
             b"ok"
+        );
+    }
+
+    #[test]
+    fn one_source_can_be_waited_for_while_others_wait() {
+        let ib = Inbox::new(1, 1 << 20);
+        let from = |src: u32, data: &[u8]| {
+            let mut p = mpkt(0, data.len() as u64, 0, 0, 1, data);
+            p.header.root = src;
+            p.header.source = src;
+            p
+        };
+        ib.deliver([from(2, b"two"), from(3, b"three")]);
+        let (src, d) = ib.take_multicast(Some(3), Duration::from_secs(1)).unwrap();
+        assert_eq!((src, &d[..]), (3, &b"three"[..]));
+        assert!(matches!(
+            ib.take_multicast(Some(3), Duration::from_millis(10)),
+            Err(Error::Timeout { .. })
+        ));
+        assert_eq!(
+            &ib.take_multicast(None, Duration::from_secs(1)).unwrap().1[..],
+            b"two"
         );
     }
 
@@ -631,7 +670,7 @@ mod tests {
         let ib = Inbox::new(1, 1 << 20);
         ib.deliver([mpkt(0, 6, 0, 0, 2, b"abc"), mpkt(0, 6, 0, 1, 2, b"abc")]);
         assert!(matches!(
-            ib.take_multicast(Duration::from_secs(1)),
+            ib.take_multicast(None, Duration::from_secs(1)),
             Err(Error::Protocol(_))
         ));
     }
@@ -643,18 +682,25 @@ mod tests {
         ib.lost(3, "gone".into());
         // What completed comes first, then the loss, then a timeout.
         assert_eq!(
-            &ib.take_multicast(Duration::from_millis(10)).unwrap().1[..],
+            &ib.take_multicast(None, Duration::from_millis(10))
+                .unwrap()
+                .1[..],
             b"hi"
         );
         assert!(matches!(
-            ib.take_multicast(Duration::from_millis(10)),
+            ib.take_multicast(None, Duration::from_millis(10)),
             Err(Error::PeerLost { rank: 3, .. })
         ));
         assert!(matches!(
-            ib.take_multicast(Duration::from_millis(10)),
+            ib.take_multicast(None, Duration::from_millis(10)),
             Err(Error::Timeout { .. })
         ));
         assert!(ib.check_dests(&[2, 4]).is_ok());
+        // Waiting on the lost source itself always names it.
+        assert!(matches!(
+            ib.take_multicast(Some(3), Duration::from_millis(10)),
+            Err(Error::PeerLost { rank: 3, .. })
+        ));
         // A loss another call reported is not reported again.
         ib.lost(5, "gone too".into());
         assert!(matches!(
@@ -662,7 +708,7 @@ mod tests {
             Err(Error::PeerLost { rank: 5, .. })
         ));
         assert!(matches!(
-            ib.take_multicast(Duration::from_millis(10)),
+            ib.take_multicast(None, Duration::from_millis(10)),
             Err(Error::Timeout { .. })
         ));
         assert!(matches!(

@@ -20,7 +20,6 @@
 //! Times are wall-clock nanoseconds since the Unix epoch, so the test can
 //! compare them across processes of one machine.
 
-use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -179,7 +178,6 @@ fn hostile(comm: Comm, go_file: &Path, iters: usize) -> Result<()> {
         std::thread::sleep(Duration::from_millis(10));
     }
     comm.barrier()?;
-    let mut stash: HashMap<usize, VecDeque<bytes::Bytes>> = HashMap::new();
     for i in 0..iters {
         let root = i % n;
         let len = 1 + (i * 7919) % 20_000;
@@ -199,17 +197,8 @@ fn hostile(comm: Comm, go_file: &Path, iters: usize) -> Result<()> {
             comm.multicast(&dests, &want)?;
         } else {
             // A later root may run ahead (a bcast root does not wait), so
-            // multicasts of different sources can arrive out of turn.
-            let data = match stash.get_mut(&root).and_then(|q| q.pop_front()) {
-                Some(d) => d,
-                None => loop {
-                    let r = comm.recv_multicast()?;
-                    if r.source == root {
-                        break r.data;
-                    }
-                    stash.entry(r.source).or_default().push_back(r.data);
-                },
-            };
+            // take this iteration's multicast from its own source.
+            let data = comm.recv_multicast_from(root)?.data;
             if data[..] != want[..] {
                 bail!("multicast #{i} from rank {root} delivered wrong data");
             }

@@ -10,12 +10,10 @@
 //! corruption. At the end rank 0 gathers every rank's counts and prints the
 //! totals; the exit status is non-zero on any error or corruption.
 
-use std::collections::{HashMap, VecDeque};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use bytes::Bytes;
 use mcast::{Algorithm, Comm};
 use serde::{Deserialize, Serialize};
 
@@ -122,26 +120,7 @@ fn size(rng: &mut Rng, max: usize) -> usize {
     rng.below(cap as u64 + 1) as usize
 }
 
-/// Multicasts that arrived ahead of the operation expecting them, by source.
-#[derive(Default)]
-struct Stash(HashMap<usize, VecDeque<Bytes>>);
-
-impl Stash {
-    fn take_from(&mut self, comm: &Comm, src: usize) -> Result<Bytes> {
-        if let Some(d) = self.0.get_mut(&src).and_then(|q| q.pop_front()) {
-            return Ok(d);
-        }
-        loop {
-            let r = comm.recv_multicast()?;
-            if r.source == src {
-                return Ok(r.data);
-            }
-            self.0.entry(r.source).or_default().push_back(r.data);
-        }
-    }
-}
-
-fn one_op(comm: &Comm, seed: u64, max: usize, stash: &mut Stash, t: &mut Totals) -> Result<()> {
+fn one_op(comm: &Comm, seed: u64, max: usize, t: &mut Totals) -> Result<()> {
     let (me, n) = (comm.rank(), comm.size());
     let mut rng = Rng::new(seed);
     let kind = rng.below(20);
@@ -179,7 +158,9 @@ fn one_op(comm: &Comm, seed: u64, max: usize, stash: &mut Stash, t: &mut Totals)
     if me == src {
         comm.multicast_with(&dests, &data, algo)?;
     } else if dests.contains(&me) {
-        let got = stash.take_from(comm, src)?;
+        // Another source may run ahead (a bcast root does not wait), so take
+        // this operation's multicast from its own source.
+        let got = comm.recv_multicast_from(src)?.data;
         t.bytes += got.len() as u64;
         if got.len() != len || checksum(&got) != checksum(&data) {
             t.corrupt += 1;
@@ -216,7 +197,6 @@ pub fn run(comm: &Comm, secs: f64, seed: Option<u64>, max: usize, json: bool) ->
         b
     });
     let mut t = Totals::default();
-    let mut stash = Stash::default();
     let mut first_error = None;
     loop {
         let mut ctl = [0u8; 16];
@@ -239,7 +219,7 @@ pub fn run(comm: &Comm, secs: f64, seed: Option<u64>, max: usize, json: bool) ->
             break;
         }
         let op_seed = u64::from_le_bytes(ctl[8..].try_into().unwrap_or_default());
-        if let Err(e) = one_op(comm, op_seed, max, &mut stash, &mut t) {
+        if let Err(e) = one_op(comm, op_seed, max, &mut t) {
             t.errors += 1;
             first_error = Some(format!("rank {me}: {e:#}"));
             break;
