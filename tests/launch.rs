@@ -72,6 +72,16 @@ fn selftest_8_fpfs() {
 fn selftest_8_fcfs() {
     selftest(8, "fcfs");
 }
+/// The other transport and the sleeping (no polling) wait path.
+#[test]
+fn selftest_5_tcp_without_spinning() {
+    run_selftest(
+        5,
+        &[],
+        &[],
+        &[("MCAST_TRANSPORT", "tcp"), ("MCAST_SPIN_US", "0")],
+    );
+}
 
 #[test]
 fn without_mclaunch_a_program_is_a_single_rank() {

@@ -21,6 +21,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::control::{Control, Fingerprint};
 use crate::engine::packet_count;
 use crate::inbox::{Inbox, Stall};
+pub use crate::net::Link;
 use crate::net::{Cmd, Net};
 use crate::wire::Member;
 use crate::{Algorithm, Config, Error};
@@ -72,7 +73,7 @@ impl Comm {
     /// Join a job with an explicit configuration (see [`Config::from_env`]).
     pub fn with_config(cfg: Config) -> Result<Comm, Error> {
         let me = cfg.job.as_ref().map_or(0, |j| j.rank);
-        let inbox = Arc::new(Inbox::new(me, cfg.max_message_bytes));
+        let inbox = Arc::new(Inbox::new(me, cfg.max_message_bytes).with_spin(cfg.spin));
         let (rank, size, job, net) = match &cfg.job {
             None => (0, 1, 0, None),
             Some(j) => {
@@ -130,6 +131,13 @@ impl Comm {
     /// rank). After start-up every connection to it is screened and refused.
     pub fn data_addr(&self) -> Option<&str> {
         self.net.as_ref().map(|n| n.data_addr.as_str())
+    }
+
+    /// What carries packets to `peer`: a Unix-domain socket for a rank on
+    /// this host (unless `MCAST_TRANSPORT=tcp`), TCP otherwise. `None` for
+    /// this rank itself, a rank out of range, or a lone rank.
+    pub fn link_to(&self, peer: usize) -> Option<Link> {
+        self.net.as_ref()?.links.get(peer).copied().flatten()
     }
 
     /// The ranks found dead or unreachable so far, in the order they were

@@ -13,6 +13,8 @@
 //! | `MCAST_FAILURE_TIMEOUT` | seconds within which a dead or hung peer is declared lost (`Error::PeerLost`): the bound on heartbeat silence; a closed connection is reported at once | 2 |
 //! | `MCAST_PROBE_MS` | after this long without progress in a collective, a rank sends its call's fingerprint to every peer so that mismatched calls are found even when no data flows | 200 |
 //! | `MCAST_MAX_MESSAGE_BYTES` | largest multicast a rank accepts (reassembly bound) | 4294967296 |
+//! | `MCAST_TRANSPORT` | `auto`: Unix-domain sockets to peers on the same host (same boot and network namespace), TCP to the others; `tcp`: TCP to every peer | `auto` |
+//! | `MCAST_SPIN_US` | how long a waiting rank (its host thread and its NI thread) polls, yielding the CPU between polls, before it sleeps; 0 never polls | 1000 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
 //! | `MCAST_TOPOLOGY` | logical topology, rank i = node i (`torus:5x5`, `torus:5x5:uni`, `mesh:4x4`, `hypercube:4`; set by `mclaunch --topology`) | none |
 //!
@@ -41,11 +43,17 @@ pub const ENV_TOPOLOGY: &str = "MCAST_TOPOLOGY";
 pub const ENV_FAILURE_TIMEOUT: &str = "MCAST_FAILURE_TIMEOUT";
 pub const ENV_PROBE_MS: &str = "MCAST_PROBE_MS";
 pub const ENV_MAX_MESSAGE_BYTES: &str = "MCAST_MAX_MESSAGE_BYTES";
+pub const ENV_SPIN_US: &str = "MCAST_SPIN_US";
+pub const ENV_TRANSPORT: &str = "MCAST_TRANSPORT";
 
 /// Default bound on detecting a lost peer.
 pub const DEFAULT_FAILURE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default stall before a collective's fingerprint is sent to the peers.
 pub const DEFAULT_PROBE_AFTER: Duration = Duration::from_millis(200);
+/// Default polling before a wait sleeps.
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(1000);
+/// Largest `MCAST_SPIN_US` (one second).
+pub const MAX_SPIN_US: u64 = 1_000_000;
 /// Default largest multicast accepted.
 pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 1 << 32;
 
@@ -87,6 +95,38 @@ impl std::fmt::Display for Forwarding {
     }
 }
 
+/// How ranks on the same host reach each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Transport {
+    /// Unix-domain stream sockets between ranks of one host, TCP otherwise.
+    #[default]
+    Auto,
+    /// TCP between every pair of ranks.
+    Tcp,
+}
+
+impl std::str::FromStr for Transport {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Transport::Auto),
+            "tcp" => Ok(Transport::Tcp),
+            other => Err(Error::InvalidArgument(format!(
+                "{ENV_TRANSPORT}={other}: expected auto or tcp"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Transport::Auto => "auto",
+            Transport::Tcp => "tcp",
+        })
+    }
+}
+
 /// Where this process sits in a job, from mclaunch's environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobEnv {
@@ -112,6 +152,10 @@ pub struct Config {
     pub probe_after: Duration,
     /// Largest multicast message this rank reassembles.
     pub max_message_bytes: u64,
+    /// How long a waiting rank polls before it sleeps (host and NI).
+    pub spin: Duration,
+    /// Unix-domain sockets to same-host peers, or TCP only.
+    pub transport: Transport,
     pub algorithm: Algorithm,
     /// The logical topology ranks are mapped onto (rank i is node i), if any.
     pub topology: Option<Topology>,
@@ -128,6 +172,8 @@ impl Default for Config {
             failure_timeout: DEFAULT_FAILURE_TIMEOUT,
             probe_after: DEFAULT_PROBE_AFTER,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            spin: DEFAULT_SPIN,
+            transport: Transport::Auto,
             algorithm: Algorithm::Auto,
             topology: None,
         }
@@ -186,6 +232,18 @@ impl Config {
         }
         if let Some(v) = get(ENV_MAX_MESSAGE_BYTES) {
             c.max_message_bytes = parse(ENV_MAX_MESSAGE_BYTES, &v)?;
+        }
+        if let Some(v) = get(ENV_TRANSPORT) {
+            c.transport = v.parse()?;
+        }
+        if let Some(v) = get(ENV_SPIN_US) {
+            let us: u64 = parse(ENV_SPIN_US, &v)?;
+            if us > MAX_SPIN_US {
+                return Err(Error::InvalidArgument(format!(
+                    "{ENV_SPIN_US}={us}: at most {MAX_SPIN_US}"
+                )));
+            }
+            c.spin = Duration::from_micros(us);
         }
         if let Some(v) = get(ENV_ALGORITHM) {
             c.algorithm = v.parse()?;

@@ -23,6 +23,7 @@
 //!   request; everything fails.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -176,6 +177,14 @@ impl State {
 pub struct Inbox {
     state: Mutex<State>,
     cv: Condvar,
+    /// Bumped on every change a waiter may care about; a spinning host
+    /// watches it without taking the lock.
+    pulse: AtomicU64,
+    /// Host threads blocked on `cv`: the NI skips the futex wake when none is.
+    sleepers: AtomicUsize,
+    /// How long a waiting host polls `pulse` (yielding the CPU between polls)
+    /// before it blocks on `cv`.
+    spin: Duration,
 }
 
 /// What a bcast wait yields: packets for that sequence number.
@@ -191,6 +200,24 @@ impl Inbox {
                 ..State::default()
             }),
             cv: Condvar::new(),
+            pulse: AtomicU64::new(0),
+            sleepers: AtomicUsize::new(0),
+            spin: Duration::ZERO,
+        }
+    }
+
+    /// Let waiting hosts poll for up to `spin` before they block (see
+    /// `MCAST_SPIN_US`).
+    pub fn with_spin(mut self, spin: Duration) -> Inbox {
+        self.spin = spin;
+        self
+    }
+
+    /// Wake the host: bump the pulse and, only if it sleeps, the condvar.
+    fn wake(&self) {
+        self.pulse.fetch_add(1, Ordering::Release);
+        if self.sleepers.load(Ordering::Acquire) > 0 {
+            self.cv.notify_all();
         }
     }
 
@@ -227,7 +254,7 @@ impl Inbox {
             }
         }
         drop(st);
-        self.cv.notify_all();
+        self.wake();
         notices
     }
 
@@ -309,7 +336,7 @@ impl Inbox {
             }
         }
         drop(st);
-        self.cv.notify_all();
+        self.wake();
         notices
     }
 
@@ -321,7 +348,7 @@ impl Inbox {
             st.fatal = Some(err);
         }
         drop(st);
-        self.cv.notify_all();
+        self.wake();
     }
 
     /// NI side: rank `rank` is gone (its connection broke without a goodbye,
@@ -336,7 +363,7 @@ impl Inbox {
         // Its unfinished multicasts will never finish.
         st.mcast_partial.retain(|(src, _), _| *src != rank);
         drop(st);
-        self.cv.notify_all();
+        self.wake();
     }
 
     /// The ranks lost so far, in the order they were found.
@@ -413,6 +440,7 @@ impl Inbox {
         let start = Instant::now();
         let mut deadline = start + timeout;
         let mut seen = st.deliveries;
+        let mut spun_at = None;
         loop {
             if let Some(v) = ready(&mut st)? {
                 return Ok(v);
@@ -442,11 +470,30 @@ impl Inbox {
                     wake = wake.min(at);
                 }
             }
+            if spun_at != Some(seen) && !self.spin.is_zero() {
+                // Poll before sleeping: a futex wake costs more than the
+                // NI's next packet usually takes to come (this machine's
+                // cross-core wake-up is tens of µs).
+                spun_at = Some(seen);
+                let pulse = self.pulse.load(Ordering::Acquire);
+                drop(st);
+                let until = now + self.spin.min(wake - now);
+                while self.pulse.load(Ordering::Acquire) == pulse && Instant::now() < until {
+                    std::thread::yield_now();
+                }
+                st = self.lock();
+                continue;
+            }
+            // The sleeper count is raised under the lock, so a waker that
+            // changed the state after `ready` looked sees it and notifies.
+            self.sleepers.fetch_add(1, Ordering::AcqRel);
             st = self
                 .cv
                 .wait_timeout(st, wake - now)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            self.sleepers.fetch_sub(1, Ordering::AcqRel);
+            spun_at = None;
         }
     }
 

@@ -25,6 +25,6 @@ mod net;
 pub mod wire;
 
 pub use algorithm::Algorithm;
-pub use comm::{init, Comm, Received};
-pub use config::{Config, Forwarding};
+pub use comm::{init, Comm, Link, Received};
+pub use config::{Config, Forwarding, Transport};
 pub use error::Error;

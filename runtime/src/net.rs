@@ -22,15 +22,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::algorithm::TreeKind;
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use serde::{de::DeserializeOwned, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
 use crate::bootstrap::{self, Hello, PeerHello, RendezvousReply, PROTOCOL_VERSION};
-use crate::config::{Config, JobEnv};
+use crate::config::{Config, JobEnv, Transport};
 use crate::control::Control;
 use crate::engine::{Action, NiEngine};
 use crate::error::Error;
@@ -61,8 +60,28 @@ pub(crate) enum Cmd {
     Shutdown,
 }
 
+/// What carries the packets to one peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// TCP (with TCP_NODELAY).
+    Tcp,
+    /// A Unix-domain stream socket (peers on the same host).
+    Unix,
+}
+
+impl std::fmt::Display for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Link::Tcp => "tcp",
+            Link::Unix => "unix",
+        })
+    }
+}
+
 /// Handle to the NI thread.
 pub(crate) struct Net {
+    /// The link to every peer (`None` for this rank).
+    pub(crate) links: Vec<Option<Link>>,
     /// `ip:port` this rank accepts peer connections on.
     pub(crate) data_addr: String,
     cmd: mpsc::UnboundedSender<Cmd>,
@@ -75,11 +94,134 @@ const SHUTDOWN_FLUSH: Duration = Duration::from_secs(10);
 const MAX_HELLO: usize = 4096;
 /// How long an incoming connection may take to send its handshake.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The reader's buffer: many small packets per read system call, while a
+/// payload larger than this is read straight into its own buffer.
+const READ_BUFFER: usize = 16 * 1024;
 /// Packets a writer batches into one vectored write.
 const WRITE_BATCH: usize = 64;
 
 fn io_err(what: &str, e: std::io::Error) -> Error {
     Error::Io(std::io::Error::new(e.kind(), format!("{what}: {e}")))
+}
+
+/// The read half of a peer connection (TCP or Unix-domain).
+type Rd = Box<dyn AsyncRead + Unpin>;
+/// The write half of a peer connection.
+type Wr = Box<dyn AsyncWrite + Unpin>;
+
+/// A connection to a peer, before it is split.
+enum Conn {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Conn {
+    fn split(self) -> (Rd, Wr) {
+        match self {
+            Conn::Tcp(s) => {
+                let (r, w) = s.into_split();
+                (Box::new(r), Box::new(w))
+            }
+            Conn::Unix(s) => {
+                let (r, w) = s.into_split();
+                (Box::new(r), Box::new(w))
+            }
+        }
+    }
+}
+
+/// How a rank can be reached, as published through the rendezvous:
+/// `ip:port`, and for same-host peers a Unix socket in the abstract namespace
+/// with the key of the host (boot id and network namespace) it lives on,
+/// written `ip:port unix=NAME host=KEY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Reach {
+    tcp: String,
+    unix: Option<(String, String)>,
+}
+
+impl Reach {
+    fn encode(&self) -> String {
+        match &self.unix {
+            Some((name, host)) => format!("{} unix={name} host={host}", self.tcp),
+            None => self.tcp.clone(),
+        }
+    }
+
+    /// Parse a published address; unknown fields are ignored, so a peer
+    /// that offers only TCP is reached over TCP.
+    fn parse(s: &str) -> Reach {
+        let mut it = s.split_whitespace();
+        let tcp = it.next().unwrap_or_default().to_string();
+        let (mut name, mut host) = (None, None);
+        for f in it {
+            if let Some(v) = f.strip_prefix("unix=") {
+                name = Some(v.to_string());
+            } else if let Some(v) = f.strip_prefix("host=") {
+                host = Some(v.to_string());
+            }
+        }
+        Reach {
+            tcp,
+            unix: name.zip(host),
+        }
+    }
+
+    /// The Unix socket to reach this rank by, if it lives on `host`.
+    fn unix_on(&self, host: Option<&str>) -> Option<&str> {
+        match (&self.unix, host) {
+            (Some((name, h)), Some(mine)) if h == mine => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// This host's key: ranks with equal keys share a kernel and a network
+/// namespace, so they can meet on abstract Unix sockets.
+#[cfg(target_os = "linux")]
+fn host_key() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let netns = std::fs::metadata("/proc/self/ns/net").ok()?.ino();
+    Some(format!("{}-{netns}", boot.trim()))
+}
+
+#[cfg(target_os = "linux")]
+fn abstract_addr(name: &str) -> std::io::Result<std::os::unix::net::SocketAddr> {
+    use std::os::linux::net::SocketAddrExt;
+    std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+}
+
+/// Bind this rank's Unix listener (abstract namespace: nothing to clean up).
+#[cfg(target_os = "linux")]
+fn bind_unix(rank: usize) -> Option<(std::os::unix::net::UnixListener, String, String)> {
+    let host = host_key()?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = format!("mcast-{}-{rank}-{nanos:08x}", std::process::id());
+    let l = abstract_addr(&name)
+        .and_then(|a| std::os::unix::net::UnixListener::bind_addr(&a))
+        .map_err(|e| tracing::debug!("no Unix-domain listener: {e}"))
+        .ok()?;
+    Some((l, name, host))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn bind_unix(_rank: usize) -> Option<(std::os::unix::net::UnixListener, String, String)> {
+    None
+}
+
+#[cfg(target_os = "linux")]
+fn connect_unix(name: &str) -> std::io::Result<UnixStream> {
+    let s = std::os::unix::net::UnixStream::connect_addr(&abstract_addr(name)?)?;
+    s.set_nonblocking(true)?;
+    UnixStream::from_std(s)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn connect_unix(_name: &str) -> std::io::Result<UnixStream> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 /// Register with the rendezvous; returns (job id, address of every rank).
@@ -149,7 +291,23 @@ impl Net {
         let listener = StdListener::bind((cfg.bind.as_str(), 0))
             .map_err(|e| io_err(&format!("binding {}", cfg.bind), e))?;
         let data_addr = listener.local_addr()?.to_string();
-        let (job_id, addrs) = rendezvous(job, &data_addr, cfg.timeout)?;
+        let unix = match cfg.transport {
+            Transport::Auto => bind_unix(job.rank),
+            Transport::Tcp => None,
+        };
+        let reach = Reach {
+            tcp: data_addr.clone(),
+            unix: unix.as_ref().map(|(_, n, h)| (n.clone(), h.clone())),
+        };
+        let host = unix.as_ref().map(|(_, _, h)| h.clone());
+        let unix_listener = unix.map(|(l, _, _)| l);
+        let (job_id, addrs) = rendezvous(job, &reach.encode(), cfg.timeout)?;
+        let addrs: Vec<Reach> = addrs.iter().map(|a| Reach::parse(a)).collect();
+        let listeners = Listeners {
+            tcp: listener,
+            unix: unix_listener,
+            host,
+        };
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let cfg2 = cfg.clone();
@@ -170,17 +328,23 @@ impl Net {
                 let local = tokio::task::LocalSet::new();
                 local.block_on(
                     &rt,
-                    ni_main(cfg2, job2, job_id, listener, addrs, inbox, cmd_rx, ready_tx),
+                    ni_main(
+                        cfg2, job2, job_id, listeners, addrs, inbox, cmd_rx, ready_tx,
+                    ),
                 );
             })
             .map_err(|e| io_err("spawning the NI thread", e))?;
         let mut net = Net {
+            links: Vec::new(),
             data_addr,
             cmd: cmd_tx,
             thread: Some(thread),
         };
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok((net, job_id)),
+            Ok(Ok(links)) => {
+                net.links = links;
+                Ok((net, job_id))
+            }
             Ok(Err(e)) => {
                 net.join();
                 Err(e)
@@ -218,7 +382,7 @@ impl Drop for Net {
     }
 }
 
-async fn write_hello<T: Serialize>(s: &mut TcpStream, msg: &T) -> Result<(), Error> {
+async fn write_hello<T: Serialize, S: AsyncWrite + Unpin>(s: &mut S, msg: &T) -> Result<(), Error> {
     let body = postcard::to_stdvec(msg).map_err(|e| Error::Protocol(e.to_string()))?;
     let mut buf = Vec::with_capacity(4 + body.len());
     buf.extend_from_slice(&(body.len() as u32).to_le_bytes());
@@ -227,7 +391,7 @@ async fn write_hello<T: Serialize>(s: &mut TcpStream, msg: &T) -> Result<(), Err
     Ok(())
 }
 
-async fn read_hello<T: DeserializeOwned>(s: &mut TcpStream) -> Result<T, Error> {
+async fn read_hello<T: DeserializeOwned, S: AsyncRead + Unpin>(s: &mut S) -> Result<T, Error> {
     let mut len = [0u8; 4];
     s.read_exact(&mut len).await?;
     let len = u32::from_le_bytes(len) as usize;
@@ -257,9 +421,8 @@ fn check_peer(h: &PeerHello, job: &JobEnv, expect: Option<usize>) -> Result<usiz
 }
 
 /// Read and check the handshake of an incoming connection.
-async fn screen(mut s: TcpStream, job: &JobEnv) -> Result<(usize, TcpStream), String> {
-    s.set_nodelay(true).map_err(|e| e.to_string())?;
-    match tokio::time::timeout(HELLO_TIMEOUT, read_hello::<PeerHello>(&mut s)).await {
+async fn screen<S: AsyncRead + Unpin>(mut s: S, job: &JobEnv) -> Result<(usize, S), String> {
+    match tokio::time::timeout(HELLO_TIMEOUT, read_hello::<PeerHello, S>(&mut s)).await {
         Ok(Ok(h)) => check_peer(&h, job, None).map(|r| (r, s)),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no handshake within {HELLO_TIMEOUT:?}")),
@@ -269,12 +432,20 @@ async fn screen(mut s: TcpStream, job: &JobEnv) -> Result<(usize, TcpStream), St
 /// After the mesh is built the listener stays open, and every connection to
 /// it is screened, logged and closed: nothing joins a running job, and a
 /// stranger's bytes never reach the engine.
-async fn gatekeeper(listener: TcpListener, job: JobEnv) {
-    while let Ok((s, from)) = listener.accept().await {
+async fn gatekeeper(listener: TcpListener, unix: Option<UnixListener>, job: JobEnv) {
+    loop {
+        let (conn, from) = match accept_any(&listener, unix.as_ref()).await {
+            Ok(c) => c,
+            Err(_) => return,
+        };
         let job = job.clone();
         tokio::task::spawn_local(async move {
-            let why = match screen(s, &job).await {
-                Ok((r, _)) => format!("rank {r} is already connected"),
+            let screened = match conn {
+                Conn::Tcp(s) => screen(s, &job).await.map(|(r, _)| r),
+                Conn::Unix(s) => screen(s, &job).await.map(|(r, _)| r),
+            };
+            let why = match screened {
+                Ok(r) => format!("rank {r} is already connected"),
                 Err(why) => why,
             };
             tracing::warn!(%from, %why, "refusing connection to a running job");
@@ -282,33 +453,92 @@ async fn gatekeeper(listener: TcpListener, job: JobEnv) {
     }
 }
 
-/// Build the full mesh: connect down, accept up.
+/// Accept the next connection on either listener.
+async fn accept_any(
+    tcp: &TcpListener,
+    unix: Option<&UnixListener>,
+) -> std::io::Result<(Conn, String)> {
+    let unix_accept = async {
+        match unix {
+            Some(l) => l.accept().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        acc = tcp.accept() => {
+            let (s, from) = acc?;
+            s.set_nodelay(true)?;
+            Ok((Conn::Tcp(s), from.to_string()))
+        }
+        acc = unix_accept => {
+            let (s, _) = acc?;
+            Ok((Conn::Unix(s), "a Unix-domain socket".to_string()))
+        }
+    }
+}
+
+/// The listeners a rank accepts peers on, and the host key it published.
+struct Listeners {
+    tcp: StdListener,
+    unix: Option<std::os::unix::net::UnixListener>,
+    host: Option<String>,
+}
+
+/// Our side of an outgoing handshake: say hello, check the answer.
+async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    me: &PeerHello,
+    job: &JobEnv,
+    j: usize,
+    addr: &str,
+) -> Result<(), Error> {
+    write_hello(s, me).await?;
+    let theirs: PeerHello = read_hello(s).await.map_err(|e| Error::PeerLost {
+        rank: j,
+        reason: format!("handshake failed: {e}"),
+    })?;
+    check_peer(&theirs, job, Some(j))
+        .map(|_| ())
+        .map_err(|why| Error::Protocol(format!("rank {j} at {addr}: {why}")))
+}
+
+/// Build the full mesh: connect down, accept up. A peer on this host is
+/// reached over its Unix socket, any other over TCP.
 async fn mesh(
     job: &JobEnv,
     listener: &TcpListener,
-    addrs: &[String],
-) -> Result<Vec<Option<TcpStream>>, Error> {
+    unix: Option<&UnixListener>,
+    host: Option<&str>,
+    addrs: &[Reach],
+) -> Result<Vec<Option<Conn>>, Error> {
     let me = PeerHello {
         version: PROTOCOL_VERSION,
         token: job.token.clone(),
         rank: job.rank as u32,
     };
-    let mut conns: Vec<Option<TcpStream>> = (0..job.size).map(|_| None).collect();
+    let mut conns: Vec<Option<Conn>> = (0..job.size).map(|_| None).collect();
     let connect_down = async {
         let mut out = Vec::new();
         for (j, addr) in addrs.iter().enumerate().take(job.rank) {
-            let mut s = TcpStream::connect(addr.as_str())
-                .await
-                .map_err(|e| io_err(&format!("connecting to rank {j} at {addr}"), e))?;
-            s.set_nodelay(true)?;
-            write_hello(&mut s, &me).await?;
-            let theirs: PeerHello = read_hello(&mut s).await.map_err(|e| Error::PeerLost {
-                rank: j,
-                reason: format!("handshake failed: {e}"),
-            })?;
-            check_peer(&theirs, job, Some(j))
-                .map_err(|why| Error::Protocol(format!("rank {j} at {addr}: {why}")))?;
-            out.push((j, s));
+            let conn = match addr.unix_on(host) {
+                Some(name) => {
+                    let mut s = connect_unix(name).map_err(|e| {
+                        io_err(&format!("connecting to rank {j} at Unix socket @{name}"), e)
+                    })?;
+                    greet(&mut s, &me, job, j, name).await?;
+                    Conn::Unix(s)
+                }
+                None => {
+                    let tcp = addr.tcp.as_str();
+                    let mut s = TcpStream::connect(tcp)
+                        .await
+                        .map_err(|e| io_err(&format!("connecting to rank {j} at {tcp}"), e))?;
+                    s.set_nodelay(true)?;
+                    greet(&mut s, &me, job, j, tcp).await?;
+                    Conn::Tcp(s)
+                }
+            };
+            out.push((j, conn));
         }
         Ok::<_, Error>(out)
     };
@@ -321,12 +551,16 @@ async fn mesh(
         // hold up the peers behind it.
         while out.len() < need {
             tokio::select! {
-                acc = listener.accept() => {
-                    let (s, from) = acc?;
+                acc = accept_any(listener, unix) => {
+                    let (conn, from) = acc?;
                     let tx = tx.clone();
                     let job = job.clone();
                     tokio::task::spawn_local(async move {
-                        match screen(s, &job).await {
+                        let screened = match conn {
+                            Conn::Tcp(s) => screen(s, &job).await.map(|(r, s)| (r, Conn::Tcp(s))),
+                            Conn::Unix(s) => screen(s, &job).await.map(|(r, s)| (r, Conn::Unix(s))),
+                        };
+                        match screened {
                             Ok((r, s)) if r > job.rank => {
                                 let _ = tx.send((r, s, from));
                             }
@@ -337,14 +571,17 @@ async fn mesh(
                         }
                     });
                 }
-                Some((r, mut s, from)) = rx.recv() => {
+                Some((r, mut conn, from)) = rx.recv() => {
                     if seen[r] {
                         tracing::warn!(%from, rank = r, "refusing a second connection from the same rank");
                         continue;
                     }
-                    write_hello(&mut s, &me).await?;
+                    match &mut conn {
+                        Conn::Tcp(s) => write_hello(s, &me).await?,
+                        Conn::Unix(s) => write_hello(s, &me).await?,
+                    }
                     seen[r] = true;
-                    out.push((r, s));
+                    out.push((r, conn));
                 }
             }
         }
@@ -358,6 +595,9 @@ async fn mesh(
 }
 
 struct Shared {
+    /// Woken on every bit of NI activity: keeps the runtime polling for
+    /// `cfg.spin` afterwards instead of sleeping in epoll.
+    activity: tokio::sync::Notify,
     me: usize,
     job: u32,
     engine: RefCell<NiEngine>,
@@ -385,6 +625,7 @@ fn send_control(sh: &Shared, msg: &Control) {
 /// Carry out the engine's actions: queue sends on the writers, then deliver to
 /// the host in one batch (and announce any mismatch the delivery revealed).
 fn pump(sh: &Shared) {
+    sh.activity.notify_one();
     let mut deliveries = Vec::new();
     {
         let mut eng = sh.engine.borrow_mut();
@@ -413,27 +654,38 @@ async fn ni_main(
     cfg: Config,
     job: JobEnv,
     job_id: u32,
-    listener: StdListener,
-    addrs: Vec<String>,
+    listeners: Listeners,
+    addrs: Vec<Reach>,
     inbox: Arc<Inbox>,
     mut cmds: mpsc::UnboundedReceiver<Cmd>,
-    ready: std::sync::mpsc::Sender<Result<(), Error>>,
+    ready: std::sync::mpsc::Sender<Result<Vec<Option<Link>>, Error>>,
 ) {
     let setup = async {
-        listener.set_nonblocking(true)?;
-        let listener = TcpListener::from_std(listener)?;
-        let conns = tokio::time::timeout(cfg.timeout, mesh(&job, &listener, &addrs))
-            .await
-            .map_err(|_| Error::Timeout {
-                op: "connecting to peers".into(),
-                after: cfg.timeout,
-                detail: format!("rank {} of {}", job.rank, job.size),
-            })??;
-        Ok::<_, Error>((listener, conns))
+        listeners.tcp.set_nonblocking(true)?;
+        let listener = TcpListener::from_std(listeners.tcp)?;
+        let unix = match listeners.unix {
+            Some(l) => {
+                l.set_nonblocking(true)?;
+                Some(UnixListener::from_std(l)?)
+            }
+            None => None,
+        };
+        let host = listeners.host.as_deref();
+        let conns = tokio::time::timeout(
+            cfg.timeout,
+            mesh(&job, &listener, unix.as_ref(), host, &addrs),
+        )
+        .await
+        .map_err(|_| Error::Timeout {
+            op: "connecting to peers".into(),
+            after: cfg.timeout,
+            detail: format!("rank {} of {}", job.rank, job.size),
+        })??;
+        Ok::<_, Error>((listener, unix, conns))
     };
     let conns = match setup.await {
-        Ok((listener, c)) => {
-            tokio::task::spawn_local(gatekeeper(listener, job.clone()));
+        Ok((listener, unix, c)) => {
+            tokio::task::spawn_local(gatekeeper(listener, unix, job.clone()));
             c
         }
         Err(e) => {
@@ -443,6 +695,7 @@ async fn ni_main(
     };
     let beat = (cfg.failure_timeout / 4).max(Duration::from_millis(10));
     let sh = Rc::new(Shared {
+        activity: tokio::sync::Notify::new(),
         me: job.rank,
         job: job_id,
         engine: RefCell::new(
@@ -452,10 +705,19 @@ async fn ni_main(
         writers: RefCell::new((0..job.size).map(|_| None).collect()),
         inbox: inbox.clone(),
     });
+    let links: Vec<Option<Link>> = conns
+        .iter()
+        .map(|c| {
+            c.as_ref().map(|c| match c {
+                Conn::Tcp(_) => Link::Tcp,
+                Conn::Unix(_) => Link::Unix,
+            })
+        })
+        .collect();
     let mut writer_tasks = Vec::new();
     for (peer, conn) in conns.into_iter().enumerate() {
         let Some(conn) = conn else { continue };
-        let (rd, wr) = conn.into_split();
+        let (rd, wr) = conn.split();
         let (tx, rx) = mpsc::unbounded_channel();
         sh.writers.borrow_mut()[peer] = Some(tx);
         let heartbeat = Packet {
@@ -482,7 +744,10 @@ async fn ni_main(
         let silence = cfg.failure_timeout.mul_f64(0.9);
         tokio::task::spawn_local(reader(peer, rd, sh.clone(), silence));
     }
-    let _ = ready.send(Ok(()));
+    let _ = ready.send(Ok(links));
+    if !cfg.spin.is_zero() {
+        tokio::task::spawn_local(spinner(sh.clone(), cfg.spin));
+    }
 
     while let Some(cmd) = cmds.recv().await {
         let res = {
@@ -530,7 +795,21 @@ async fn ni_main(
     .await;
 }
 
-async fn write_chunks(w: &mut OwnedWriteHalf, chunks: &mut VecDeque<Bytes>) -> std::io::Result<()> {
+/// After activity, keep the NI thread polling its sockets for `spin` (giving
+/// the CPU away between polls) rather than sleeping: the next packet of a
+/// collective usually comes sooner than a sleeping thread would wake.
+async fn spinner(sh: Rc<Shared>, spin: Duration) {
+    loop {
+        sh.activity.notified().await;
+        let until = std::time::Instant::now() + spin;
+        while std::time::Instant::now() < until {
+            std::thread::yield_now();
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+async fn write_chunks(w: &mut Wr, chunks: &mut VecDeque<Bytes>) -> std::io::Result<()> {
     while !chunks.is_empty() {
         let slices: Vec<IoSlice<'_>> = chunks.iter().take(64).map(|c| IoSlice::new(c)).collect();
         let mut n = w.write_vectored(&slices).await?;
@@ -553,7 +832,7 @@ async fn write_chunks(w: &mut OwnedWriteHalf, chunks: &mut VecDeque<Bytes>) -> s
 
 async fn writer(
     peer: usize,
-    mut w: OwnedWriteHalf,
+    mut w: Wr,
     mut rx: mpsc::UnboundedReceiver<Packet>,
     inbox: Arc<Inbox>,
     (heartbeat, beat): (Packet, Duration),
@@ -579,7 +858,15 @@ async fn writer(
             bye |= p.header.kind == Kind::Bye;
         }
         if let Err(e) = write_chunks(&mut w, &mut chunks).await {
-            if !inbox.said_bye(peer) {
+            // A closed peer (EPIPE / reset) is judged by the reader, which
+            // sees either its goodbye or the end without one: on a Unix
+            // socket the write fails the moment the peer closes, possibly
+            // before its goodbye, still in our receive buffer, was read.
+            let closed = matches!(
+                e.kind(),
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+            );
+            if !closed && !inbox.said_bye(peer) {
                 inbox.lost(peer, format!("sending to it failed: {e}"));
             }
             return;
@@ -609,8 +896,32 @@ async fn read_within<R: AsyncReadExt + Unpin>(
     }
 }
 
-async fn reader(peer: usize, rd: OwnedReadHalf, sh: Rc<Shared>, failure_timeout: Duration) {
-    let mut r = BufReader::with_capacity(256 * 1024, rd);
+/// Read exactly `n` bytes into `buf`'s spare capacity (no zeroing first;
+/// a large payload bypasses the reader's buffer, so it is copied only once).
+async fn read_payload<R: AsyncReadExt + Unpin>(
+    r: &mut R,
+    buf: &mut BytesMut,
+    n: usize,
+    within: Duration,
+) -> Result<(), ReadFail> {
+    let fill = async {
+        while buf.len() < n {
+            let want = n - buf.len();
+            if r.read_buf(&mut (&mut *buf).limit(want)).await? == 0 {
+                return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+            }
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(within, fill).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(ReadFail::Io(e)),
+        Err(_) => Err(ReadFail::Silent),
+    }
+}
+
+async fn reader(peer: usize, rd: Rd, sh: Rc<Shared>, failure_timeout: Duration) {
+    let mut r = BufReader::with_capacity(READ_BUFFER, rd);
     let inbox = sh.inbox.clone();
     let lost = |f: ReadFail| {
         if inbox.said_bye(peer) {
@@ -656,8 +967,8 @@ async fn reader(peer: usize, rd: OwnedReadHalf, sh: Rc<Shared>, failure_timeout:
             Ok(rt) => rt,
             Err(e) => return violation(format!("malformed route header: {e}")),
         };
-        let mut payload = BytesMut::zeroed(h.payload_len as usize);
-        if let Err(f) = read_within(&mut r, &mut payload, within).await {
+        let mut payload = BytesMut::with_capacity(h.payload_len as usize);
+        if let Err(f) = read_payload(&mut r, &mut payload, h.payload_len as usize, within).await {
             lost(f);
             return;
         }
@@ -691,5 +1002,29 @@ async fn reader(peer: usize, rd: OwnedReadHalf, sh: Rc<Shared>, failure_timeout:
             return violation(format!("bad packet: {e}"));
         }
         pump(&sh);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_addresses_round_trip_and_pick_the_link() {
+        let both = Reach {
+            tcp: "10.0.0.1:4000".into(),
+            unix: Some(("mcast-1-2-3".into(), "boot-42".into())),
+        };
+        assert_eq!(Reach::parse(&both.encode()), both);
+        assert_eq!(both.unix_on(Some("boot-42")), Some("mcast-1-2-3"));
+        assert_eq!(both.unix_on(Some("other-host")), None);
+        assert_eq!(both.unix_on(None), None);
+        let tcp_only = Reach::parse("10.0.0.2:4001");
+        assert_eq!(tcp_only.unix, None);
+        assert_eq!(tcp_only.unix_on(Some("boot-42")), None);
+        // A name without a host key (or junk) falls back to TCP.
+        assert_eq!(Reach::parse("1.2.3.4:5 unix=x").unix, None);
+        assert_eq!(Reach::parse("1.2.3.4:5 zzz host=h").unix, None);
+        assert_eq!(Reach::parse("").tcp, "");
     }
 }

@@ -314,3 +314,37 @@ fn bcast_value_round_trips() {
         },
     );
 }
+
+/// Ranks of one host meet on Unix-domain sockets by default and on TCP with
+/// `MCAST_TRANSPORT=tcp`; both carry a multi-packet bcast intact.
+#[test]
+fn same_host_peers_use_unix_sockets_unless_told_tcp() {
+    for transport in [mcast::Transport::Auto, mcast::Transport::Tcp] {
+        run(
+            3,
+            move |c| {
+                c.transport = transport;
+                c.packet_bytes = 1000;
+            },
+            move |comm| {
+                let want = match transport {
+                    mcast::Transport::Auto => mcast::Link::Unix,
+                    mcast::Transport::Tcp => mcast::Link::Tcp,
+                };
+                for peer in 0..comm.size() {
+                    let got = comm.link_to(peer);
+                    let expect = (peer != comm.rank()).then_some(want);
+                    assert_eq!(got, expect, "rank {} to {peer}", comm.rank());
+                }
+                let mut buf = if comm.rank() == 1 {
+                    pattern(7, 10_000)
+                } else {
+                    vec![0; 10_000]
+                };
+                comm.bcast(1, &mut buf)?;
+                assert_eq!(buf, pattern(7, 10_000));
+                comm.finalize()
+            },
+        );
+    }
+}
