@@ -24,12 +24,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
 use crate::control::{Control, Fingerprint};
+use crate::drive::Drive;
 use crate::error::Error;
 use crate::wire::{Kind, Packet, Route};
 
@@ -185,6 +186,10 @@ pub struct Inbox {
     /// How long a waiting host polls `pulse` (yielding the CPU between polls)
     /// before it blocks on `cv`.
     spin: Duration,
+    /// Wakes a host that waits while driving the NI runtime.
+    notify: tokio::sync::Notify,
+    /// The NI runtime, which a waiting host drives itself (see `drive`).
+    driver: Mutex<Option<Arc<Drive>>>,
 }
 
 /// What a bcast wait yields: packets for that sequence number.
@@ -203,7 +208,43 @@ impl Inbox {
             pulse: AtomicU64::new(0),
             sleepers: AtomicUsize::new(0),
             spin: Duration::ZERO,
+            notify: tokio::sync::Notify::new(),
+            driver: Mutex::new(None),
         }
+    }
+
+    /// From now on a waiting host drives the NI runtime itself (`None`:
+    /// it sleeps on the condvar while the NI runs elsewhere).
+    pub(crate) fn set_driver(&self, d: Option<Arc<Drive>>) {
+        *self.driver.lock().unwrap_or_else(|e| e.into_inner()) = d;
+    }
+
+    fn driver(&self) -> Option<Arc<Drive>> {
+        self.driver
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Drive the NI (on the caller's thread) until the pulse moves from
+    /// `pulse` or `dur` passes; poll for the first `spin` of it.
+    async fn until_pulse(&self, pulse: u64, dur: Duration, spin: Duration) {
+        let start = Instant::now();
+        let spin = spin.min(dur);
+        while start.elapsed() < spin {
+            if self.pulse.load(Ordering::Acquire) != pulse {
+                return;
+            }
+            std::thread::yield_now();
+            tokio::task::yield_now().await;
+        }
+        // A wake between this check and the wait leaves a permit in
+        // `notify`, so it is not lost.
+        if self.pulse.load(Ordering::Acquire) != pulse {
+            return;
+        }
+        let left = dur.saturating_sub(start.elapsed());
+        let _ = tokio::time::timeout(left, self.notify.notified()).await;
     }
 
     /// Let waiting hosts poll for up to `spin` before they block (see
@@ -216,6 +257,7 @@ impl Inbox {
     /// Wake the host: bump the pulse and, only if it sleeps, the condvar.
     fn wake(&self) {
         self.pulse.fetch_add(1, Ordering::Release);
+        self.notify.notify_one();
         if self.sleepers.load(Ordering::Acquire) > 0 {
             self.cv.notify_all();
         }
@@ -436,6 +478,7 @@ impl Inbox {
         stall: &mut Option<Stall<'_>>,
         mut ready: impl FnMut(&mut State) -> Result<Option<T>, Error>,
     ) -> Result<T, Error> {
+        let driver = self.driver();
         let mut st = self.lock();
         let start = Instant::now();
         let mut deadline = start + timeout;
@@ -464,11 +507,29 @@ impl Inbox {
             if let Some(s) = stall.as_mut() {
                 let at = s.since + s.after;
                 if now >= at {
+                    // Not under the lock: sending drives the NI on this
+                    // thread, and the NI delivers into this inbox.
+                    drop(st);
                     (s.run)();
                     *stall = None;
+                    st = self.lock();
+                    continue;
                 } else {
                     wake = wake.min(at);
                 }
+            }
+            if let Some(d) = &driver {
+                let spin = if spun_at != Some(seen) {
+                    spun_at = Some(seen);
+                    d.spin()
+                } else {
+                    Duration::ZERO
+                };
+                let pulse = self.pulse.load(Ordering::Acquire);
+                drop(st);
+                d.run(self.until_pulse(pulse, wake - now, spin));
+                st = self.lock();
+                continue;
             }
             if spun_at != Some(seen) && !self.spin.is_zero() {
                 // Poll before sleeping: a futex wake costs more than the

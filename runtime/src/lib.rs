@@ -18,6 +18,7 @@ pub mod bootstrap;
 pub mod comm;
 pub mod config;
 pub mod control;
+mod drive;
 pub mod engine;
 pub mod error;
 mod inbox;

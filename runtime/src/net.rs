@@ -13,12 +13,10 @@
 //! [`PeerHello`] carrying the job token, and a connection with the wrong token
 //! is closed and logged.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::net::{TcpListener as StdListener, TcpStream as StdStream, ToSocketAddrs};
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::algorithm::TreeKind;
@@ -31,6 +29,7 @@ use tokio::sync::mpsc;
 use crate::bootstrap::{self, Hello, PeerHello, RendezvousReply, PROTOCOL_VERSION};
 use crate::config::{Config, JobEnv, Transport};
 use crate::control::Control;
+use crate::drive::Drive;
 use crate::engine::{Action, NiEngine};
 use crate::error::Error;
 use crate::inbox::Inbox;
@@ -57,7 +56,6 @@ pub(crate) enum Cmd {
     },
     /// Send a control message to every peer.
     Control(Control),
-    Shutdown,
 }
 
 /// What carries the packets to one peer.
@@ -78,14 +76,17 @@ impl std::fmt::Display for Link {
     }
 }
 
-/// Handle to the NI thread.
+/// Handle to the NI: its runtime, its shared state and the background thread.
 pub(crate) struct Net {
     /// The link to every peer (`None` for this rank).
     pub(crate) links: Vec<Option<Link>>,
     /// `ip:port` this rank accepts peer connections on.
     pub(crate) data_addr: String,
-    cmd: mpsc::UnboundedSender<Cmd>,
+    sh: Arc<Shared>,
+    drive: Arc<Drive>,
     thread: Option<std::thread::JoinHandle<()>>,
+    writer_tasks: Vec<tokio::task::JoinHandle<()>>,
+    closed: bool,
 }
 
 /// How long an orderly shutdown may take to flush.
@@ -105,9 +106,9 @@ fn io_err(what: &str, e: std::io::Error) -> Error {
 }
 
 /// The read half of a peer connection (TCP or Unix-domain).
-type Rd = Box<dyn AsyncRead + Unpin>;
+type Rd = Box<dyn AsyncRead + Unpin + Send>;
 /// The write half of a peer connection.
-type Wr = Box<dyn AsyncWrite + Unpin>;
+type Wr = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// A connection to a peer, before it is split.
 enum Conn {
@@ -308,71 +309,115 @@ impl Net {
             unix: unix_listener,
             host,
         };
-        let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let cfg2 = cfg.clone();
-        let job2 = job.clone();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| io_err("starting the NI runtime", e))?;
+        let sh = Arc::new(Shared {
+            me: job.rank,
+            job: job_id,
+            engine: Mutex::new(
+                NiEngine::new(job.rank, job.size, job_id, cfg.forwarding, cfg.packet_bytes)
+                    .with_topology(cfg.topology.clone().map(Arc::new)),
+            ),
+            writers: Mutex::new((0..job.size).map(|_| None).collect()),
+            inbox: inbox.clone(),
+        });
+        // Connect on this thread; the tasks then wait for whoever drives.
+        let (links, writer_tasks) = rt.block_on(setup(cfg, job, listeners, addrs, sh.clone()))?;
+        let drive = Arc::new(Drive::new(rt, cfg.spin));
+        let bg = drive.clone();
         let thread = std::thread::Builder::new()
             .name(format!("mcast-ni-{}", job.rank))
-            .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(io_err("starting the NI runtime", e)));
-                        return;
-                    }
-                };
-                let local = tokio::task::LocalSet::new();
-                local.block_on(
-                    &rt,
-                    ni_main(
-                        cfg2, job2, job_id, listeners, addrs, inbox, cmd_rx, ready_tx,
-                    ),
-                );
-            })
+            .spawn(move || bg.background())
             .map_err(|e| io_err("spawning the NI thread", e))?;
-        let mut net = Net {
-            links: Vec::new(),
-            data_addr,
-            cmd: cmd_tx,
-            thread: Some(thread),
+        inbox.set_driver(Some(drive.clone()));
+        Ok((
+            Net {
+                links,
+                data_addr,
+                sh,
+                drive,
+                thread: Some(thread),
+                writer_tasks,
+                closed: false,
+            },
+            job_id,
+        ))
+    }
+
+    /// Hand a request to the NI engine (on this thread), then let the
+    /// writers put what it queued on the wire.
+    pub(crate) fn send(&self, cmd: Cmd) -> Result<(), Error> {
+        if self.closed {
+            return Err(Error::Stopped("the NI has stopped".into()));
+        }
+        let res = {
+            let mut eng = lock(&self.sh.engine);
+            match cmd {
+                Cmd::Bcast { seq, data, tree } => eng.post_bcast(seq, data, tree),
+                Cmd::Multicast {
+                    seq,
+                    dests,
+                    data,
+                    tree,
+                } => eng.post_multicast(seq, &dests, data, tree),
+                Cmd::P2p { to, seq, data } => eng.post_p2p(to, seq, data),
+                Cmd::Control(msg) => {
+                    drop(eng);
+                    send_control(&self.sh, &msg);
+                    Ok(())
+                }
+            }
         };
-        match ready_rx.recv() {
-            Ok(Ok(links)) => {
-                net.links = links;
-                Ok((net, job_id))
-            }
-            Ok(Err(e)) => {
-                net.join();
-                Err(e)
-            }
-            Err(_) => {
-                net.join();
-                Err(Error::Stopped("the NI thread exited during startup".into()))
+        if let Err(e) = res {
+            self.sh
+                .inbox
+                .fatal(Error::Protocol(format!("NI refused a host request: {e}")));
+        }
+        pump(&self.sh);
+        self.drive.tick();
+        Ok(())
+    }
+
+    /// Flush every connection, say goodbye to every peer, and stop the NI.
+    pub(crate) fn shutdown(&mut self) {
+        if std::mem::replace(&mut self.closed, true) {
+            return;
+        }
+        // Orderly close: every writer flushes what it has, sends Bye, and
+        // shuts its half of the connection down.
+        let bye = Packet {
+            header: Header::new(
+                Kind::Bye,
+                self.sh.job,
+                0,
+                self.sh.me as u32,
+                self.sh.me as u32,
+                0,
+            ),
+            route: Route::None,
+            payload: Bytes::new(),
+        };
+        for tx in lock(&self.sh.writers).iter_mut() {
+            if let Some(tx) = tx.take() {
+                let _ = tx.send(bye.clone());
             }
         }
-    }
-
-    /// Hand a command to the NI.
-    pub(crate) fn send(&self, cmd: Cmd) -> Result<(), Error> {
-        self.cmd
-            .send(cmd)
-            .map_err(|_| Error::Stopped("the NI task has stopped".into()))
-    }
-
-    fn join(&mut self) {
+        let tasks = std::mem::take(&mut self.writer_tasks);
+        self.drive.run(async {
+            let _ = tokio::time::timeout(SHUTDOWN_FLUSH, async {
+                for t in tasks {
+                    let _ = t.await;
+                }
+            })
+            .await;
+        });
+        self.sh.inbox.set_driver(None);
+        self.drive.stop();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-    }
-
-    /// Flush every connection, say goodbye to every peer, and stop the NI thread.
-    pub(crate) fn shutdown(&mut self) {
-        let _ = self.cmd.send(Cmd::Shutdown);
-        self.join();
     }
 }
 
@@ -439,7 +484,7 @@ async fn gatekeeper(listener: TcpListener, unix: Option<UnixListener>, job: JobE
             Err(_) => return,
         };
         let job = job.clone();
-        tokio::task::spawn_local(async move {
+        tokio::spawn(async move {
             let screened = match conn {
                 Conn::Tcp(s) => screen(s, &job).await.map(|(r, _)| r),
                 Conn::Unix(s) => screen(s, &job).await.map(|(r, _)| r),
@@ -555,7 +600,7 @@ async fn mesh(
                     let (conn, from) = acc?;
                     let tx = tx.clone();
                     let job = job.clone();
-                    tokio::task::spawn_local(async move {
+                    tokio::spawn(async move {
                         let screened = match conn {
                             Conn::Tcp(s) => screen(s, &job).await.map(|(r, s)| (r, Conn::Tcp(s))),
                             Conn::Unix(s) => screen(s, &job).await.map(|(r, s)| (r, Conn::Unix(s))),
@@ -595,14 +640,16 @@ async fn mesh(
 }
 
 struct Shared {
-    /// Woken on every bit of NI activity: keeps the runtime polling for
-    /// `cfg.spin` afterwards instead of sleeping in epoll.
-    activity: tokio::sync::Notify,
     me: usize,
     job: u32,
-    engine: RefCell<NiEngine>,
-    writers: RefCell<Vec<Option<mpsc::UnboundedSender<Packet>>>>,
+    engine: Mutex<NiEngine>,
+    writers: Mutex<Vec<Option<mpsc::UnboundedSender<Packet>>>>,
     inbox: Arc<Inbox>,
+}
+
+/// Lock, ignoring poison (a panicked holder left the best state there is).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Send a control message to every peer.
@@ -613,7 +660,7 @@ fn send_control(sh: &Shared, msg: &Control) {
     };
     let me = sh.me as u32;
     let header = Header::new(Kind::Control, sh.job, seq, me, me, payload.len() as u64);
-    for tx in sh.writers.borrow().iter().flatten() {
+    for tx in lock(&sh.writers).iter().flatten() {
         let _ = tx.send(Packet {
             header,
             route: Route::None,
@@ -625,11 +672,10 @@ fn send_control(sh: &Shared, msg: &Control) {
 /// Carry out the engine's actions: queue sends on the writers, then deliver to
 /// the host in one batch (and announce any mismatch the delivery revealed).
 fn pump(sh: &Shared) {
-    sh.activity.notify_one();
     let mut deliveries = Vec::new();
     {
-        let mut eng = sh.engine.borrow_mut();
-        let writers = sh.writers.borrow();
+        let mut eng = lock(&sh.engine);
+        let writers = lock(&sh.writers);
         while let Some(a) = eng.poll_action() {
             match a {
                 Action::Send { to, packet } => {
@@ -649,62 +695,37 @@ fn pump(sh: &Shared) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn ni_main(
-    cfg: Config,
-    job: JobEnv,
-    job_id: u32,
+/// Connect to every peer, then start the gatekeeper, and a reader and a
+/// writer per peer. Returns the links and the writers' tasks.
+async fn setup(
+    cfg: &Config,
+    job: &JobEnv,
     listeners: Listeners,
     addrs: Vec<Reach>,
-    inbox: Arc<Inbox>,
-    mut cmds: mpsc::UnboundedReceiver<Cmd>,
-    ready: std::sync::mpsc::Sender<Result<Vec<Option<Link>>, Error>>,
-) {
-    let setup = async {
-        listeners.tcp.set_nonblocking(true)?;
-        let listener = TcpListener::from_std(listeners.tcp)?;
-        let unix = match listeners.unix {
-            Some(l) => {
-                l.set_nonblocking(true)?;
-                Some(UnixListener::from_std(l)?)
-            }
-            None => None,
-        };
-        let host = listeners.host.as_deref();
-        let conns = tokio::time::timeout(
-            cfg.timeout,
-            mesh(&job, &listener, unix.as_ref(), host, &addrs),
-        )
-        .await
-        .map_err(|_| Error::Timeout {
-            op: "connecting to peers".into(),
-            after: cfg.timeout,
-            detail: format!("rank {} of {}", job.rank, job.size),
-        })??;
-        Ok::<_, Error>((listener, unix, conns))
-    };
-    let conns = match setup.await {
-        Ok((listener, unix, c)) => {
-            tokio::task::spawn_local(gatekeeper(listener, unix, job.clone()));
-            c
+    sh: Arc<Shared>,
+) -> Result<(Vec<Option<Link>>, Vec<tokio::task::JoinHandle<()>>), Error> {
+    listeners.tcp.set_nonblocking(true)?;
+    let listener = TcpListener::from_std(listeners.tcp)?;
+    let unix = match listeners.unix {
+        Some(l) => {
+            l.set_nonblocking(true)?;
+            Some(UnixListener::from_std(l)?)
         }
-        Err(e) => {
-            let _ = ready.send(Err(e));
-            return;
-        }
+        None => None,
     };
+    let host = listeners.host.as_deref();
+    let conns = tokio::time::timeout(
+        cfg.timeout,
+        mesh(job, &listener, unix.as_ref(), host, &addrs),
+    )
+    .await
+    .map_err(|_| Error::Timeout {
+        op: "connecting to peers".into(),
+        after: cfg.timeout,
+        detail: format!("rank {} of {}", job.rank, job.size),
+    })??;
+    tokio::spawn(gatekeeper(listener, unix, job.clone()));
     let beat = (cfg.failure_timeout / 4).max(Duration::from_millis(10));
-    let sh = Rc::new(Shared {
-        activity: tokio::sync::Notify::new(),
-        me: job.rank,
-        job: job_id,
-        engine: RefCell::new(
-            NiEngine::new(job.rank, job.size, job_id, cfg.forwarding, cfg.packet_bytes)
-                .with_topology(cfg.topology.clone().map(Arc::new)),
-        ),
-        writers: RefCell::new((0..job.size).map(|_| None).collect()),
-        inbox: inbox.clone(),
-    });
     let links: Vec<Option<Link>> = conns
         .iter()
         .map(|c| {
@@ -719,11 +740,11 @@ async fn ni_main(
         let Some(conn) = conn else { continue };
         let (rd, wr) = conn.split();
         let (tx, rx) = mpsc::unbounded_channel();
-        sh.writers.borrow_mut()[peer] = Some(tx);
+        lock(&sh.writers)[peer] = Some(tx);
         let heartbeat = Packet {
             header: Header::new(
                 Kind::Heartbeat,
-                job_id,
+                sh.job,
                 0,
                 job.rank as u32,
                 job.rank as u32,
@@ -732,81 +753,19 @@ async fn ni_main(
             route: Route::None,
             payload: Bytes::new(),
         };
-        writer_tasks.push(tokio::task::spawn_local(writer(
+        writer_tasks.push(tokio::spawn(writer(
             peer,
             wr,
             rx,
-            inbox.clone(),
+            sh.inbox.clone(),
             (heartbeat, beat),
         )));
         // Silence for 90% of the bound declares the peer lost, leaving the
         // rest for waking the waiting call.
         let silence = cfg.failure_timeout.mul_f64(0.9);
-        tokio::task::spawn_local(reader(peer, rd, sh.clone(), silence));
+        tokio::spawn(reader(peer, rd, sh.clone(), silence));
     }
-    let _ = ready.send(Ok(links));
-    if !cfg.spin.is_zero() {
-        tokio::task::spawn_local(spinner(sh.clone(), cfg.spin));
-    }
-
-    while let Some(cmd) = cmds.recv().await {
-        let res = {
-            let mut eng = sh.engine.borrow_mut();
-            match cmd {
-                Cmd::Bcast { seq, data, tree } => eng.post_bcast(seq, data, tree),
-                Cmd::Multicast {
-                    seq,
-                    dests,
-                    data,
-                    tree,
-                } => eng.post_multicast(seq, &dests, data, tree),
-                Cmd::P2p { to, seq, data } => eng.post_p2p(to, seq, data),
-                Cmd::Control(msg) => {
-                    drop(eng);
-                    send_control(&sh, &msg);
-                    Ok(())
-                }
-                Cmd::Shutdown => break,
-            }
-        };
-        if let Err(e) = res {
-            inbox.fatal(Error::Protocol(format!("NI refused a host request: {e}")));
-        }
-        pump(&sh);
-    }
-
-    // Orderly close: every writer flushes what it has, sends Bye, and shuts its
-    // half of the connection down.
-    let bye = Packet {
-        header: Header::new(Kind::Bye, job_id, 0, job.rank as u32, job.rank as u32, 0),
-        route: Route::None,
-        payload: Bytes::new(),
-    };
-    for tx in sh.writers.borrow_mut().iter_mut() {
-        if let Some(tx) = tx.take() {
-            let _ = tx.send(bye.clone());
-        }
-    }
-    let _ = tokio::time::timeout(SHUTDOWN_FLUSH, async {
-        for t in writer_tasks {
-            let _ = t.await;
-        }
-    })
-    .await;
-}
-
-/// After activity, keep the NI thread polling its sockets for `spin` (giving
-/// the CPU away between polls) rather than sleeping: the next packet of a
-/// collective usually comes sooner than a sleeping thread would wake.
-async fn spinner(sh: Rc<Shared>, spin: Duration) {
-    loop {
-        sh.activity.notified().await;
-        let until = std::time::Instant::now() + spin;
-        while std::time::Instant::now() < until {
-            std::thread::yield_now();
-            tokio::task::yield_now().await;
-        }
-    }
+    Ok((links, writer_tasks))
 }
 
 async fn write_chunks(w: &mut Wr, chunks: &mut VecDeque<Bytes>) -> std::io::Result<()> {
@@ -920,7 +879,7 @@ async fn read_payload<R: AsyncReadExt + Unpin>(
     }
 }
 
-async fn reader(peer: usize, rd: Rd, sh: Rc<Shared>, failure_timeout: Duration) {
+async fn reader(peer: usize, rd: Rd, sh: Arc<Shared>, failure_timeout: Duration) {
     let mut r = BufReader::with_capacity(READ_BUFFER, rd);
     let inbox = sh.inbox.clone();
     let lost = |f: ReadFail| {
@@ -997,7 +956,7 @@ async fn reader(peer: usize, rd: Rd, sh: Rc<Shared>, failure_timeout: Duration) 
             route,
             payload: payload.freeze(),
         };
-        let res = sh.engine.borrow_mut().packet_in(peer, packet);
+        let res = lock(&sh.engine).packet_in(peer, packet);
         if let Err(e) = res {
             return violation(format!("bad packet: {e}"));
         }

@@ -348,3 +348,47 @@ fn same_host_peers_use_unix_sockets_unless_told_tcp() {
         );
     }
 }
+
+/// The NI forwards without its host: in a chain 0 → 1 → 2, rank 1's host is
+/// busy elsewhere (not in mcast) until rank 2 has the whole message, so rank 1's
+/// NI must have forwarded every packet on its own (the background thread
+/// takes over the NI when the host is away).
+#[test]
+fn a_busy_host_does_not_stall_forwarding() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static RANK2_DONE: AtomicBool = AtomicBool::new(false);
+    run(
+        3,
+        |c| c.packet_bytes = 4096,
+        |comm| {
+            let len = 100_000;
+            let mut buf = if comm.rank() == 0 {
+                pattern(3, len)
+            } else {
+                vec![0; len]
+            };
+            let algo = mcast::Algorithm::Chain;
+            match comm.rank() {
+                1 => {
+                    // "Compute" until rank 2 is done, bounded by 20 s.
+                    let start = std::time::Instant::now();
+                    while !RANK2_DONE.load(Ordering::Acquire) {
+                        assert!(
+                            start.elapsed() < Duration::from_secs(20),
+                            "rank 2 never got the message while rank 1's host was busy"
+                        );
+                        std::thread::yield_now();
+                    }
+                    comm.bcast_with(0, &mut buf, algo)?;
+                }
+                2 => {
+                    comm.bcast_with(0, &mut buf, algo)?;
+                    RANK2_DONE.store(true, Ordering::Release);
+                }
+                _ => comm.bcast_with(0, &mut buf, algo)?,
+            }
+            assert_eq!(buf, pattern(3, len));
+            comm.finalize()
+        },
+    );
+}

@@ -1,0 +1,182 @@
+//! Who runs the NI: the host thread while it waits, a background thread
+//! while the host is away.
+//!
+//! The NI (engine, socket readers and writers, heartbeats) lives in one
+//! current-thread tokio runtime. Tokio lets any thread drive such a runtime
+//! with `block_on`, one at a time, and hands it over when the holder returns.
+//! mcast uses that to put the NI on the thread that is waiting for it:
+//!
+//! * A host blocked in a collective drives the runtime itself: a packet that
+//!   arrives wakes the thread that wants it, and that thread forwards it on
+//!   (FPFS) and takes it, with no hand-off between threads. For
+//!   `MCAST_SPIN_US` it polls the sockets (yielding the CPU between polls)
+//!   before it sleeps in epoll.
+//! * When the host has been out of mcast for `GRACE` (computing, or about to
+//!   call again), the background thread takes the runtime and forwards,
+//!   acknowledges and heartbeats for it. When the host comes back it asks for
+//!   the runtime; the background thread gives it up at once.
+//!
+//! A host call from inside some other tokio runtime cannot `block_on` on its
+//! own thread; it drives from a scoped helper thread instead (slower, but
+//! correct).
+
+use std::future::Future;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Runtime;
+use tokio::sync::Notify;
+
+/// How long the host may stay out of mcast before the background thread
+/// takes over the NI. A packet that arrives meanwhile waits at most this
+/// long to be forwarded.
+pub(crate) const GRACE: Duration = Duration::from_millis(1);
+
+#[derive(Debug)]
+struct State {
+    /// The host is driving (or waiting to drive) the runtime.
+    host: bool,
+    /// The background thread is inside `block_on`.
+    bg_in: bool,
+    /// When the host last stopped driving.
+    last_exit: Instant,
+    shutdown: bool,
+}
+
+/// The NI runtime and the hand-over between host and background thread.
+pub(crate) struct Drive {
+    rt: Option<Runtime>,
+    spin: Duration,
+    st: Mutex<State>,
+    cv: Condvar,
+    /// Tells the background thread to leave `block_on`.
+    host_wants: Notify,
+}
+
+impl std::fmt::Debug for Drive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Drive").field("spin", &self.spin).finish()
+    }
+}
+
+impl Drive {
+    pub(crate) fn new(rt: Runtime, spin: Duration) -> Drive {
+        Drive {
+            rt: Some(rt),
+            spin,
+            st: Mutex::new(State {
+                host: false,
+                bg_in: false,
+                last_exit: Instant::now(),
+                shutdown: false,
+            }),
+            cv: Condvar::new(),
+            host_wants: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How long a waiting host polls before it sleeps.
+    pub(crate) fn spin(&self) -> Duration {
+        self.spin
+    }
+
+    /// Run `fut` to completion with the NI runtime on this thread (or on a
+    /// helper thread when this one is already inside a tokio runtime).
+    pub(crate) fn run<F>(&self, fut: F) -> F::Output
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return std::thread::scope(|s| match s.spawn(|| self.run_here(fut)).join() {
+                Ok(v) => v,
+                Err(p) => std::panic::resume_unwind(p),
+            });
+        }
+        self.run_here(fut)
+    }
+
+    fn run_here<F: Future>(&self, fut: F) -> F::Output {
+        {
+            let mut st = self.lock();
+            st.host = true;
+            if st.bg_in {
+                self.host_wants.notify_one();
+            }
+        }
+        let rt = self
+            .rt
+            .as_ref()
+            .expect("the runtime lives as long as Drive");
+        let out = rt.block_on(fut);
+        let mut st = self.lock();
+        st.host = false;
+        st.last_exit = Instant::now();
+        out
+    }
+
+    /// After the host queued packets: let the writers put them on the wire
+    /// now, unless the background thread is driving (then it does).
+    pub(crate) fn tick(&self) {
+        if self.lock().bg_in {
+            return;
+        }
+        self.run(tokio::task::yield_now());
+    }
+
+    /// The background thread's loop: drive the runtime whenever the host has
+    /// been away for `GRACE`, until `stop`.
+    pub(crate) fn background(&self) {
+        let rt = self
+            .rt
+            .as_ref()
+            .expect("the runtime lives as long as Drive");
+        loop {
+            {
+                let mut st = self.lock();
+                loop {
+                    if st.shutdown {
+                        return;
+                    }
+                    let idle = st.last_exit.elapsed();
+                    if !st.host && idle >= GRACE {
+                        break;
+                    }
+                    let nap = if st.host { GRACE } else { GRACE - idle };
+                    st = self
+                        .cv
+                        .wait_timeout(st, nap)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+                st.bg_in = true;
+            }
+            rt.block_on(self.host_wants.notified());
+            self.lock().bg_in = false;
+        }
+    }
+
+    /// Stop the background thread (it returns from `background`).
+    pub(crate) fn stop(&self) {
+        let mut st = self.lock();
+        st.shutdown = true;
+        if st.bg_in {
+            self.host_wants.notify_one();
+        }
+        self.cv.notify_all();
+    }
+}
+
+impl Drop for Drive {
+    fn drop(&mut self) {
+        // Never blocks, so it is safe even inside another runtime; the
+        // remaining tasks (readers, the gatekeeper) are dropped with it.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
