@@ -1,17 +1,21 @@
-//! The tokio driver of the NI engine over TCP (direct mode).
+//! The tokio driver of the NI engine over sockets (direct mode).
 //!
-//! One thread per process runs a current-thread tokio runtime: it sleeps in
-//! epoll when nothing happens (no busy spinning, so ranks may outnumber cores).
-//! Inside it: the engine, one reader and one writer task per peer, and the loop
-//! that takes the host's commands. Every connection has TCP_NODELAY set, and a
-//! writer sends header, route and payload of a batch of packets with vectored
-//! writes, the payload straight from the shared `Bytes` (no copy).
+//! The NI lives in one current-thread tokio runtime: the engine, one reader
+//! and one writer task per peer, and the gatekeeper. Which thread drives that
+//! runtime is `drive`'s business: the host while it waits in mcast, a
+//! background thread while the host is away. Nothing busy-spins for long:
+//! a waiting host polls for `MCAST_SPIN_US`, then sleeps in epoll, so ranks may
+//! outnumber cores. Peers on the same host (same boot id and network
+//! namespace) are reached over Unix-domain stream sockets in the abstract
+//! namespace, others over TCP with TCP_NODELAY (`MCAST_TRANSPORT=tcp` forces
+//! TCP). A writer sends header, route and payload of a batch of packets with
+//! vectored writes, the payload straight from the shared `Bytes` (no copy).
 //!
-//! Startup: bind a listener, tell mclaunch's rendezvous (blocking, from the
-//! host thread), get every rank's address, then build a full mesh: rank i
-//! connects to every j < i and accepts every j > i; both ends exchange a
-//! [`PeerHello`] carrying the job token, and a connection with the wrong token
-//! is closed and logged.
+//! Startup: bind the listeners, tell mclaunch's rendezvous (blocking, from the
+//! host thread) how to reach this rank, get every rank's address, then build a
+//! full mesh: rank i connects to every j < i and accepts every j > i; both
+//! ends exchange a [`PeerHello`] carrying the job token, and a connection with
+//! the wrong token is closed and logged.
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
