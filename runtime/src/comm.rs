@@ -140,6 +140,13 @@ impl Comm {
         self.net.as_ref()?.links.get(peer).copied().flatten()
     }
 
+    /// How many packets this rank has sent to ranks of its host as
+    /// shared-memory descriptors (their payload stayed in an arena; see
+    /// `MCAST_SHM_BYTES`) rather than through a socket.
+    pub fn shm_packets_sent(&self) -> u64 {
+        self.net.as_ref().map_or(0, |n| n.shm_sent())
+    }
+
     /// The ranks found dead or unreachable so far, in the order they were
     /// found (see the README's "Failure semantics").
     pub fn lost_ranks(&self) -> Vec<usize> {
@@ -233,7 +240,7 @@ impl Comm {
         if self.rank == root {
             return net.send(Cmd::Bcast {
                 seq,
-                data: Bytes::copy_from_slice(buf),
+                data: net.payload(buf),
                 tree,
             });
         }
@@ -363,7 +370,7 @@ impl Comm {
         net.send(Cmd::Multicast {
             seq,
             dests: members,
-            data: Bytes::copy_from_slice(data),
+            data: net.payload(data),
             tree,
         })
     }

@@ -14,6 +14,7 @@
 //! | `MCAST_PROBE_MS` | after this long without progress in a collective, a rank sends its call's fingerprint to every peer so that mismatched calls are found even when no data flows | 200 |
 //! | `MCAST_MAX_MESSAGE_BYTES` | largest multicast a rank accepts (reassembly bound) | 4294967296 |
 //! | `MCAST_TRANSPORT` | `auto`: Unix-domain sockets to peers on the same host (same boot and network namespace), TCP to the others; `tcp`: TCP to every peer | `auto` |
+//! | `MCAST_SHM_BYTES` | size of this rank's shared-memory arena for large payloads to ranks of the same host (Unix-domain links; pages are allocated when first used); 0 turns shared memory off | 67108864 |
 //! | `MCAST_SPIN_US` | how long a waiting rank (its host thread and its NI thread) polls, yielding the CPU between polls, before it sleeps; 0 never polls | 1000 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
 //! | `MCAST_TOPOLOGY` | logical topology, rank i = node i (`torus:5x5`, `torus:5x5:uni`, `mesh:4x4`, `hypercube:4`; set by `mclaunch --topology`) | none |
@@ -45,6 +46,11 @@ pub const ENV_PROBE_MS: &str = "MCAST_PROBE_MS";
 pub const ENV_MAX_MESSAGE_BYTES: &str = "MCAST_MAX_MESSAGE_BYTES";
 pub const ENV_SPIN_US: &str = "MCAST_SPIN_US";
 pub const ENV_TRANSPORT: &str = "MCAST_TRANSPORT";
+pub const ENV_SHM_BYTES: &str = "MCAST_SHM_BYTES";
+/// Default size of a rank's shared-memory arena.
+pub const DEFAULT_SHM_BYTES: usize = 64 << 20;
+/// Largest `MCAST_SHM_BYTES` (16 GiB).
+pub const MAX_SHM_BYTES: usize = 16 << 30;
 
 /// Default bound on detecting a lost peer.
 pub const DEFAULT_FAILURE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -156,6 +162,8 @@ pub struct Config {
     pub spin: Duration,
     /// Unix-domain sockets to same-host peers, or TCP only.
     pub transport: Transport,
+    /// Bytes of this rank's shared-memory arena (0: none).
+    pub shm_bytes: usize,
     pub algorithm: Algorithm,
     /// The logical topology ranks are mapped onto (rank i is node i), if any.
     pub topology: Option<Topology>,
@@ -174,6 +182,7 @@ impl Default for Config {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             spin: DEFAULT_SPIN,
             transport: Transport::Auto,
+            shm_bytes: DEFAULT_SHM_BYTES,
             algorithm: Algorithm::Auto,
             topology: None,
         }
@@ -235,6 +244,15 @@ impl Config {
         }
         if let Some(v) = get(ENV_TRANSPORT) {
             c.transport = v.parse()?;
+        }
+        if let Some(v) = get(ENV_SHM_BYTES) {
+            let b: usize = parse(ENV_SHM_BYTES, &v)?;
+            if b > MAX_SHM_BYTES {
+                return Err(Error::InvalidArgument(format!(
+                    "{ENV_SHM_BYTES}={b}: at most {MAX_SHM_BYTES}"
+                )));
+            }
+            c.shm_bytes = b;
         }
         if let Some(v) = get(ENV_SPIN_US) {
             let us: u64 = parse(ENV_SPIN_US, &v)?;

@@ -37,7 +37,8 @@ use crate::drive::Drive;
 use crate::engine::{Action, NiEngine};
 use crate::error::Error;
 use crate::inbox::Inbox;
-use crate::wire::{Header, Kind, Member, Packet, Route, HEADER_LEN};
+use crate::shm::{Arena, Shm};
+use crate::wire::{Header, Kind, Member, Packet, Route, ShmDesc, FLAG_SHM, HEADER_LEN};
 
 /// A request from the host to its NI.
 #[derive(Debug)]
@@ -143,14 +144,20 @@ impl Conn {
 struct Reach {
     tcp: String,
     unix: Option<(String, String)>,
+    /// The rank's shared-memory arena (only meaningful with `unix`).
+    shm: Option<String>,
 }
 
 impl Reach {
     fn encode(&self) -> String {
-        match &self.unix {
-            Some((name, host)) => format!("{} unix={name} host={host}", self.tcp),
-            None => self.tcp.clone(),
+        let mut s = self.tcp.clone();
+        if let Some((name, host)) = &self.unix {
+            s += &format!(" unix={name} host={host}");
+            if let Some(path) = &self.shm {
+                s += &format!(" shm={path}");
+            }
         }
+        s
     }
 
     /// Parse a published address; unknown fields are ignored, so a peer
@@ -158,17 +165,21 @@ impl Reach {
     fn parse(s: &str) -> Reach {
         let mut it = s.split_whitespace();
         let tcp = it.next().unwrap_or_default().to_string();
-        let (mut name, mut host) = (None, None);
+        let (mut name, mut host, mut shm) = (None, None, None);
         for f in it {
             if let Some(v) = f.strip_prefix("unix=") {
                 name = Some(v.to_string());
             } else if let Some(v) = f.strip_prefix("host=") {
                 host = Some(v.to_string());
+            } else if let Some(v) = f.strip_prefix("shm=") {
+                shm = Some(v.to_string());
             }
         }
+        let unix = name.zip(host);
         Reach {
+            shm: shm.filter(|_| unix.is_some()),
             tcp,
-            unix: name.zip(host),
+            unix,
         }
     }
 
@@ -227,6 +238,32 @@ fn connect_unix(name: &str) -> std::io::Result<UnixStream> {
 #[cfg(not(target_os = "linux"))]
 fn connect_unix(_name: &str) -> std::io::Result<UnixStream> {
     Err(std::io::ErrorKind::Unsupported.into())
+}
+
+/// Map the arena of every rank of this host that published one (ours is
+/// `own`). Failing to map one is an error: a descriptor into it could not be
+/// read.
+fn open_arenas(me: usize, own: Arena, addrs: &[Reach], host: Option<&str>) -> Result<Shm, Error> {
+    let mut arenas: Vec<Option<Arc<Arena>>> = (0..addrs.len()).map(|_| None).collect();
+    arenas[me] = Some(Arc::new(own));
+    for (r, a) in addrs.iter().enumerate() {
+        if r == me || a.unix_on(host).is_none() {
+            continue;
+        }
+        if let Some(path) = &a.shm {
+            let arena = Arena::open(path).map_err(|e| {
+                Error::Io(std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "mapping rank {r}'s shared-memory arena: {e} \
+                         (MCAST_SHM_BYTES=0 turns shared memory off)"
+                    ),
+                ))
+            })?;
+            arenas[r] = Some(Arc::new(arena));
+        }
+    }
+    Ok(Shm::new(me, arenas))
 }
 
 /// Register with the rendezvous; returns (job id, address of every rank).
@@ -300,14 +337,35 @@ impl Net {
             Transport::Auto => bind_unix(job.rank),
             Transport::Tcp => None,
         };
+        // Our shared-memory arena, if we have Unix sockets and it is wanted.
+        let arena = match (&unix, cfg.shm_bytes) {
+            (Some(_), bytes) if bytes > 0 => match Arena::create(job.rank, bytes) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    tracing::warn!("no shared-memory arena, large payloads go inline: {e}");
+                    None
+                }
+            },
+            _ => None,
+        };
         let reach = Reach {
             tcp: data_addr.clone(),
             unix: unix.as_ref().map(|(_, n, h)| (n.clone(), h.clone())),
+            shm: arena.as_ref().map(|(_, p)| p.clone()),
         };
         let host = unix.as_ref().map(|(_, _, h)| h.clone());
         let unix_listener = unix.map(|(l, _, _)| l);
         let (job_id, addrs) = rendezvous(job, &reach.encode(), cfg.timeout)?;
         let addrs: Vec<Reach> = addrs.iter().map(|a| Reach::parse(a)).collect();
+        let shm = match arena {
+            Some((own, _)) => Some(Arc::new(open_arenas(
+                job.rank,
+                own,
+                &addrs,
+                host.as_deref(),
+            )?)),
+            None => None,
+        };
         let listeners = Listeners {
             tcp: listener,
             unix: unix_listener,
@@ -326,9 +384,14 @@ impl Net {
             ),
             writers: Mutex::new((0..job.size).map(|_| None).collect()),
             inbox: inbox.clone(),
+            shm,
         });
         // Connect on this thread; the tasks then wait for whoever drives.
-        let (links, writer_tasks) = rt.block_on(setup(cfg, job, listeners, addrs, sh.clone()))?;
+        let (links, writer_tasks) = rt.block_on(setup(cfg, job, listeners, &addrs, sh.clone()))?;
+        // Every peer opened every arena before its handshake with us.
+        if let Some(shm) = &sh.shm {
+            shm.unlink_own();
+        }
         let drive = Arc::new(Drive::new(rt, cfg.spin));
         let bg = drive.clone();
         let thread = std::thread::Builder::new()
@@ -348,6 +411,25 @@ impl Net {
             },
             job_id,
         ))
+    }
+
+    /// Packets this rank sent as shared-memory descriptors so far.
+    pub(crate) fn shm_sent(&self) -> u64 {
+        self.sh
+            .shm
+            .as_ref()
+            .map_or(0, |s| s.sent.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// The bytes of a message this rank originates: in its shared-memory
+    /// arena when that can serve (a large payload, room in the arena), so
+    /// receivers on this host read them in place; otherwise a plain copy.
+    pub(crate) fn payload(&self, data: &[u8]) -> Bytes {
+        self.sh
+            .shm
+            .as_ref()
+            .and_then(|s| s.copy_in(data))
+            .unwrap_or_else(|| Bytes::copy_from_slice(data))
     }
 
     /// Hand a request to the NI engine (on this thread), then let the
@@ -649,6 +731,8 @@ struct Shared {
     engine: Mutex<NiEngine>,
     writers: Mutex<Vec<Option<mpsc::UnboundedSender<Packet>>>>,
     inbox: Arc<Inbox>,
+    /// The host's shared-memory arenas (none without Unix sockets).
+    shm: Option<Arc<Shm>>,
 }
 
 /// Lock, ignoring poison (a panicked holder left the best state there is).
@@ -705,7 +789,7 @@ async fn setup(
     cfg: &Config,
     job: &JobEnv,
     listeners: Listeners,
-    addrs: Vec<Reach>,
+    addrs: &[Reach],
     sh: Arc<Shared>,
 ) -> Result<(Vec<Option<Link>>, Vec<tokio::task::JoinHandle<()>>), Error> {
     listeners.tcp.set_nonblocking(true)?;
@@ -720,7 +804,7 @@ async fn setup(
     let host = listeners.host.as_deref();
     let conns = tokio::time::timeout(
         cfg.timeout,
-        mesh(job, &listener, unix.as_ref(), host, &addrs),
+        mesh(job, &listener, unix.as_ref(), host, addrs),
     )
     .await
     .map_err(|_| Error::Timeout {
@@ -742,6 +826,13 @@ async fn setup(
     let mut writer_tasks = Vec::new();
     for (peer, conn) in conns.into_iter().enumerate() {
         let Some(conn) = conn else { continue };
+        // Descriptors go only to a Unix peer that mapped the host's arenas
+        // (it published one of its own); it may send us some in return.
+        let shm = match conn {
+            Conn::Unix(_) => sh.shm.clone(),
+            Conn::Tcp(_) => None,
+        };
+        let shm_out = shm.clone().filter(|_| addrs[peer].shm.is_some());
         let (rd, wr) = conn.split();
         let (tx, rx) = mpsc::unbounded_channel();
         lock(&sh.writers)[peer] = Some(tx);
@@ -763,11 +854,12 @@ async fn setup(
             rx,
             sh.inbox.clone(),
             (heartbeat, beat),
+            shm_out,
         )));
         // Silence for 90% of the bound declares the peer lost, leaving the
         // rest for waking the waiting call.
         let silence = cfg.failure_timeout.mul_f64(0.9);
-        tokio::spawn(reader(peer, rd, sh.clone(), silence));
+        tokio::spawn(reader(peer, rd, sh.clone(), silence, shm));
     }
     Ok((links, writer_tasks))
 }
@@ -799,6 +891,7 @@ async fn writer(
     mut rx: mpsc::UnboundedReceiver<Packet>,
     inbox: Arc<Inbox>,
     (heartbeat, beat): (Packet, Duration),
+    shm: Option<Arc<Shm>>,
 ) {
     let mut batch = Vec::with_capacity(WRITE_BATCH);
     let mut head = BytesMut::with_capacity(16 * 1024);
@@ -813,10 +906,19 @@ async fn writer(
         }
         let mut bye = false;
         for p in batch.drain(..) {
-            p.encode_head(&mut head);
-            chunks.push_back(head.split().freeze());
-            if !p.payload.is_empty() {
-                chunks.push_back(p.payload);
+            // A payload already in a host arena goes as a descriptor.
+            match shm.as_ref().and_then(|s| s.describe(&p.payload)) {
+                Some(d) => {
+                    p.encode_head_shm(&mut head, &d);
+                    chunks.push_back(head.split().freeze());
+                }
+                None => {
+                    p.encode_head(&mut head);
+                    chunks.push_back(head.split().freeze());
+                    if !p.payload.is_empty() {
+                        chunks.push_back(p.payload);
+                    }
+                }
             }
             bye |= p.header.kind == Kind::Bye;
         }
@@ -883,7 +985,13 @@ async fn read_payload<R: AsyncReadExt + Unpin>(
     }
 }
 
-async fn reader(peer: usize, rd: Rd, sh: Arc<Shared>, failure_timeout: Duration) {
+async fn reader(
+    peer: usize,
+    rd: Rd,
+    sh: Arc<Shared>,
+    failure_timeout: Duration,
+    shm: Option<Arc<Shm>>,
+) {
     let mut r = BufReader::with_capacity(READ_BUFFER, rd);
     let inbox = sh.inbox.clone();
     let lost = |f: ReadFail| {
@@ -911,8 +1019,8 @@ async fn reader(peer: usize, rd: Rd, sh: Arc<Shared>, failure_timeout: Duration)
             lost(f);
             return;
         }
-        let h = match Header::decode(&hb) {
-            Ok(h) => h,
+        let (mut h, flags) = match Header::decode_flagged(&hb) {
+            Ok(x) => x,
             Err(e) => return violation(format!("malformed header: {e}")),
         };
         if h.job != sh.job || h.source as usize != peer {
@@ -955,10 +1063,40 @@ async fn reader(peer: usize, rd: Rd, sh: Arc<Shared>, failure_timeout: Duration)
             }
             Kind::Bcast | Kind::Multicast | Kind::P2p => {}
         }
+        let payload = if flags == FLAG_SHM {
+            let opened = match &shm {
+                Some(s) => ShmDesc::decode(&payload)
+                    .map_err(|e| e.to_string())
+                    .and_then(|d| s.open_desc(&d)),
+                None => Err("a shared-memory descriptor on a link without one".into()),
+            };
+            match opened {
+                // The same bound `Header::decode` puts on inline payloads.
+                Ok(b)
+                    if h.offset
+                        .checked_add(b.len() as u64)
+                        .is_some_and(|e| e <= h.msg_len) =>
+                {
+                    h.payload_len = b.len() as u32;
+                    b
+                }
+                Ok(b) => {
+                    return violation(format!(
+                        "shared-memory payload of {} bytes at offset {} of a {}-byte message",
+                        b.len(),
+                        h.offset,
+                        h.msg_len
+                    ))
+                }
+                Err(e) => return violation(e),
+            }
+        } else {
+            payload.freeze()
+        };
         let packet = Packet {
             header: h,
             route,
-            payload: payload.freeze(),
+            payload,
         };
         let res = lock(&sh.engine).packet_in(peer, packet);
         if let Err(e) = res {
@@ -977,6 +1115,7 @@ mod tests {
         let both = Reach {
             tcp: "10.0.0.1:4000".into(),
             unix: Some(("mcast-1-2-3".into(), "boot-42".into())),
+            shm: Some("/dev/shm/mcast-1-2-3".into()),
         };
         assert_eq!(Reach::parse(&both.encode()), both);
         assert_eq!(both.unix_on(Some("boot-42")), Some("mcast-1-2-3"));
@@ -989,5 +1128,7 @@ mod tests {
         assert_eq!(Reach::parse("1.2.3.4:5 unix=x").unix, None);
         assert_eq!(Reach::parse("1.2.3.4:5 zzz host=h").unix, None);
         assert_eq!(Reach::parse("").tcp, "");
+        // An arena without a Unix socket is useless: dropped.
+        assert_eq!(Reach::parse("1.2.3.4:5 shm=/dev/shm/mcast-x").shm, None);
     }
 }

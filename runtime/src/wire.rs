@@ -10,7 +10,9 @@
 //!                       5 control (payload: a postcard `control::Control`),
 //!                       6 heartbeat (no route, no payload)
 //!   6  1   route_kind   0 none, 1 range, 2 list
-//!   7  1   flags        reserved, 0
+//!   7  1   flags        0, or FLAG_SHM (1): the payload is a 24-byte
+//!                       `ShmDesc` naming bytes in a shared-memory arena
+//!                       (Unix-domain links only; see `shm`)
 //!   8  4   job          job id (from the job token)
 //!  12  4   comm         communicator id (0 = world)
 //!  16  8   seq          collective sequence number (bcast, p2p) or the source's
@@ -52,7 +54,7 @@ use crate::algorithm::{TopoTree, TreeKind};
 /// Header magic.
 pub const MAGIC: [u8; 4] = *b"MCST";
 /// Data-plane format version.
-pub const WIRE_VERSION: u8 = 2;
+pub const WIRE_VERSION: u8 = 3;
 /// Size of the fixed header.
 pub const HEADER_LEN: usize = 64;
 /// Largest payload one packet may carry.
@@ -61,6 +63,59 @@ pub const MAX_PAYLOAD: usize = crate::config::MAX_PACKET_BYTES;
 pub const MAX_ROUTE: usize = 8 * 1024 * 1024;
 /// Largest k accepted on the wire.
 pub const MAX_K: usize = u16::MAX as usize;
+
+/// Header flag: the payload is a shared-memory descriptor.
+pub const FLAG_SHM: u8 = 1;
+
+/// A payload left in a shared-memory arena of the host: `len` bytes at
+/// offset `data` of rank `owner`'s arena, inside the slot at offset `slot`.
+/// Encoded as 24 bytes: u32 owner, u32 len, u64 slot, u64 data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShmDesc {
+    pub owner: u32,
+    pub len: u32,
+    pub slot: u64,
+    pub data: u64,
+}
+
+impl ShmDesc {
+    /// Encoded size.
+    pub const LEN: usize = 24;
+
+    pub fn encode(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[0..4].copy_from_slice(&self.owner.to_le_bytes());
+        b[4..8].copy_from_slice(&self.len.to_le_bytes());
+        b[8..16].copy_from_slice(&self.slot.to_le_bytes());
+        b[16..24].copy_from_slice(&self.data.to_le_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<ShmDesc, WireError> {
+        let b: &[u8; Self::LEN] = b.try_into().map_err(|_| {
+            WireError::Field(format!("shared-memory descriptor of {} bytes", b.len()))
+        })?;
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u64_at = |i: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(x)
+        };
+        let d = ShmDesc {
+            owner: u32_at(0),
+            len: u32_at(4),
+            slot: u64_at(8),
+            data: u64_at(16),
+        };
+        if d.len as usize > MAX_PAYLOAD {
+            return Err(WireError::Field(format!(
+                "shared-memory payload of {} bytes",
+                d.len
+            )));
+        }
+        Ok(d)
+    }
+}
 
 /// What a packet is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -204,6 +259,25 @@ impl Header {
     }
 
     /// Decode and validate a fixed header from the first [`HEADER_LEN`] bytes.
+    /// Decode a header that may carry [`FLAG_SHM`]; returns the flags too.
+    /// (`decode` itself accepts only flags 0.)
+    pub fn decode_flagged(b: &[u8]) -> Result<(Header, u8), WireError> {
+        if b.len() >= HEADER_LEN && b[7] == FLAG_SHM {
+            let mut copy = [0u8; HEADER_LEN];
+            copy.copy_from_slice(&b[..HEADER_LEN]);
+            copy[7] = 0;
+            let h = Header::decode(&copy)?;
+            if h.payload_len as usize != ShmDesc::LEN {
+                return Err(WireError::Field(format!(
+                    "shared-memory descriptor of {} bytes",
+                    h.payload_len
+                )));
+            }
+            return Ok((h, FLAG_SHM));
+        }
+        Header::decode(b).map(|h| (h, 0))
+    }
+
     pub fn decode(b: &[u8]) -> Result<Header, WireError> {
         if b.len() < HEADER_LEN {
             return Err(WireError::Truncated {
@@ -475,6 +549,20 @@ impl Packet {
         self.route.encode(out);
     }
 
+    /// Encode the packet with the descriptor `d` in place of its payload:
+    /// header (flagged), route, then the 24 descriptor bytes.
+    pub fn encode_head_shm(&self, out: &mut BytesMut, d: &ShmDesc) {
+        let start = out.len();
+        let mut h = self.header;
+        h.route_kind = self.route.kind_byte();
+        h.route_len = self.route.encoded_len() as u32;
+        h.payload_len = ShmDesc::LEN as u32;
+        h.encode(out);
+        out[start + 7] = FLAG_SHM;
+        self.route.encode(out);
+        out.extend_from_slice(&d.encode());
+    }
+
     /// Decode a whole packet from one contiguous buffer (used by tests and fuzzing;
     /// the TCP driver reads the three parts separately).
     pub fn decode(b: &Bytes) -> Result<Packet, WireError> {
@@ -521,6 +609,33 @@ mod tests {
             route,
             payload: Bytes::from_static(payload),
         }
+    }
+
+    #[test]
+    fn shared_memory_descriptors_round_trip_and_are_flagged() {
+        let p = sample(Route::None, &[0u8; 40]);
+        let d = ShmDesc {
+            owner: 2,
+            len: 40,
+            slot: 4096,
+            data: 4160,
+        };
+        let mut out = BytesMut::new();
+        p.encode_head_shm(&mut out, &d);
+        assert_eq!(out.len(), HEADER_LEN + ShmDesc::LEN);
+        assert_eq!(out[7], FLAG_SHM);
+        // The plain decoder refuses the flag; the flag-aware one takes it.
+        assert!(Header::decode(&out).is_err());
+        let (h, flags) = Header::decode_flagged(&out).unwrap();
+        assert_eq!((flags, h.payload_len as usize), (FLAG_SHM, ShmDesc::LEN));
+        assert_eq!(h.seq, 99);
+        assert_eq!(ShmDesc::decode(&out[HEADER_LEN..]).unwrap(), d);
+        assert!(ShmDesc::decode(&out[HEADER_LEN + 1..]).is_err());
+        let huge = ShmDesc { len: u32::MAX, ..d };
+        assert!(ShmDesc::decode(&huge.encode()).is_err());
+        // Any other flag value is refused by both.
+        out[7] = 2;
+        assert!(Header::decode_flagged(&out).is_err());
     }
 
     fn round_trip(p: &Packet) -> Packet {

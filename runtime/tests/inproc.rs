@@ -392,3 +392,59 @@ fn a_busy_host_does_not_stall_forwarding() {
         },
     );
 }
+
+/// Large payloads between ranks of one host go through the shared-memory
+/// arenas, also when an arena is too small for the traffic (then they go
+/// inline); either way every byte arrives, and no arena file is left behind.
+#[test]
+fn shared_memory_arenas_carry_large_payloads_and_leave_nothing_behind() {
+    let mine = |name: &str| name.starts_with(&format!("mcast-{}-", std::process::id()));
+    for arena in [64 << 20, 150_000, 0] {
+        run(
+            4,
+            move |c| {
+                c.shm_bytes = arena;
+                c.packet_bytes = 32 * 1024;
+            },
+            move |comm| {
+                for (i, len) in [1usize, 20_000, 100_000, 1 << 20, 3 << 20]
+                    .iter()
+                    .enumerate()
+                {
+                    let root = i % comm.size();
+                    let mut buf = if comm.rank() == root {
+                        pattern(i, *len)
+                    } else {
+                        vec![0; *len]
+                    };
+                    comm.bcast(root, &mut buf)?;
+                    assert_eq!(buf, pattern(i, *len), "arena {arena}, {len} bytes");
+                }
+                // A multicast of a large payload to a subset.
+                if comm.rank() == 1 {
+                    comm.multicast(&[0, 3], &pattern(99, 500_000))?;
+                } else if comm.rank() != 2 {
+                    let got = comm.recv_multicast()?;
+                    assert_eq!((got.source, &got.data[..]), (1, &pattern(99, 500_000)[..]));
+                }
+                let sent = comm.shm_packets_sent();
+                if arena == 0 {
+                    assert_eq!(sent, 0, "rank {}: no arena, no descriptors", comm.rank());
+                } else if comm.rank() == 0 {
+                    // Rank 0 was root of two large bcasts.
+                    assert!(sent > 0, "arena {arena}: rank 0 sent no descriptor");
+                }
+                comm.finalize()
+            },
+        );
+        let left: Vec<String> = std::fs::read_dir("/dev/shm")
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| mine(n))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "arena files left behind: {left:?}");
+    }
+}
