@@ -216,9 +216,27 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     };
     job.teardown();
     job.drain_output();
+    remove_arenas(job.ranks.iter().map(|r| r.pgid));
     drop(job);
     drop(signals);
     Ok(outcome)
+}
+
+/// Remove the shared-memory arenas (`/dev/shm/mcast-PID-...`) the ranks left
+/// behind. A rank unlinks its own as soon as its peers have it open, so
+/// only a rank that died during start-up leaves one.
+fn remove_arenas(pids: impl Iterator<Item = libc::pid_t>) {
+    let prefixes: Vec<String> = pids.map(|p| format!("mcast-{p}-")).collect();
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if prefixes.iter().any(|p| name.starts_with(p.as_str())) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// A started rank.
@@ -605,5 +623,25 @@ mod tests {
             error: io::Error::from(io::ErrorKind::NotFound),
         };
         assert_eq!(missing.exit_code(), 127);
+    }
+}
+
+#[cfg(test)]
+mod arena_tests {
+    use super::remove_arenas;
+
+    #[test]
+    fn leftover_arenas_of_the_job_are_removed_and_no_others() {
+        // Pids far above pid_max, so no real process owns these names.
+        let ours = "/dev/shm/mcast-2000000001-0-abc";
+        let other = "/dev/shm/mcast-2000000002-0-abc";
+        if std::fs::write(ours, b"x").is_err() {
+            return; // no /dev/shm on this machine: nothing to clean either
+        }
+        std::fs::write(other, b"x").unwrap();
+        remove_arenas([2000000001].into_iter());
+        assert!(!std::path::Path::new(ours).exists());
+        assert!(std::path::Path::new(other).exists());
+        std::fs::remove_file(other).unwrap();
     }
 }
