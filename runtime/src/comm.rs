@@ -18,6 +18,7 @@ use bytes::Bytes;
 use mcast_algorithms::ceil_log2;
 use serde::{de::DeserializeOwned, Serialize};
 
+use crate::algorithm::Medium;
 use crate::control::{Control, Fingerprint};
 use crate::engine::packet_count;
 use crate::inbox::{Inbox, Stall};
@@ -140,6 +141,12 @@ impl Comm {
         self.net.as_ref()?.links.get(peer).copied().flatten()
     }
 
+    /// What carries this job's packets (the same on every rank): shared
+    /// memory when every rank is on one host with an arena.
+    pub fn medium(&self) -> Medium {
+        self.net.as_ref().map_or(Medium::Network, |n| n.medium)
+    }
+
     /// How many packets this rank has sent to ranks of its host as
     /// shared-memory descriptors (their payload stayed in an arena; see
     /// `MCAST_SHM_BYTES`) rather than through a socket.
@@ -233,7 +240,7 @@ impl Comm {
             return Ok(());
         }
         let m = packet_count(buf.len(), self.cfg.packet_bytes);
-        let tree = algo.resolve(self.size, m, self.cfg.topology.as_ref())?;
+        let tree = algo.resolve_for(self.size, m, self.cfg.topology.as_ref(), self.medium())?;
         let fp = Fingerprint::bcast(root, buf.len(), tree);
         self.begin(seq, fp)?;
         let net = self.net()?;
@@ -339,10 +346,11 @@ impl Comm {
                 w[0]
             )));
         }
-        let tree = algo.resolve(
+        let tree = algo.resolve_for(
             chain.len() + 1,
             packet_count(data.len(), self.cfg.packet_bytes),
             self.cfg.topology.as_ref(),
+            self.medium(),
         )?;
         let seq = self.mcast_seq.get();
         let _span =

@@ -26,7 +26,7 @@ mod net;
 mod shm;
 pub mod wire;
 
-pub use algorithm::Algorithm;
+pub use algorithm::{Algorithm, Medium};
 pub use comm::{init, Comm, Link, Received};
 pub use config::{Config, Forwarding, Transport};
 pub use error::Error;

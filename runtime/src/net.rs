@@ -23,7 +23,7 @@ use std::net::{TcpListener as StdListener, TcpStream as StdStream, ToSocketAddrs
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::algorithm::TreeKind;
+use crate::algorithm::{Medium, TreeKind};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::{de::DeserializeOwned, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -85,6 +85,9 @@ impl std::fmt::Display for Link {
 pub(crate) struct Net {
     /// The link to every peer (`None` for this rank).
     pub(crate) links: Vec<Option<Link>>,
+    /// Shared memory when every rank of the job is on this host with an
+    /// arena (a fact of the address table, so every rank agrees).
+    pub(crate) medium: Medium,
     /// `ip:port` this rank accepts peer connections on.
     pub(crate) data_addr: String,
     sh: Arc<Shared>,
@@ -357,6 +360,15 @@ impl Net {
         let unix_listener = unix.map(|(l, _, _)| l);
         let (job_id, addrs) = rendezvous(job, &reach.encode(), cfg.timeout)?;
         let addrs: Vec<Reach> = addrs.iter().map(|a| Reach::parse(a)).collect();
+        let mine = host.as_deref();
+        let medium = if addrs
+            .iter()
+            .all(|a| a.unix_on(mine).is_some() && a.shm.is_some())
+        {
+            Medium::SharedMemory
+        } else {
+            Medium::Network
+        };
         let shm = match arena {
             Some((own, _)) => Some(Arc::new(open_arenas(
                 job.rank,
@@ -402,6 +414,7 @@ impl Net {
         Ok((
             Net {
                 links,
+                medium,
                 data_addr,
                 sh,
                 drive,

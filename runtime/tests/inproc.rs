@@ -331,6 +331,11 @@ fn same_host_peers_use_unix_sockets_unless_told_tcp() {
                     mcast::Transport::Auto => mcast::Link::Unix,
                     mcast::Transport::Tcp => mcast::Link::Tcp,
                 };
+                let medium = match transport {
+                    mcast::Transport::Auto => mcast::Medium::SharedMemory,
+                    mcast::Transport::Tcp => mcast::Medium::Network,
+                };
+                assert_eq!(comm.medium(), medium);
                 for peer in 0..comm.size() {
                     let got = comm.link_to(peer);
                     let expect = (peer != comm.rank()).then_some(want);
