@@ -453,3 +453,31 @@ fn shared_memory_arenas_carry_large_payloads_and_leave_nothing_behind() {
         assert!(left.is_empty(), "arena files left behind: {left:?}");
     }
 }
+
+/// A program may call mcast from inside its own tokio runtime (a blocking
+/// call, like any blocking I/O there): the NI is then driven from a helper
+/// thread instead of the caller's.
+#[test]
+fn calls_from_inside_a_tokio_runtime_work() {
+    run(
+        3,
+        |_| {},
+        |comm| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async {
+                let mut buf = if comm.rank() == 2 {
+                    pattern(5, 300_000)
+                } else {
+                    vec![0; 300_000]
+                };
+                comm.bcast(2, &mut buf)?;
+                assert_eq!(buf, pattern(5, 300_000));
+                comm.barrier()
+            })?;
+            comm.finalize()
+        },
+    );
+}
