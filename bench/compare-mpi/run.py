@@ -349,7 +349,7 @@ def main():
                 for r in rep["results"]:
                     runs.append(dict(impl=impl, ranks=n, round=rnd, size=r["size"],
                                      avg_us=r["avg_us"], min_us=r["min_us"], max_us=r["max_us"],
-                                     iterations=r["iterations"]))
+                                     iterations=r["iterations"], depth=r.get("depth")))
     t_end = time.monotonic()
 
     # Both programs must have run the same iteration counts at every size.
@@ -381,7 +381,11 @@ def main():
                 row[f"{impl}_us"] = row[f"{impl}_avg_us"]
                 row[f"{impl}_rounds_us"] = " ".join(f"{c['avg_us']:.2f}" for c in sorted(cell, key=lambda c: c["round"]))
             row["ratio"] = round(row["mcast_us"] / row["ompi_us"], 3)
-            row["depth"] = depth(n, s, packet)
+            # mcbench reports the depth of the tree it used (shared memory
+            # makes `auto` pick the binomial tree); older ones did not.
+            reported = [r.get("depth") for r in runs
+                        if (r["impl"], r["ranks"], r["size"]) == ("mcast", n, s) and r.get("depth")]
+            row["depth"] = reported[0] if reported else depth(n, s, packet)
             small = s < LARGE_MESSAGE
             for impl in IMPLS:
                 row[f"{impl}_x_depth_floor"] = round(row[f"{impl}_us"] / (row["depth"] * floor), 2) if small else ""
@@ -442,7 +446,8 @@ def main():
              f"Latency in µs (average over ranks; median over rounds). ratio = mcast / Open MPI "
              f"(above 1: mcast slower). ×floor = latency / (depth × {floor:.2f} µs unpinned floor), "
              f"for messages below {LARGE_MESSAGE} B; depth = steps of mcast's tree "
-             f"(optimal k-binomial; ⌈log2 N⌉ for one packet).", ""]
+             f"(as mcbench reports it: `auto` takes the binomial tree when every rank shares "
+             f"one host's memory, else the optimal k-binomial tree; ⌈log2 N⌉ for one packet).", ""]
     for n in ranks:
         lines += [f"### {n} ranks", "",
                   "| size | mcast µs | Open MPI µs | ratio | depth | mcast ×floor | Open MPI ×floor |",

@@ -79,6 +79,9 @@ struct Row {
     min_us: f64,
     max_us: f64,
     iterations: usize,
+    /// Steps of the tree the algorithm resolved to (levels below the
+    /// root), when it is a chain tree.
+    depth: Option<usize>,
 }
 
 #[derive(Serialize, Debug)]
@@ -89,6 +92,8 @@ struct Report {
     algorithm: String,
     forwarding: String,
     packet_bytes: usize,
+    /// `network` or `shared-memory` (see `mcast::Medium`).
+    medium: String,
     results: Vec<Row>,
 }
 
@@ -143,6 +148,25 @@ fn check(buf: &[u8], size: usize, iter: usize) -> Option<usize> {
         .zip(p.iter())
         .position(|(a, b)| a != b)
         .map(|at| bad * 256 + at)
+}
+
+/// Levels of the chain tree `algo` resolves to for a `size`-byte bcast on
+/// this communicator (`None` for a topology-aware tree).
+fn tree_depth(comm: &Comm, algo: Algorithm, size: usize) -> Option<usize> {
+    let n = comm.size();
+    let m = size.div_ceil(comm.config().packet_bytes).max(1);
+    let tree = algo
+        .resolve_for(n, m, comm.config().topology.as_ref(), comm.medium())
+        .ok()?;
+    match tree {
+        mcast::algorithm::TreeKind::Chain(mcast_algorithms::Shape::Flat) => {
+            Some(usize::from(n > 1))
+        }
+        mcast::algorithm::TreeKind::Chain(mcast_algorithms::Shape::KBinomial { k }) => {
+            Some(mcast_algorithms::l1(n, k))
+        }
+        mcast::algorithm::TreeKind::Topo(_) => None,
+    }
 }
 
 fn self_launch(n: usize) -> Result<ExitCode> {
@@ -266,6 +290,7 @@ fn run(args: Args) -> Result<()> {
                 min_us: min,
                 max_us: max,
                 iterations: iters,
+                depth: tree_depth(&comm, args.algo, size),
             });
         }
         if let Some(b) = &bar {
@@ -283,6 +308,10 @@ fn run(args: Args) -> Result<()> {
             algorithm: args.algo.to_string(),
             forwarding: comm.config().forwarding.to_string(),
             packet_bytes: comm.config().packet_bytes,
+            medium: match comm.medium() {
+                mcast::Medium::Network => "network".into(),
+                mcast::Medium::SharedMemory => "shared-memory".into(),
+            },
             results: rows,
         };
         if args.json {
