@@ -14,8 +14,11 @@
 //! schemes and the two-pass MIN multicast; `mcsim model min` is the MIN
 //! paper's throughput model ([`mcast_algorithms::min::model`]).
 
+pub mod cost;
 pub mod model_sci;
 pub mod plan_json;
 pub mod plan_mesh;
 pub mod plan_path;
+pub mod sim;
+pub mod switch;
 pub mod unitstep;

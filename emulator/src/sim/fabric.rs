@@ -1,0 +1,92 @@
+//! Fabric specs for the simulator: the `mcsim plan` grammar (torus, mesh,
+//! hypercube, irregular) plus `crossbar:N` (one switch, N hosts).
+//! `min:N` is recognised but not simulated yet.
+
+use std::sync::Arc;
+
+use mcast_algorithms::irregular::{Fabric, IrregularSpec};
+use mcast_algorithms::topo::Topology;
+
+use super::SimError;
+use crate::switch::routing::{CrossbarRouting, DirectRouting, IrregularRouting};
+use crate::switch::Routing;
+
+/// A parsed fabric.
+#[derive(Clone)]
+pub enum SimFabric {
+    /// Torus, mesh or hypercube.
+    Direct(Arc<DirectRouting>),
+    /// Irregular network.
+    Irregular(Arc<IrregularRouting>),
+    /// One switch.
+    Crossbar(Arc<CrossbarRouting>),
+}
+
+impl std::fmt::Debug for SimFabric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimFabric::Direct(d) => write!(f, "Direct({})", d.topology()),
+            SimFabric::Irregular(_) => write!(f, "Irregular"),
+            SimFabric::Crossbar(c) => write!(f, "{c:?}"),
+        }
+    }
+}
+
+impl SimFabric {
+    /// Parse a spec; `dateline` is the cost model's knob.
+    ///
+    /// # Errors
+    /// [`SimError::Input`].
+    pub fn parse(text: &str, dateline: bool) -> Result<SimFabric, SimError> {
+        let t = text.trim();
+        let bad = |e: String| SimError::Input(format!("bad fabric `{t}`: {e}"));
+        if let Some(n) = t.strip_prefix("crossbar:") {
+            let n: usize = n
+                .parse()
+                .map_err(|_| bad("crossbar:N needs a number of hosts".into()))?;
+            if !(2..=4096).contains(&n) {
+                return Err(bad("crossbar:N needs 2 <= N <= 4096".into()));
+            }
+            return Ok(SimFabric::Crossbar(Arc::new(CrossbarRouting::new(n))));
+        }
+        if t.starts_with("min:") || t == "min" {
+            return Err(SimError::Input(format!(
+                "`{t}`: MIN fabrics are planned by `mcsim plan` but not simulated yet"
+            )));
+        }
+        if t == "irregular" || t.starts_with("irregular:") {
+            let spec: IrregularSpec = t.parse().map_err(|e| bad(format!("{e}")))?;
+            spec.validate().map_err(|e| bad(format!("{e}")))?;
+            let fabric = Fabric::from_spec(&spec).map_err(|e| bad(format!("{e}")))?;
+            return Ok(SimFabric::Irregular(Arc::new(IrregularRouting::new(
+                fabric,
+            ))));
+        }
+        let topo: Topology = t.parse().map_err(|e| bad(format!("{e}")))?;
+        Ok(SimFabric::Direct(Arc::new(DirectRouting::new(
+            topo, dateline,
+        ))))
+    }
+
+    /// The routing function.
+    pub fn routing(&self) -> Arc<dyn Routing> {
+        match self {
+            SimFabric::Direct(d) => d.clone(),
+            SimFabric::Irregular(i) => i.clone(),
+            SimFabric::Crossbar(c) => c.clone(),
+        }
+    }
+
+    /// The direct topology, if any.
+    pub fn topology(&self) -> Option<&Topology> {
+        match self {
+            SimFabric::Direct(d) => Some(d.topology()),
+            _ => None,
+        }
+    }
+
+    /// Number of hosts.
+    pub fn nodes(&self) -> usize {
+        self.routing().nodes()
+    }
+}

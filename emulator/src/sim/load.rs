@@ -1,0 +1,1 @@
+//! Load sweeps (`mcsim load`).

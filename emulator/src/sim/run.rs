@@ -1,0 +1,1 @@
+//! Single multicasts (`mcsim run`).

@@ -1,0 +1,515 @@
+//! The sans-IO switch engine: one [`SwitchEngine`] per emulated switch.
+//!
+//! # Model
+//! Input-buffered, cut-through, at **packet-train granularity** (virtual
+//! cut-through): every input port has `vcs` virtual-channel FIFOs of
+//! `buf` flits; a packet's head is routed `t_r` cycles after it reaches the
+//! front of its FIFO (the routing of the next head overlaps the previous
+//! tail); an output port sends one packet at a time and holds its link for
+//! `ser = ceil(L/b)` cycles; a packet may start on an output VC only when
+//! that downstream VC buffer has credits for the whole packet. Credits for a
+//! packet go back upstream when its tail has left the buffer.
+//!
+//! **Replication** is asynchronous (digest 000 §2.3): the routing function
+//! may return several branches; each branch waits for its own output port
+//! and VC, independently of the others, so a blocked branch does not stall
+//! the rest. The packet's chunk counter is its number of unsent branches;
+//! the buffer space is freed (and credits returned) when the last branch
+//! has read the tail.
+//!
+//! **VC classes**: the routing function names a class per branch; the
+//! engine maps class `c` of `C` to the VCs `[c·V/C, (c+1)·V/C)`. Tori with
+//! the dateline have two classes (p before the wrap; h or l after it, digest
+//! 004 §3.2–3.3); other fabrics one.
+//!
+//! # Events and actions
+//! Events in: [`SwitchEngine::packet_in`] (a head arrived on port p, VC v,
+//! at virtual time t), [`SwitchEngine::credit_in`] (credits returned for an
+//! output VC), [`SwitchEngine::timer`] (a timer the engine asked for).
+//! Actions out ([`SwAction`]): send on a port and VC at a time (the driver
+//! adds the link delay), deliver to a host port at a time, return credits
+//! upstream on an input port, arm a timer, drop a packet whose header does
+//! not route. The discrete-event simulator ([`crate::sim`]) runs these
+//! engines in one process; a socket driver can run the same engines with
+//! timestamps carried in the packets.
+
+pub mod routing;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+pub use routing::{Header, Link, Out, RouteError, Routing};
+
+/// Virtual time in cycles.
+pub type Time = u64;
+
+/// A packet in the fabric.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet {
+    /// The driver's identifier (copies of a replicated packet keep it).
+    pub id: u64,
+    /// Where it goes.
+    pub header: Header,
+}
+
+/// The engine's timing parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SwitchParams {
+    /// Head delay through the switch (routing + crossbar), t_r.
+    pub t_r: Time,
+    /// Cycles a packet holds a link, ceil(L/b).
+    pub ser: Time,
+    /// Flits per packet (L).
+    pub flits: u32,
+    /// Flits per VC buffer.
+    pub buf: u32,
+    /// VCs per port.
+    pub vcs: u16,
+}
+
+/// What the engine asks its driver to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SwAction {
+    /// The head of `packet` leaves on `port`, output VC `vc`, at `at`; the
+    /// tail follows `ser` cycles later.
+    Send {
+        /// Output port.
+        port: u16,
+        /// Downstream VC.
+        vc: u16,
+        /// Departure of the head.
+        at: Time,
+        /// The copy.
+        packet: Packet,
+    },
+    /// The head of `packet` leaves for the host on `port` at `at`.
+    Deliver {
+        /// Host port.
+        port: u16,
+        /// Departure of the head.
+        at: Time,
+        /// The copy.
+        packet: Packet,
+    },
+    /// `flits` credits for input `port`, VC `vc` go upstream at `at`.
+    Credit {
+        /// Input port.
+        port: u16,
+        /// Its VC.
+        vc: u16,
+        /// Credits.
+        flits: u32,
+        /// When the tail left.
+        at: Time,
+    },
+    /// Call [`SwitchEngine::timer`] with `token` at `at`.
+    Timer {
+        /// When.
+        at: Time,
+        /// What.
+        token: u32,
+    },
+    /// The header could not be routed; the packet is dropped.
+    Drop {
+        /// The packet.
+        packet: Packet,
+        /// Why.
+        error: RouteError,
+    },
+}
+
+#[derive(Debug)]
+struct BranchState {
+    out: Out,
+    granted: bool,
+}
+
+#[derive(Debug)]
+struct Slot {
+    packet: Packet,
+    arrived: Time,
+    branches: Vec<BranchState>,
+    pending: u16,
+    tail_free: Time,
+}
+
+#[derive(Debug, Default)]
+struct InputVc {
+    queue: VecDeque<Slot>,
+    /// The front slot has been routed (its branches wait at outputs).
+    routed: bool,
+    /// The front slot's RouteDone timer is armed.
+    armed: bool,
+    /// Earliest time the next head may be routed (the previous tail).
+    busy_until: Time,
+}
+
+#[derive(Debug)]
+struct OutputPort {
+    link: Link,
+    link_free: Time,
+    credits: Vec<u32>,
+    /// Waiting branches: (input VC index, branch index).
+    waiters: VecDeque<(u32, u16)>,
+    retry_armed: bool,
+    next_vc: u16,
+}
+
+/// A blocked channel, for the deadlock report.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Blocked {
+    /// The switch.
+    pub switch: usize,
+    /// The input port.
+    pub in_port: u16,
+    /// The input VC.
+    pub in_vc: u16,
+    /// The output port the head waits for.
+    pub out_port: u16,
+    /// The VC class it needs there.
+    pub class: u8,
+}
+
+const TOKEN_RETRY: u32 = 1 << 31;
+
+/// One switch.
+pub struct SwitchEngine {
+    id: usize,
+    routing: Arc<dyn Routing>,
+    p: SwitchParams,
+    classes: u16,
+    inputs: Vec<InputVc>,
+    outputs: Vec<OutputPort>,
+    actions: VecDeque<SwAction>,
+    scratch: Vec<Out>,
+}
+
+impl std::fmt::Debug for SwitchEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwitchEngine")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl SwitchEngine {
+    /// Switch `id` of `routing`'s fabric.
+    pub fn new(id: usize, routing: Arc<dyn Routing>, p: SwitchParams) -> SwitchEngine {
+        let ports = routing.ports();
+        let classes = routing.vc_classes().max(1) as u16;
+        let outputs = (0..ports)
+            .map(|port| {
+                let link = routing.link(id, port);
+                OutputPort {
+                    link,
+                    link_free: 0,
+                    credits: vec![p.buf; p.vcs as usize],
+                    waiters: VecDeque::new(),
+                    retry_armed: false,
+                    next_vc: 0,
+                }
+            })
+            .collect();
+        SwitchEngine {
+            id,
+            routing,
+            p,
+            classes,
+            inputs: (0..ports * p.vcs as usize)
+                .map(|_| InputVc::default())
+                .collect(),
+            outputs,
+            actions: VecDeque::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The next action, if any.
+    pub fn poll_action(&mut self) -> Option<SwAction> {
+        self.actions.pop_front()
+    }
+
+    /// The VC range of class `c`.
+    fn class_range(&self, c: u8) -> (u16, u16) {
+        let v = self.p.vcs;
+        let c = u16::from(c).min(self.classes - 1);
+        (c * v / self.classes, (c + 1) * v / self.classes)
+    }
+
+    /// A head arrived on input `port`, VC `vc`, at `now`.
+    pub fn packet_in(&mut self, now: Time, port: u16, vc: u16, packet: Packet) {
+        let idx = port as usize * self.p.vcs as usize + vc as usize;
+        let Some(input) = self.inputs.get_mut(idx) else {
+            self.actions.push_back(SwAction::Drop {
+                packet,
+                error: RouteError::BadPort(port as usize),
+            });
+            return;
+        };
+        input.queue.push_back(Slot {
+            packet,
+            arrived: now,
+            branches: Vec::new(),
+            pending: 0,
+            tail_free: 0,
+        });
+        if input.queue.len() == 1 {
+            self.arm_route(idx, now);
+        }
+    }
+
+    fn arm_route(&mut self, idx: usize, now: Time) {
+        let t_r = self.p.t_r;
+        let input = &mut self.inputs[idx];
+        let Some(front) = input.queue.front() else {
+            return;
+        };
+        let at = (front.arrived + t_r).max(input.busy_until).max(now);
+        input.armed = true;
+        if at == now {
+            self.route(idx, now);
+        } else {
+            self.actions.push_back(SwAction::Timer {
+                at,
+                token: idx as u32,
+            });
+        }
+    }
+
+    /// Credits for output `port`, VC `vc` came back.
+    pub fn credit_in(&mut self, now: Time, port: u16, vc: u16, flits: u32) {
+        if let Some(o) = self.outputs.get_mut(port as usize) {
+            if let Some(c) = o.credits.get_mut(vc as usize) {
+                *c = c.saturating_add(flits).min(self.p.buf);
+                self.try_output(port as usize, now);
+            }
+        }
+    }
+
+    /// A timer fired.
+    pub fn timer(&mut self, now: Time, token: u32) {
+        if token & TOKEN_RETRY != 0 {
+            let port = (token & !TOKEN_RETRY) as usize;
+            if let Some(o) = self.outputs.get_mut(port) {
+                o.retry_armed = false;
+                self.try_output(port, now);
+            }
+        } else if (token as usize) < self.inputs.len() {
+            self.route(token as usize, now);
+        }
+    }
+
+    fn route(&mut self, idx: usize, now: Time) {
+        let vcs = self.p.vcs as usize;
+        let in_port = idx / vcs;
+        let input = &mut self.inputs[idx];
+        input.armed = false;
+        if input.routed {
+            return;
+        }
+        let Some(front) = input.queue.front_mut() else {
+            return;
+        };
+        self.scratch.clear();
+        let r = self
+            .routing
+            .route(self.id, in_port, &front.packet.header, &mut self.scratch);
+        let r = r.and({
+            if self.scratch.is_empty() {
+                Err(RouteError::NoOutput)
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(error) = r {
+            let slot = input.queue.pop_front().expect("front exists");
+            self.actions.push_back(SwAction::Drop {
+                packet: slot.packet,
+                error,
+            });
+            self.actions.push_back(SwAction::Credit {
+                port: in_port as u16,
+                vc: (idx % vcs) as u16,
+                flits: self.p.flits,
+                at: now,
+            });
+            input.busy_until = now;
+            self.arm_route(idx, now);
+            return;
+        }
+        input.routed = true;
+        front.pending = self.scratch.len() as u16;
+        front.tail_free = now;
+        front.branches = self
+            .scratch
+            .drain(..)
+            .map(|out| BranchState {
+                out,
+                granted: false,
+            })
+            .collect();
+        let ports: Vec<(usize, u16)> = front
+            .branches
+            .iter()
+            .enumerate()
+            .map(|(b, s)| (s.out.port as usize, b as u16))
+            .collect();
+        for &(port, b) in &ports {
+            match self.outputs.get_mut(port) {
+                Some(o) => o.waiters.push_back((idx as u32, b)),
+                None => {
+                    // Cannot happen with a well-formed routing function;
+                    // treat the branch as sent to nowhere.
+                    self.grant_none(idx, b, now);
+                }
+            }
+        }
+        for (port, _) in ports {
+            if port < self.outputs.len() {
+                self.try_output(port, now);
+            }
+        }
+    }
+
+    fn grant_none(&mut self, idx: usize, b: u16, now: Time) {
+        let front = self.inputs[idx].queue.front_mut().expect("routed front");
+        front.branches[b as usize].granted = true;
+        front.pending -= 1;
+        if front.pending == 0 {
+            self.finish(idx, now);
+        }
+    }
+
+    /// The front packet of input `idx` has sent its last branch: free it.
+    fn finish(&mut self, idx: usize, now: Time) {
+        let vcs = self.p.vcs as usize;
+        let input = &mut self.inputs[idx];
+        let slot = input.queue.pop_front().expect("front exists");
+        input.routed = false;
+        input.busy_until = slot.tail_free;
+        self.actions.push_back(SwAction::Credit {
+            port: (idx / vcs) as u16,
+            vc: (idx % vcs) as u16,
+            flits: self.p.flits,
+            at: slot.tail_free,
+        });
+        if !self.inputs[idx].queue.is_empty() {
+            self.arm_route(idx, now);
+        }
+    }
+
+    fn try_output(&mut self, port: usize, now: Time) {
+        loop {
+            let o = &mut self.outputs[port];
+            if o.waiters.is_empty() {
+                return;
+            }
+            if o.link_free > now {
+                if !o.retry_armed {
+                    o.retry_armed = true;
+                    let at = o.link_free;
+                    self.actions.push_back(SwAction::Timer {
+                        at,
+                        token: TOKEN_RETRY | port as u32,
+                    });
+                }
+                return;
+            }
+            // The first waiter with a free VC of its class.
+            let host = matches!(o.link, Link::Host(_));
+            let mut pick = None;
+            for (w, &(idx, b)) in self.outputs[port].waiters.iter().enumerate() {
+                let slot = self.inputs[idx as usize]
+                    .queue
+                    .front()
+                    .expect("waiters have a routed front");
+                let class = slot.branches[b as usize].out.class;
+                if host {
+                    pick = Some((w, 0u16));
+                    break;
+                }
+                let (lo, hi) = self.class_range(class);
+                let o = &self.outputs[port];
+                let span = hi - lo;
+                let start = o.next_vc % span.max(1);
+                if let Some(v) = (0..span)
+                    .map(|i| lo + (start + i) % span)
+                    .find(|&v| o.credits[v as usize] >= self.p.flits)
+                {
+                    pick = Some((w, v));
+                    break;
+                }
+            }
+            let Some((w, vc)) = pick else {
+                return;
+            };
+            let (idx, b) = self.outputs[port].waiters.remove(w).expect("picked waiter");
+            let ser = self.p.ser;
+            let o = &mut self.outputs[port];
+            o.link_free = now + ser;
+            o.next_vc = o.next_vc.wrapping_add(1);
+            if !host {
+                o.credits[vc as usize] -= self.p.flits;
+            }
+            let slot = self.inputs[idx as usize]
+                .queue
+                .front_mut()
+                .expect("routed front");
+            let br = &mut slot.branches[b as usize];
+            br.granted = true;
+            let header = std::mem::replace(&mut br.out.header, Header::Consumed);
+            let packet = Packet {
+                id: slot.packet.id,
+                header,
+            };
+            slot.pending -= 1;
+            slot.tail_free = slot.tail_free.max(now + ser);
+            let done = slot.pending == 0;
+            self.actions.push_back(if host {
+                SwAction::Deliver {
+                    port: port as u16,
+                    at: now,
+                    packet,
+                }
+            } else {
+                SwAction::Send {
+                    port: port as u16,
+                    vc,
+                    at: now,
+                    packet,
+                }
+            });
+            if done {
+                self.finish(idx as usize, now);
+            }
+        }
+    }
+
+    /// Every input VC whose routed head still waits for an output.
+    pub fn blocked(&self) -> Vec<Blocked> {
+        let vcs = self.p.vcs as usize;
+        let mut out = Vec::new();
+        for (idx, input) in self.inputs.iter().enumerate() {
+            if !input.routed {
+                continue;
+            }
+            if let Some(front) = input.queue.front() {
+                for b in front.branches.iter().filter(|b| !b.granted) {
+                    out.push(Blocked {
+                        switch: self.id,
+                        in_port: (idx / vcs) as u16,
+                        in_vc: (idx % vcs) as u16,
+                        out_port: b.out.port,
+                        class: b.out.class,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Packets buffered in this switch.
+    pub fn buffered(&self) -> usize {
+        self.inputs.iter().map(|i| i.queue.len()).sum()
+    }
+}

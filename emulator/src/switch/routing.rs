@@ -1,0 +1,380 @@
+//! Routing functions of the emulated fabrics, for [`super::SwitchEngine`].
+//!
+//! * [`DirectRouting`]: tori (UTR/BTR with the dateline VC classes), meshes
+//!   and hypercubes (e-cube). One switch per node; port 0 is the host, port
+//!   `1 + 2d` leaves along dimension `d` in the + direction, `2 + 2d` in the
+//!   − direction. Unicast routing uses
+//!   [`mcast_algorithms::topo::Topology::first_channel`] hop by hop, so the
+//!   VC class (p, or h/l) is the thesis's.
+//! * [`IrregularRouting`]: irregular networks with up*/down* routing; every
+//!   header kind (unicast, SSR, multi-drop, bit-string) is decoded by
+//!   [`mcast_algorithms::irregular::Fabric::decide`], which also does the
+//!   replication and the header rewriting.
+//! * [`CrossbarRouting`]: one switch with `n` host ports (the unit-step
+//!   model's contention-free fabric).
+
+use mcast_algorithms::irregular::{self, Fabric, PortConn, RouteHeader, UnicastHeader};
+use mcast_algorithms::topo::{Dir, Kind, Links, Topology, Vc};
+
+/// Where a switch port leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// Nothing.
+    Open,
+    /// A host (node id).
+    Host(usize),
+    /// Input `port` of switch `switch`.
+    Switch {
+        /// The peer switch.
+        switch: usize,
+        /// Its input port.
+        port: usize,
+    },
+}
+
+/// A packet's route header as the switches see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Header {
+    /// Unicast to a node.
+    Unicast {
+        /// The destination node.
+        dest: u32,
+    },
+    /// An irregular-network header (unicast, SSR, multi-drop, bit-string).
+    Irregular(Box<RouteHeader>),
+    /// Placeholder left in a branch whose copy has left.
+    Consumed,
+}
+
+/// One branch of a routing decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Out {
+    /// The output port.
+    pub port: u16,
+    /// The VC class.
+    pub class: u8,
+    /// The header the copy carries.
+    pub header: Header,
+}
+
+/// Why a header does not route.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    /// No such input port.
+    #[error("no input port {0}")]
+    BadPort(usize),
+    /// The destination does not exist.
+    #[error("destination {0} is not a node of the fabric")]
+    BadDest(u64),
+    /// This fabric cannot route this header kind.
+    #[error("header kind not routable on this fabric")]
+    Unsupported,
+    /// The routing function produced no output.
+    #[error("the header routes nowhere")]
+    NoOutput,
+    /// An irregular switch refused the header.
+    #[error("switch: {0}")]
+    Switch(#[from] irregular::SwitchError),
+}
+
+/// A fabric's routing function and wiring.
+pub trait Routing: Send + Sync {
+    /// Number of switches.
+    fn switches(&self) -> usize;
+    /// Ports per switch.
+    fn ports(&self) -> usize;
+    /// Number of hosts.
+    fn nodes(&self) -> usize;
+    /// VC classes the routing function uses.
+    fn vc_classes(&self) -> usize;
+    /// Where port `port` of switch `switch` leads.
+    fn link(&self, switch: usize, port: usize) -> Link;
+    /// The switch and port host `node` is attached to.
+    fn attach(&self, node: usize) -> (usize, usize);
+    /// Route `header` arriving at `switch` on `in_port`: push the branches.
+    ///
+    /// # Errors
+    /// [`RouteError`].
+    fn route(
+        &self,
+        switch: usize,
+        in_port: usize,
+        header: &Header,
+        out: &mut Vec<Out>,
+    ) -> Result<(), RouteError>;
+    /// Switches a unicast from `from` to `to` traverses (for the zero-load
+    /// formula); `None` if unknown.
+    fn switch_hops(&self, from: usize, to: usize) -> Option<usize>;
+}
+
+/// Tori, meshes and hypercubes.
+#[derive(Debug, Clone)]
+pub struct DirectRouting {
+    topo: Topology,
+    dateline: bool,
+}
+
+impl DirectRouting {
+    /// `dateline = false` puts every VC in one class (tori may deadlock).
+    pub fn new(topo: Topology, dateline: bool) -> DirectRouting {
+        DirectRouting { topo, dateline }
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    fn port_of(dim: usize, dir: Dir) -> usize {
+        1 + 2 * dim + usize::from(dir == Dir::Minus)
+    }
+}
+
+impl Routing for DirectRouting {
+    fn switches(&self) -> usize {
+        self.topo.nodes()
+    }
+    fn ports(&self) -> usize {
+        1 + 2 * self.topo.dims()
+    }
+    fn nodes(&self) -> usize {
+        self.topo.nodes()
+    }
+    fn vc_classes(&self) -> usize {
+        if self.topo.is_torus() && self.dateline {
+            2
+        } else {
+            1
+        }
+    }
+    fn link(&self, switch: usize, port: usize) -> Link {
+        if port == 0 {
+            return Link::Host(switch);
+        }
+        let dim = (port - 1) / 2;
+        let dir = if (port - 1).is_multiple_of(2) {
+            Dir::Plus
+        } else {
+            Dir::Minus
+        };
+        match self.topo.neighbour(switch, dim, dir) {
+            Ok(Some(peer)) => {
+                let back = if dir == Dir::Plus {
+                    Dir::Minus
+                } else {
+                    Dir::Plus
+                };
+                Link::Switch {
+                    switch: peer,
+                    port: Self::port_of(dim, back),
+                }
+            }
+            _ => Link::Open,
+        }
+    }
+    fn attach(&self, node: usize) -> (usize, usize) {
+        (node, 0)
+    }
+    fn route(
+        &self,
+        switch: usize,
+        _in_port: usize,
+        header: &Header,
+        out: &mut Vec<Out>,
+    ) -> Result<(), RouteError> {
+        let Header::Unicast { dest } = header else {
+            return Err(RouteError::Unsupported);
+        };
+        let dest = *dest as usize;
+        let ch = self
+            .topo
+            .first_channel(switch, dest)
+            .map_err(|_| RouteError::BadDest(dest as u64))?;
+        match ch {
+            None => out.push(Out {
+                port: 0,
+                class: 0,
+                header: header.clone(),
+            }),
+            Some(c) => {
+                let class = match (self.dateline, c.vc) {
+                    (true, Vc::H | Vc::L) => 1,
+                    _ => 0,
+                };
+                out.push(Out {
+                    port: Self::port_of(c.dim, c.dir) as u16,
+                    class,
+                    header: header.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+    fn switch_hops(&self, from: usize, to: usize) -> Option<usize> {
+        self.topo.distance(from, to).ok().map(|d| d + 1)
+    }
+}
+
+/// Is this a torus (for reports)?
+pub fn torus_links(topo: &Topology) -> Option<Links> {
+    match topo.kind() {
+        Kind::Torus(l) => Some(l),
+        _ => None,
+    }
+}
+
+/// Irregular networks (up*/down*).
+#[derive(Debug)]
+pub struct IrregularRouting {
+    fabric: Fabric,
+}
+
+impl IrregularRouting {
+    /// Wrap a fabric.
+    pub fn new(fabric: Fabric) -> IrregularRouting {
+        IrregularRouting { fabric }
+    }
+
+    /// The fabric.
+    pub fn fabric(&self) -> &Fabric {
+        &self.fabric
+    }
+}
+
+impl Routing for IrregularRouting {
+    fn switches(&self) -> usize {
+        self.fabric.topology().switch_count()
+    }
+    fn ports(&self) -> usize {
+        self.fabric.topology().ports_per_switch()
+    }
+    fn nodes(&self) -> usize {
+        self.fabric.topology().node_count()
+    }
+    fn vc_classes(&self) -> usize {
+        1
+    }
+    fn link(&self, switch: usize, port: usize) -> Link {
+        match self.fabric.topology().port(switch, port) {
+            Some(PortConn::Host(n)) => Link::Host(n),
+            Some(PortConn::Link { peer, peer_port }) => Link::Switch {
+                switch: peer,
+                port: peer_port,
+            },
+            _ => Link::Open,
+        }
+    }
+    fn attach(&self, node: usize) -> (usize, usize) {
+        self.fabric
+            .topology()
+            .host_location(node)
+            .unwrap_or((usize::MAX, usize::MAX))
+    }
+    fn route(
+        &self,
+        switch: usize,
+        in_port: usize,
+        header: &Header,
+        out: &mut Vec<Out>,
+    ) -> Result<(), RouteError> {
+        let d = match header {
+            Header::Unicast { dest } => {
+                let d = self.fabric.decide_unicast(
+                    switch,
+                    in_port,
+                    &UnicastHeader { dest: *dest },
+                    0,
+                )?;
+                for o in d.outputs {
+                    out.push(Out {
+                        port: o.port as u16,
+                        class: 0,
+                        header: header.clone(),
+                    });
+                }
+                return Ok(());
+            }
+            Header::Irregular(h) => self.fabric.decide(switch, in_port, h, 0)?,
+            Header::Consumed => return Err(RouteError::Unsupported),
+        };
+        for o in d.outputs {
+            out.push(Out {
+                port: o.port as u16,
+                class: 0,
+                header: Header::Irregular(Box::new(o.header)),
+            });
+        }
+        Ok(())
+    }
+    fn switch_hops(&self, from: usize, to: usize) -> Option<usize> {
+        let t = self
+            .fabric
+            .trace(
+                from,
+                &RouteHeader::Unicast(UnicastHeader { dest: to as u32 }),
+            )
+            .ok()?;
+        t.branches.first().map(Vec::len)
+    }
+}
+
+/// One switch, `n` hosts.
+#[derive(Debug, Clone, Copy)]
+pub struct CrossbarRouting {
+    n: usize,
+}
+
+impl CrossbarRouting {
+    /// `n` hosts on one switch.
+    pub fn new(n: usize) -> CrossbarRouting {
+        CrossbarRouting { n }
+    }
+}
+
+impl Routing for CrossbarRouting {
+    fn switches(&self) -> usize {
+        1
+    }
+    fn ports(&self) -> usize {
+        self.n
+    }
+    fn nodes(&self) -> usize {
+        self.n
+    }
+    fn vc_classes(&self) -> usize {
+        1
+    }
+    fn link(&self, _switch: usize, port: usize) -> Link {
+        if port < self.n {
+            Link::Host(port)
+        } else {
+            Link::Open
+        }
+    }
+    fn attach(&self, node: usize) -> (usize, usize) {
+        (0, node)
+    }
+    fn route(
+        &self,
+        _switch: usize,
+        _in_port: usize,
+        header: &Header,
+        out: &mut Vec<Out>,
+    ) -> Result<(), RouteError> {
+        match header {
+            Header::Unicast { dest } if (*dest as usize) < self.n => {
+                out.push(Out {
+                    port: *dest as u16,
+                    class: 0,
+                    header: header.clone(),
+                });
+                Ok(())
+            }
+            Header::Unicast { dest } => Err(RouteError::BadDest(u64::from(*dest))),
+            _ => Err(RouteError::Unsupported),
+        }
+    }
+    fn switch_hops(&self, _from: usize, _to: usize) -> Option<usize> {
+        Some(1)
+    }
+}
