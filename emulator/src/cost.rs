@@ -342,35 +342,33 @@ impl CostModel {
         }
     }
 
-    /// Apply a BookSim-style config text: `key = value;` per line, `//` and
-    /// `#` comments, blank lines ignored.
+    /// Apply a BookSim-style config text: `key = value;` statements (several
+    /// per line allowed), `//` and `#` comments, blank lines ignored.
     ///
     /// # Errors
     /// The first bad line, with its number.
     pub fn parse_config(&mut self, text: &str) -> Result<(), CostError> {
         for (i, raw) in text.lines().enumerate() {
             let line = raw.split("//").next().unwrap_or("");
-            let line = line.split('#').next().unwrap_or("").trim();
-            let line = line.strip_suffix(';').unwrap_or(line).trim();
-            if line.is_empty() {
-                continue;
-            }
-            let Some((k, v)) = line.split_once('=') else {
-                return Err(CostError::Syntax {
+            let line = line.split('#').next().unwrap_or("");
+            // BookSim allows several `key = value;` statements per line.
+            for stmt in line.split(';') {
+                let stmt = stmt.trim();
+                if stmt.is_empty() {
+                    continue;
+                }
+                let syntax = || CostError::Syntax {
                     line: i + 1,
                     text: raw.trim().to_string(),
-                });
-            };
-            if k.trim().is_empty() || v.trim().is_empty() {
-                return Err(CostError::Syntax {
-                    line: i + 1,
-                    text: raw.trim().to_string(),
-                });
+                };
+                let Some((k, v)) = stmt.split_once('=') else {
+                    return Err(syntax());
+                };
+                if k.trim().is_empty() || v.trim().is_empty() {
+                    return Err(syntax());
+                }
+                self.set(k, v)?;
             }
-            self.set(k, v).map_err(|e| match e {
-                CostError::Syntax { text, .. } => CostError::Syntax { line: i + 1, text },
-                e => e,
-            })?;
         }
         Ok(())
     }
