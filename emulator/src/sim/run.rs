@@ -1,1 +1,553 @@
-//! Single multicasts (`mcsim run`).
+//! Single multicasts (`mcsim run`): one multicast of `packets` packets in an
+//! otherwise idle fabric, with the hosts' and NIs' costs.
+//!
+//! # NI-based trees (the smart NI, digest 000 §4)
+//! `separate`, `chain`, `binomial`, `kbinomial[:k]` and, with a direct
+//! topology, `utorus`, `ucube`, `maxport`, `combine`, `wsort`: every node runs
+//! the real [`mcast::engine::NiEngine`] (rank i = host i), as
+//! [`crate::unitstep`] does, and every copy it emits is a unicast packet in
+//! the fabric. Costs: the source host pays t_hs once, then DMAs packet j to
+//! its NI (packets available at t_hs + (j+1)·DMA); the NI processor spends
+//! t_ns per copy sent and t_nr per packet received, in the order the engine
+//! emits them (FPFS by default); a delivered packet is DMA'd to the host,
+//! and a destination's host completes t_hr after its last packet is in host
+//! memory. The chain order is the destinations by id on direct networks
+//! (the dimension-ordered chain; topology-aware trees build their own) and
+//! the paper's host ordering ([`mcast_algorithms::irregular::Fabric::host_chain`])
+//! on irregular ones.
+//!
+//! # Worms on irregular fabrics (digest 000 §5, §6.4.1)
+//! `ssr-greedy`, `ssr-lg`, `path-greedy`, `path-lg`, `tree-worm`: the worm
+//! plan of [`mcast_algorithms::irregular::Fabric::plan`]; the switch engines
+//! decode the SSR, multi-drop and bit-string headers, replicate, and
+//! deliver at intermediate switches. No smart NI: a node that must send
+//! worms does so once its host has the whole message; per worm the host
+//! pays t_hs, and per packet DMA and t_ns; per packet received, t_nr and
+//! DMA, and t_hr once per message.
+//!
+//! Every run is checked by an exactly-once oracle: every destination's host
+//! receives every packet exactly once, and nobody else receives anything.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use mcast::algorithm::{Algorithm, TreeKind};
+use mcast::engine::{Action, NiEngine};
+use mcast::wire::{Member, Packet as WirePacket};
+use mcast::Forwarding;
+use mcast_algorithms::irregular::{Scheme, SplitMix64};
+
+use super::fabric::SimFabric;
+use super::{unicast, Happening, Net, NetStats, SimError};
+use crate::cost::CostModel;
+use crate::switch::{Header, Packet, Time};
+
+/// Which destinations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dests {
+    /// K distinct random nodes other than the source.
+    Random(usize),
+    /// Every other node.
+    All,
+}
+
+impl std::str::FromStr for Dests {
+    type Err = SimError;
+    fn from_str(s: &str) -> Result<Dests, SimError> {
+        let t = s.trim();
+        if t == "all" {
+            return Ok(Dests::All);
+        }
+        if let Some(k) = t.strip_prefix("random:") {
+            if let Ok(k) = k.parse::<usize>() {
+                if k >= 1 {
+                    return Ok(Dests::Random(k));
+                }
+            }
+        }
+        Err(SimError::Input(format!(
+            "bad --dests `{t}` (expected random:K with K >= 1, or all)"
+        )))
+    }
+}
+
+/// One run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The algorithm name.
+    pub algo: String,
+    /// The destinations.
+    pub dests: Dests,
+    /// Packets in the message.
+    pub packets: usize,
+    /// Seed for the random destinations.
+    pub seed: u64,
+    /// The source (default 0).
+    pub source: usize,
+    /// FPFS or FCFS for NI-based trees.
+    pub forwarding: Forwarding,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunResult {
+    /// The algorithm.
+    pub algorithm: String,
+    /// The source.
+    pub source: usize,
+    /// The destinations, ascending.
+    pub destinations: Vec<usize>,
+    /// Packets per message.
+    pub packets: usize,
+    /// Cycle at which the last destination's host completed.
+    pub completion: Time,
+    /// Mean of the destinations' completion cycles.
+    pub mean_completion: f64,
+    /// `completion` in microseconds (cycle_ns from the cost model).
+    pub completion_us: f64,
+    /// Per destination: (node, completion cycle), ascending by node.
+    pub per_destination: Vec<(usize, Time)>,
+    /// Packets injected into the fabric (copies for NI trees, worm packets
+    /// for worms).
+    pub injected: u64,
+    /// Network counters.
+    pub network: NetStats,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ev {}
+
+struct Node {
+    ni_free: Time,
+    dma_free: Time,
+    got: Vec<u32>,
+    received: usize,
+    last_in_host: Time,
+    done: Option<Time>,
+}
+
+fn pick_dests(n: usize, source: usize, d: Dests, seed: u64) -> Result<Vec<usize>, SimError> {
+    if source >= n {
+        return Err(SimError::Input(format!(
+            "source {source} is outside the fabric (hosts 0..={})",
+            n - 1
+        )));
+    }
+    let others: Vec<usize> = (0..n).filter(|&x| x != source).collect();
+    let mut v = match d {
+        Dests::All => others,
+        Dests::Random(k) => {
+            if k > others.len() {
+                return Err(SimError::Input(format!(
+                    "random:{k} needs {k} destinations; the fabric has {} other hosts",
+                    others.len()
+                )));
+            }
+            SplitMix64::new(seed).sample(&others, k)
+        }
+    };
+    v.sort_unstable();
+    Ok(v)
+}
+
+/// Run one multicast.
+///
+/// # Errors
+/// Bad input, a deadlock, or an oracle failure ([`SimError::Internal`]).
+pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunResult, SimError> {
+    if cfg.packets == 0 {
+        return Err(SimError::Input("--packets must be at least 1".into()));
+    }
+    let routing = fabric.routing();
+    let n = routing.nodes();
+    let dests = pick_dests(n, cfg.source, cfg.dests, cfg.seed)?;
+    let mut net: Net<Ev> = Net::new(routing, cost)?;
+    let mut nodes: Vec<Node> = (0..n)
+        .map(|_| Node {
+            ni_free: 0,
+            dma_free: 0,
+            got: Vec::new(),
+            received: 0,
+            last_in_host: 0,
+            done: None,
+        })
+        .collect();
+    let m = cfg.packets;
+    let algo = cfg.algo.trim();
+    let (name, injected) = if let Ok(scheme) = algo.parse::<Scheme>() {
+        let SimFabric::Irregular(irr) = fabric else {
+            return Err(SimError::Input(format!(
+                "{algo} is a switch-based worm scheme; it needs an irregular fabric"
+            )));
+        };
+        let plan = irr
+            .fabric()
+            .plan(scheme, cfg.source, &dests)
+            .map_err(|e| SimError::Input(e.to_string()))?;
+        let inj = run_worms(&mut net, &mut nodes, cost, m, cfg.source, &plan)?;
+        (scheme.name().to_string(), inj)
+    } else {
+        // `separate` (the `mcsim plan` name) is the runtime's `flat`.
+        let a: Algorithm = if algo == "separate" { "flat" } else { algo }
+            .parse()
+            .map_err(|e| SimError::Input(format!("unknown algorithm `{algo}`: {e}")))?;
+        let topo = fabric.topology().cloned().map(Arc::new);
+        let tree = a
+            .resolve(dests.len() + 1, m, topo.as_deref())
+            .map_err(|e| SimError::Input(e.to_string()))?;
+        let chain: Vec<usize> = match fabric {
+            SimFabric::Irregular(irr) => irr
+                .fabric()
+                .host_chain(cfg.source, &dests)
+                .map_err(|e| SimError::Input(e.to_string()))?
+                .into_iter()
+                .skip(1)
+                .collect(),
+            _ => dests.clone(),
+        };
+        let inj = run_ni(
+            &mut net,
+            &mut nodes,
+            cost,
+            m,
+            cfg.source,
+            &chain,
+            tree,
+            topo,
+            cfg.forwarding,
+        )?;
+        (a.to_string(), inj)
+    };
+    // The exactly-once oracle.
+    for (i, node) in nodes.iter().enumerate() {
+        let is_dest = dests.binary_search(&i).is_ok();
+        if is_dest {
+            if node.got.len() != m || node.got.iter().any(|&c| c != 1) {
+                return Err(SimError::Internal(format!(
+                    "destination {i} received packets {:?} times (want each of {m} once)",
+                    node.got
+                )));
+            }
+        } else if node.got.iter().any(|&c| c != 0) {
+            return Err(SimError::Internal(format!(
+                "host {i} is not a destination but received {:?}",
+                node.got
+            )));
+        }
+    }
+    if net.stats.dropped > 0 {
+        return Err(SimError::Internal(format!(
+            "{} packets dropped; last: {}",
+            net.stats.dropped,
+            net.last_drop.clone().unwrap_or_default()
+        )));
+    }
+    let per: Vec<(usize, Time)> = dests
+        .iter()
+        .map(|&d| (d, nodes[d].done.unwrap_or(0)))
+        .collect();
+    let completion = per.iter().map(|p| p.1).max().unwrap_or(0);
+    let mean = per.iter().map(|p| p.1 as f64).sum::<f64>() / per.len().max(1) as f64;
+    Ok(RunResult {
+        algorithm: name,
+        source: cfg.source,
+        destinations: dests,
+        packets: m,
+        completion,
+        mean_completion: mean,
+        completion_us: completion as f64 * cost.cycle_ns / 1000.0,
+        per_destination: per,
+        injected,
+        network: net.stats,
+    })
+}
+
+/// A packet reached `node`'s NI at `at`: NI receive overhead, then DMA to
+/// the host; returns the cycle the NI is done with it.
+fn receive(node: &mut Node, cost: &CostModel, at: Time) -> Time {
+    let start = node.ni_free.max(at);
+    node.ni_free = start + cost.t_nr;
+    node.ni_free
+}
+
+/// The host of `node` gets packet `j` by DMA starting no earlier than `t`.
+fn to_host(node: &mut Node, cost: &CostModel, m: usize, j: usize, t: Time) {
+    if node.got.len() < m {
+        node.got.resize(m, 0);
+    }
+    if let Some(c) = node.got.get_mut(j) {
+        *c += 1;
+    }
+    let s = node.dma_free.max(t);
+    node.dma_free = s + cost.dma_cycles();
+    node.last_in_host = node.last_in_host.max(node.dma_free);
+    node.received += 1;
+    if node.received == m {
+        node.done = Some(node.last_in_host + cost.t_hr);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_ni(
+    net: &mut Net<Ev>,
+    nodes: &mut [Node],
+    cost: &CostModel,
+    m: usize,
+    source: usize,
+    chain: &[usize],
+    tree: TreeKind,
+    topo: Option<Arc<mcast_algorithms::Topology>>,
+    forwarding: Forwarding,
+) -> Result<u64, SimError> {
+    let n = nodes.len();
+    let mut engines: Vec<NiEngine> = (0..n)
+        .map(|r| NiEngine::new(r, n, 1, forwarding, 1).with_topology(topo.clone()))
+        .collect();
+    let members: Vec<Member> = chain
+        .iter()
+        .map(|&d| Member {
+            rank: d as u32,
+            ordinal: 0,
+        })
+        .collect();
+    engines[source]
+        .post_multicast(0, &members, Bytes::from(vec![0u8; m]), tree)
+        .map_err(|e| SimError::Input(format!("engine: {e}")))?;
+    let dma = cost.dma_cycles();
+    let mut wire: Vec<Option<(usize, WirePacket)>> = Vec::new();
+    let mut injected = 0u64;
+    // Drain the engine of `at`; `avail(j)` = when packet j is at the NI.
+    let mut drain = |net: &mut Net<Ev>,
+                     nodes: &mut [Node],
+                     eng: &mut NiEngine,
+                     at: usize,
+                     avail: &dyn Fn(usize) -> Time,
+                     wire: &mut Vec<Option<(usize, WirePacket)>>| {
+        while let Some(a) = eng.poll_action() {
+            match a {
+                Action::Send { to, packet } => {
+                    let j = packet.header.pkt_idx as usize;
+                    let node = &mut nodes[at];
+                    let start = node.ni_free.max(avail(j));
+                    node.ni_free = start + cost.t_ns;
+                    let id = wire.len() as u64;
+                    wire.push(Some((at, packet)));
+                    injected += 1;
+                    net.inject(
+                        at,
+                        node.ni_free,
+                        Packet {
+                            id,
+                            header: unicast(to),
+                        },
+                    );
+                }
+                Action::Deliver(packet) => {
+                    let j = packet.header.pkt_idx as usize;
+                    let t = avail(j);
+                    to_host(&mut nodes[at], cost, m, j, t);
+                }
+            }
+        }
+    };
+    let t_hs = cost.t_hs;
+    drain(
+        net,
+        nodes,
+        &mut engines[source],
+        source,
+        &|j| t_hs + (j as Time + 1) * dma,
+        &mut wire,
+    );
+    while let Some(h) = net.step()? {
+        match h {
+            Happening::Arrived { node, packet, at } => {
+                let Some((from, wp)) = wire.get_mut(packet.id as usize).and_then(Option::take)
+                else {
+                    return Err(SimError::Internal(format!(
+                        "copy {} delivered twice or unknown",
+                        packet.id
+                    )));
+                };
+                let ready = receive(&mut nodes[node], cost, at);
+                engines[node]
+                    .packet_in(from, wp)
+                    .map_err(|e| SimError::Internal(format!("engine {node}: {e}")))?;
+                drain(net, nodes, &mut engines[node], node, &|_| ready, &mut wire);
+            }
+            Happening::User(e, _) => match e {},
+        }
+    }
+    Ok(injected)
+}
+
+fn run_worms(
+    net: &mut Net<Ev>,
+    nodes: &mut [Node],
+    cost: &CostModel,
+    m: usize,
+    source: usize,
+    plan: &mcast_algorithms::irregular::WormPlan,
+) -> Result<u64, SimError> {
+    // Each sender's worms, in phase order.
+    let mut by_sender: HashMap<usize, Vec<&mcast_algorithms::irregular::WormSend>> = HashMap::new();
+    for s in &plan.sends {
+        by_sender.entry(s.sender).or_default().push(s);
+    }
+    for v in by_sender.values_mut() {
+        v.sort_by_key(|s| s.step);
+    }
+    let dma = cost.dma_cycles();
+    let mut pkt_of: Vec<usize> = Vec::new();
+    let mut injected = 0u64;
+    let mut send_all =
+        |net: &mut Net<Ev>, node: &mut Node, who: usize, ready: Time, pkt_of: &mut Vec<usize>| {
+            let mut host = ready;
+            for w in by_sender.get(&who).map(Vec::as_slice).unwrap_or(&[]) {
+                host += cost.t_hs;
+                for j in 0..m {
+                    let s = node.dma_free.max(host);
+                    node.dma_free = s + dma;
+                    let start = node.ni_free.max(node.dma_free);
+                    node.ni_free = start + cost.t_ns;
+                    let id = pkt_of.len() as u64;
+                    pkt_of.push(j);
+                    injected += 1;
+                    net.inject(
+                        who,
+                        node.ni_free,
+                        Packet {
+                            id,
+                            header: Header::Irregular(Box::new(w.header.clone())),
+                        },
+                    );
+                }
+            }
+        };
+    send_all(net, &mut nodes[source], source, 0, &mut pkt_of);
+    while let Some(h) = net.step()? {
+        match h {
+            Happening::Arrived { node, packet, at } => {
+                let Some(&j) = pkt_of.get(packet.id as usize) else {
+                    return Err(SimError::Internal(format!("unknown packet {}", packet.id)));
+                };
+                let nd = &mut nodes[node];
+                let ready = receive(nd, cost, at);
+                let was_done = nd.done.is_some();
+                to_host(nd, cost, m, j, ready);
+                if !was_done {
+                    if let Some(done) = nd.done {
+                        send_all(net, &mut nodes[node], node, done, &mut pkt_of);
+                    }
+                }
+            }
+            Happening::User(e, _) => match e {},
+        }
+    }
+    Ok(injected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(algo: &str, dests: Dests, packets: usize) -> RunConfig {
+        RunConfig {
+            algo: algo.into(),
+            dests,
+            packets,
+            seed: 1,
+            source: 0,
+            forwarding: Forwarding::Fpfs,
+        }
+    }
+
+    /// Digest 000 §8.3 with the unit-step preset on a one-switch fabric: the
+    /// simulated FPFS completion equals the table (L1 + (m-1)·k where the
+    /// theorem holds), and FCFS too.
+    #[test]
+    fn unitstep_preset_reproduces_digest_8_3() {
+        let cost = CostModel::unitstep();
+        type Row = (usize, usize, [u64; 6], Option<[u64; 6]>);
+        let table: [Row; 6] = [
+            (8, 3, [3, 6, 9, 12, 15, 18], Some([3, 6, 9, 12, 15, 18])),
+            (16, 4, [4, 8, 12, 16, 20, 24], Some([4, 8, 12, 16, 20, 24])),
+            (16, 3, [5, 8, 11, 14, 17, 20], Some([5, 8, 11, 14, 17, 20])),
+            (16, 2, [5, 7, 9, 11, 13, 15], Some([5, 8, 11, 14, 17, 20])),
+            (4, 2, [2, 4, 6, 8, 10, 12], None),
+            (4, 1, [3, 4, 5, 6, 7, 8], None),
+        ];
+        for (n, k, fpfs, fcfs) in table {
+            let f = SimFabric::parse(&format!("crossbar:{n}"), true).unwrap();
+            for m in 1..=6 {
+                let mut c = cfg(&format!("kbinomial:{k}"), Dests::All, m);
+                let r = run(&f, &cost, &c).unwrap();
+                assert_eq!(r.completion, fpfs[m - 1], "FPFS n={n} k={k} m={m}");
+                if let Some(w) = fcfs {
+                    c.forwarding = Forwarding::Fcfs;
+                    let r = run(&f, &cost, &c).unwrap();
+                    assert_eq!(r.completion, w[m - 1], "FCFS n={n} k={k} m={m}");
+                }
+            }
+        }
+    }
+
+    /// NI-based trees on direct fabrics deliver exactly once (the run's
+    /// oracle) and take at least the zero-load time of one copy.
+    #[test]
+    fn ni_trees_on_direct_fabrics() {
+        let cost = CostModel::default();
+        for (fabric, algo) in [
+            ("torus:4x4", "utorus"),
+            ("torus:4x4:uni", "kbinomial"),
+            ("hypercube:4", "wsort"),
+            ("hypercube:4", "ucube"),
+            ("mesh:4x4", "binomial"),
+            ("torus:4x4", "separate"),
+        ] {
+            let f = SimFabric::parse(fabric, true).unwrap();
+            for m in [1, 3] {
+                let r = run(&f, &cost, &cfg(algo, Dests::Random(9), m)).unwrap();
+                let one = cost.t_hs + cost.dma_cycles() + cost.t_ns + cost.t_nr + cost.t_hr;
+                assert!(r.completion > one, "{fabric} {algo}: {r:?}");
+                assert_eq!(r.destinations.len(), 9);
+            }
+        }
+    }
+
+    /// SSR, path and tree worms on an irregular fabric deliver exactly once
+    /// (the run's oracle), and a single tree worm beats separate addressing.
+    #[test]
+    fn worms_deliver_exactly_once() {
+        let f = SimFabric::parse("irregular:switches=8,ports=8,nodes=32,seed=4", true).unwrap();
+        let cost = CostModel::default();
+        let mut got = HashMap::new();
+        for algo in [
+            "ssr-greedy",
+            "ssr-lg",
+            "path-greedy",
+            "path-lg",
+            "tree-worm",
+            "kbinomial",
+            "separate",
+        ] {
+            for m in [1, 2] {
+                let r = run(&f, &cost, &cfg(algo, Dests::Random(15), m)).unwrap();
+                got.insert((algo, m), r.completion);
+            }
+            run(&f, &cost, &cfg(algo, Dests::All, 1)).unwrap();
+        }
+        assert!(got[&("tree-worm", 1)] < got[&("separate", 1)]);
+    }
+
+    #[test]
+    fn bad_requests_are_errors() {
+        let f = SimFabric::parse("torus:4x4", true).unwrap();
+        let cost = CostModel::default();
+        assert!(run(&f, &cost, &cfg("tree-worm", Dests::All, 1)).is_err());
+        assert!(run(&f, &cost, &cfg("nope", Dests::All, 1)).is_err());
+        assert!(run(&f, &cost, &cfg("kbinomial", Dests::Random(16), 1)).is_err());
+        assert!("random:0".parse::<Dests>().is_err());
+    }
+}
