@@ -115,9 +115,35 @@ enum Ev {
 
 struct Rec {
     gen: Time,
-    /// Destinations not yet reached.
+    /// The unicast destination not yet reached (u32::MAX: none or multicast).
+    one: u32,
+    /// Multicast destinations not yet reached.
     left: Vec<u32>,
     measured: bool,
+}
+
+impl Rec {
+    /// Tick off `node`; false if it is not an outstanding destination.
+    fn reach(&mut self, node: usize) -> bool {
+        if self.one != u32::MAX {
+            if self.one as usize == node {
+                self.one = u32::MAX;
+                return true;
+            }
+            return false;
+        }
+        match self.left.iter().position(|&d| d as usize == node) {
+            Some(p) => {
+                self.left.swap_remove(p);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.one == u32::MAX && self.left.is_empty()
+    }
 }
 
 /// The ideal uniform-traffic throughput of a bidirectional torus with equal
@@ -226,7 +252,8 @@ pub fn run_load(
                         }
                         recs.push(Rec {
                             gen: at,
-                            left: vec![d as u32],
+                            one: d as u32,
+                            left: Vec::new(),
                             measured: is_measured,
                         });
                         net.inject(
@@ -244,6 +271,7 @@ pub fn run_load(
                         let dests = rng.sample(&others, dcount);
                         recs.push(Rec {
                             gen: at,
+                            one: u32::MAX,
                             left: dests.iter().map(|&d| d as u32).collect(),
                             measured: is_measured,
                         });
@@ -296,15 +324,14 @@ pub fn run_load(
                         packet.id
                     )));
                 };
-                let Some(pos) = r.left.iter().position(|&d| d as usize == node) else {
+                if !r.reach(node) {
                     return Err(SimError::Internal(format!(
                         "packet {} delivered to host {node}, which is not a destination \
                          or already has it",
                         packet.id
                     )));
-                };
-                r.left.swap_remove(pos);
-                if r.left.is_empty() && r.measured {
+                }
+                if r.done() && r.measured {
                     measured_done += 1;
                     let l = at - r.gen;
                     lat_sum += u128::from(l);

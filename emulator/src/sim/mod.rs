@@ -28,10 +28,10 @@
 
 pub mod fabric;
 pub mod load;
+mod queue;
 pub mod run;
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::cost::{CostError, CostModel};
@@ -78,10 +78,12 @@ fn show_blocked(b: &[Blocked]) -> String {
 
 #[derive(Debug)]
 enum Ev<U> {
+    /// Delivered to the switch `t_r` after the head arrived (at `arrived`).
     Head {
         sw: u32,
         port: u16,
         vc: u16,
+        arrived: Time,
         packet: Packet,
     },
     Credit {
@@ -111,30 +113,6 @@ enum Ev<U> {
         packet: Packet,
     },
     User(U),
-}
-
-struct Entry<U> {
-    at: Time,
-    seq: u64,
-    ev: Ev<U>,
-}
-
-impl<U> PartialEq for Entry<U> {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl<U> Eq for Entry<U> {}
-impl<U> PartialOrd for Entry<U> {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl<U> Ord for Entry<U> {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // Min-heap on (at, seq).
-        (o.at, o.seq).cmp(&(self.at, self.seq))
-    }
 }
 
 struct NiPort {
@@ -189,8 +167,7 @@ pub struct Net<U> {
     links: Vec<Vec<Link>>,
     /// Per switch, per input port: who sends into it (credits go there).
     ups: Vec<Vec<Link>>,
-    heap: BinaryHeap<Entry<U>>,
-    seq: u64,
+    queue: queue::EventQueue<Ev<U>>,
     now: Time,
     last_progress: Time,
     /// Counters.
@@ -267,8 +244,7 @@ impl<U> Net<U> {
             nis,
             links,
             ups,
-            heap: BinaryHeap::new(),
-            seq: 0,
+            queue: queue::EventQueue::new(),
             now: 0,
             last_progress: 0,
             stats: NetStats::default(),
@@ -297,12 +273,7 @@ impl<U> Net<U> {
     }
 
     fn push(&mut self, at: Time, ev: Ev<U>) {
-        self.seq += 1;
-        self.heap.push(Entry {
-            at,
-            seq: self.seq,
-            ev,
-        });
+        self.queue.push(at, ev);
     }
 
     /// Schedule a caller event.
@@ -371,11 +342,12 @@ impl<U> Net<U> {
             let packet = ni.queue.pop_front().expect("non-empty");
             self.last_progress = now;
             self.push(
-                now,
+                now + self.params.t_r,
                 Ev::Head {
                     sw: sw as u32,
                     port: port as u16,
                     vc,
+                    arrived: now,
                     packet,
                 },
             );
@@ -395,11 +367,12 @@ impl<U> Net<U> {
                     self.last_progress = self.now;
                     if let Link::Switch { switch, port: p } = self.links[sw][port as usize] {
                         self.push(
-                            at + self.t_w,
+                            at + self.t_w + self.params.t_r,
                             Ev::Head {
                                 sw: switch as u32,
                                 port: p as u16,
                                 vc,
+                                arrived: at + self.t_w,
                                 packet,
                             },
                         );
@@ -485,7 +458,7 @@ impl<U> Net<U> {
     /// [`SimError::Deadlock`] from the watchdog.
     pub fn step(&mut self) -> Result<Option<Happening<U>>, SimError> {
         loop {
-            let Some(Entry { at, ev, .. }) = self.heap.pop() else {
+            let Some((at, ev)) = self.queue.pop() else {
                 if self.buffered() > 0 {
                     return Err(self.deadlock());
                 }
@@ -501,9 +474,10 @@ impl<U> Net<U> {
                     sw,
                     port,
                     vc,
+                    arrived,
                     packet,
                 } => {
-                    self.switches[sw as usize].packet_in(at, port, vc, packet);
+                    self.switches[sw as usize].packet_in_at(at, arrived, port, vc, packet);
                     self.drain(sw as usize);
                 }
                 Ev::Credit {

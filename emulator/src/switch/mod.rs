@@ -124,11 +124,53 @@ struct BranchState {
     granted: bool,
 }
 
+/// A packet's branches; the first is stored inline, so a unicast hop does
+/// not allocate.
+#[derive(Debug, Default)]
+struct Branches {
+    first: Option<BranchState>,
+    rest: Vec<BranchState>,
+}
+
+impl Branches {
+    fn from_outs(outs: &mut Vec<Out>) -> Branches {
+        let mut it = outs.drain(..).map(|out| BranchState {
+            out,
+            granted: false,
+        });
+        let first = it.next();
+        Branches {
+            first,
+            rest: it.collect(),
+        }
+    }
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+    fn get(&self, b: usize) -> &BranchState {
+        if b == 0 {
+            self.first.as_ref().expect("branch 0")
+        } else {
+            &self.rest[b - 1]
+        }
+    }
+    fn get_mut(&mut self, b: usize) -> &mut BranchState {
+        if b == 0 {
+            self.first.as_mut().expect("branch 0")
+        } else {
+            &mut self.rest[b - 1]
+        }
+    }
+    fn iter(&self) -> impl Iterator<Item = &BranchState> {
+        self.first.iter().chain(self.rest.iter())
+    }
+}
+
 #[derive(Debug)]
 struct Slot {
     packet: Packet,
     arrived: Time,
-    branches: Vec<BranchState>,
+    branches: Branches,
     pending: u16,
     tail_free: Time,
 }
@@ -238,6 +280,14 @@ impl SwitchEngine {
 
     /// A head arrived on input `port`, VC `vc`, at `now`.
     pub fn packet_in(&mut self, now: Time, port: u16, vc: u16, packet: Packet) {
+        self.packet_in_at(now, now, port, vc, packet);
+    }
+
+    /// A head that arrived at `arrived` (≤ `now`) is handed over at `now`.
+    /// A driver that delivers heads `t_r` after their arrival saves the
+    /// engine a routing timer; the timing is the same as
+    /// [`SwitchEngine::packet_in`] at `arrived`.
+    pub fn packet_in_at(&mut self, now: Time, arrived: Time, port: u16, vc: u16, packet: Packet) {
         let idx = port as usize * self.p.vcs as usize + vc as usize;
         let Some(input) = self.inputs.get_mut(idx) else {
             self.actions.push_back(SwAction::Drop {
@@ -248,8 +298,8 @@ impl SwitchEngine {
         };
         input.queue.push_back(Slot {
             packet,
-            arrived: now,
-            branches: Vec::new(),
+            arrived: arrived.min(now),
+            branches: Branches::default(),
             pending: 0,
             tail_free: 0,
         });
@@ -340,31 +390,34 @@ impl SwitchEngine {
         input.routed = true;
         front.pending = self.scratch.len() as u16;
         front.tail_free = now;
-        front.branches = self
-            .scratch
-            .drain(..)
-            .map(|out| BranchState {
-                out,
-                granted: false,
-            })
-            .collect();
-        let ports: Vec<(usize, u16)> = front
-            .branches
-            .iter()
-            .enumerate()
-            .map(|(b, s)| (s.out.port as usize, b as u16))
-            .collect();
-        for &(port, b) in &ports {
+        front.branches = Branches::from_outs(&mut self.scratch);
+        let count = front.branches.len();
+        for b in 0..count {
+            let port = self.inputs[idx]
+                .queue
+                .front()
+                .expect("routed front")
+                .branches
+                .get(b)
+                .out
+                .port as usize;
             match self.outputs.get_mut(port) {
-                Some(o) => o.waiters.push_back((idx as u32, b)),
+                Some(o) => o.waiters.push_back((idx as u32, b as u16)),
                 None => {
                     // Cannot happen with a well-formed routing function;
                     // treat the branch as sent to nowhere.
-                    self.grant_none(idx, b, now);
+                    self.grant_none(idx, b as u16, now);
                 }
             }
         }
-        for (port, _) in ports {
+        for b in 0..count {
+            let Some(front) = self.inputs[idx].queue.front() else {
+                break;
+            };
+            if front.branches.len() <= b {
+                break;
+            }
+            let port = front.branches.get(b).out.port as usize;
             if port < self.outputs.len() {
                 self.try_output(port, now);
             }
@@ -373,7 +426,7 @@ impl SwitchEngine {
 
     fn grant_none(&mut self, idx: usize, b: u16, now: Time) {
         let front = self.inputs[idx].queue.front_mut().expect("routed front");
-        front.branches[b as usize].granted = true;
+        front.branches.get_mut(b as usize).granted = true;
         front.pending -= 1;
         if front.pending == 0 {
             self.finish(idx, now);
@@ -423,7 +476,7 @@ impl SwitchEngine {
                     .queue
                     .front()
                     .expect("waiters have a routed front");
-                let class = slot.branches[b as usize].out.class;
+                let class = slot.branches.get(b as usize).out.class;
                 if host {
                     pick = Some((w, 0u16));
                     break;
@@ -455,7 +508,7 @@ impl SwitchEngine {
                 .queue
                 .front_mut()
                 .expect("routed front");
-            let br = &mut slot.branches[b as usize];
+            let br = slot.branches.get_mut(b as usize);
             br.granted = true;
             let header = std::mem::replace(&mut br.out.header, Header::Consumed);
             let packet = Packet {
