@@ -400,6 +400,20 @@ impl<U> Net<U> {
                     flits,
                     at,
                 } => match self.ups[sw][port as usize] {
+                    // Announced now, effective at its arrival upstream: the
+                    // upstream engine arms a timer only if a packet waits.
+                    Link::Switch { switch, port: p }
+                        if switch != sw && at + self.credit_delay > self.now =>
+                    {
+                        self.switches[switch].credit_in_at(
+                            self.now,
+                            at + self.credit_delay,
+                            p as u16,
+                            vc,
+                            flits,
+                        );
+                        self.drain(switch);
+                    }
                     Link::Switch { switch, port: p } => self.push(
                         at + self.credit_delay,
                         Ev::Credit {

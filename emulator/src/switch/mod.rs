@@ -193,7 +193,10 @@ struct OutputPort {
     credits: Vec<u32>,
     /// Waiting branches: (input VC index, branch index).
     waiters: VecDeque<(u32, u16)>,
-    retry_armed: bool,
+    /// The earliest retry timer armed and not yet fired (Time::MAX: none).
+    armed_at: Time,
+    /// Credits announced ahead of time: (effective time, vc, flits).
+    pending: Vec<(Time, u16, u32)>,
     next_vc: u16,
 }
 
@@ -247,7 +250,8 @@ impl SwitchEngine {
                     link_free: 0,
                     credits: vec![p.buf; p.vcs as usize],
                     waiters: VecDeque::new(),
-                    retry_armed: false,
+                    armed_at: Time::MAX,
+                    pending: Vec::new(),
                     next_vc: 0,
                 }
             })
@@ -328,10 +332,63 @@ impl SwitchEngine {
 
     /// Credits for output `port`, VC `vc` came back.
     pub fn credit_in(&mut self, now: Time, port: u16, vc: u16, flits: u32) {
-        if let Some(o) = self.outputs.get_mut(port as usize) {
-            if let Some(c) = o.credits.get_mut(vc as usize) {
-                *c = c.saturating_add(flits).min(self.p.buf);
-                self.try_output(port as usize, now);
+        self.credit_in_at(now, now, port, vc, flits);
+    }
+
+    /// Credits for output `port`, VC `vc` announced at `now`, usable from
+    /// `at` (≥ `now`): the engine applies them at `at` and arms its own timer
+    /// if a packet waits for them. A driver that knows when a credit will
+    /// arrive saves an event per packet-hop; the timing is the same as
+    /// [`SwitchEngine::credit_in`] at `at`.
+    pub fn credit_in_at(&mut self, now: Time, at: Time, port: u16, vc: u16, flits: u32) {
+        let Some(o) = self.outputs.get_mut(port as usize) else {
+            return;
+        };
+        if (vc as usize) >= o.credits.len() {
+            return;
+        }
+        if at <= now {
+            let c = &mut o.credits[vc as usize];
+            *c = c.saturating_add(flits).min(self.p.buf);
+            self.try_output(port as usize, now);
+        } else {
+            o.pending.push((at, vc, flits));
+            if !o.waiters.is_empty() && o.link_free <= now {
+                self.arm(port as usize, at, now);
+            }
+        }
+    }
+
+    fn arm(&mut self, port: usize, at: Time, now: Time) {
+        let o = &mut self.outputs[port];
+        if o.armed_at < now {
+            o.armed_at = Time::MAX;
+        }
+        if o.armed_at <= at {
+            return;
+        }
+        o.armed_at = at;
+        self.actions.push_back(SwAction::Timer {
+            at,
+            token: TOKEN_RETRY | port as u32,
+        });
+    }
+
+    fn absorb(&mut self, port: usize, now: Time) {
+        let buf = self.p.buf;
+        let o = &mut self.outputs[port];
+        if o.pending.is_empty() {
+            return;
+        }
+        let mut i = 0;
+        while i < o.pending.len() {
+            let (t, vc, f) = o.pending[i];
+            if t <= now {
+                let c = &mut o.credits[vc as usize];
+                *c = c.saturating_add(f).min(buf);
+                o.pending.swap_remove(i);
+            } else {
+                i += 1;
             }
         }
     }
@@ -341,7 +398,9 @@ impl SwitchEngine {
         if token & TOKEN_RETRY != 0 {
             let port = (token & !TOKEN_RETRY) as usize;
             if let Some(o) = self.outputs.get_mut(port) {
-                o.retry_armed = false;
+                if o.armed_at <= now {
+                    o.armed_at = Time::MAX;
+                }
                 self.try_output(port, now);
             }
         } else if (token as usize) < self.inputs.len() {
@@ -458,16 +517,12 @@ impl SwitchEngine {
                 return;
             }
             if o.link_free > now {
-                if !o.retry_armed {
-                    o.retry_armed = true;
-                    let at = o.link_free;
-                    self.actions.push_back(SwAction::Timer {
-                        at,
-                        token: TOKEN_RETRY | port as u32,
-                    });
-                }
+                let at = o.link_free;
+                self.arm(port, at, now);
                 return;
             }
+            self.absorb(port, now);
+            let o = &self.outputs[port];
             // The first waiter with a free VC of its class.
             let host = matches!(o.link, Link::Host(_));
             let mut pick = None;
@@ -494,6 +549,10 @@ impl SwitchEngine {
                 }
             }
             let Some((w, vc)) = pick else {
+                // Wait for the earliest announced credit, if any.
+                if let Some(t) = self.outputs[port].pending.iter().map(|p| p.0).min() {
+                    self.arm(port, t, now);
+                }
                 return;
             };
             let (idx, b) = self.outputs[port].waiters.remove(w).expect("picked waiter");
