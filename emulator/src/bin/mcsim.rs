@@ -63,11 +63,14 @@ enum Command {
             virtual cut-through, VCs, credits, replication) and the cost model's host and NI \
             overheads. NI-based trees (separate, chain, binomial, kbinomial[:k], utorus, ucube, \
             maxport, combine, wsort) run the real smart-NI engine; ssr-greedy, ssr-lg, \
-            path-greedy, path-lg and tree-worm run switch-replicated worms on irregular fabrics. \
+            path-greedy, path-lg and tree-worm run switch-replicated worms on irregular fabrics; \
+            storus, mtorus-d and mtorus-u:R run path worms with intermediate reception (R_UTPR, \
+            p/h VC classes) on unidirectional tori. \
             Every run is checked: each destination receives each packet exactly once. Output: \
             completion (cycles, last destination's host), mean_completion, completion_us, \
             per_destination, injected, network counters.",
         after_help = "Examples:\n  mcsim run --fabric torus:8x8 --algo utorus --dests random:20 --packets 4 --seed 1\n  \
+            mcsim run --fabric torus:16x16:uni --algo mtorus-u:8 --dests random:64 --preset high-startup\n  \
             mcsim run --fabric irregular:switches=8,ports=8,nodes=32,seed=7 --algo tree-worm --dests random:15 --json\n  \
             mcsim run --fabric crossbar:16 --algo kbinomial:2 --dests all --packets 6 --preset unitstep\n\n\
             Cost knobs: --preset irregular|ncube2|high-startup|low-startup|unitstep, --config FILE \

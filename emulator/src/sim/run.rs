@@ -37,10 +37,12 @@ use mcast::engine::{Action, NiEngine};
 use mcast::wire::{Member, Packet as WirePacket};
 use mcast::Forwarding;
 use mcast_algorithms::irregular::{Scheme, SplitMix64};
+use mcast_algorithms::path::PathAlgorithm;
 
 use super::fabric::SimFabric;
 use super::{unicast, Happening, Net, NetStats, SimError};
 use crate::cost::CostModel;
+use crate::switch::routing::PathHeader;
 use crate::switch::{Header, Packet, Time};
 
 /// Which destinations.
@@ -151,6 +153,19 @@ fn pick_dests(n: usize, source: usize, d: Dests, seed: u64) -> Result<Vec<usize>
     Ok(v)
 }
 
+/// A path-based (UTPR) algorithm name, if it is one.
+fn path_algo(t: &str) -> Result<Option<PathAlgorithm>, SimError> {
+    let l = t.to_ascii_lowercase();
+    if !(l.starts_with("storus") || l.starts_with("s-torus") || l.starts_with("mtorus-")) {
+        return Ok(None);
+    }
+    l.parse::<PathAlgorithm>().map(Some).map_err(|_| {
+        SimError::Input(format!(
+            "bad path algorithm `{t}` (storus, mtorus-d or mtorus-u:R with R >= 2)"
+        ))
+    })
+}
+
 /// Run one multicast.
 ///
 /// # Errors
@@ -185,8 +200,52 @@ pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunR
             .fabric()
             .plan(scheme, cfg.source, &dests)
             .map_err(|e| SimError::Input(e.to_string()))?;
-        let inj = run_worms(&mut net, &mut nodes, cost, m, cfg.source, &plan)?;
+        let jobs = plan
+            .sends
+            .iter()
+            .map(|s| {
+                (
+                    s.step,
+                    s.sender,
+                    Header::Irregular(Box::new(s.header.clone())),
+                )
+            })
+            .collect();
+        let inj = run_worms(&mut net, &mut nodes, cost, m, cfg.source, jobs)?;
         (scheme.name().to_string(), inj)
+    } else if let Some(pa) = path_algo(algo)? {
+        let topo = fabric.topology().ok_or_else(|| {
+            SimError::Input(format!(
+                "{algo} is a path-based (UTPR) scheme; it needs a unidirectional torus"
+            ))
+        })?;
+        let plan = mcast_algorithms::path::plan(topo, pa, cfg.source, &dests)
+            .map_err(|e| SimError::Input(format!("{algo}: {e}")))?;
+        let mut jobs = Vec::new();
+        for s in &plan.sends {
+            // The Fig 5.9 header through the codec, as a router would read it.
+            let bytes = mcast_algorithms::path::header::encode_simple(s.delivers())
+                .map_err(|e| SimError::Internal(e.to_string()))?;
+            let list = mcast_algorithms::path::header::decode_simple_exact(&bytes, n)
+                .map_err(|e| SimError::Internal(e.to_string()))?;
+            if list.len() > usize::from(u16::MAX) {
+                return Err(SimError::Input(
+                    "a path worm of more than 65535 destinations".into(),
+                ));
+            }
+            let dests: Arc<[u32]> = list.iter().map(|&d| d as u32).collect();
+            jobs.push((
+                s.phase,
+                s.sender,
+                Header::Path(Box::new(PathHeader {
+                    dests,
+                    pos: 0,
+                    on_h: false,
+                })),
+            ));
+        }
+        let inj = run_worms(&mut net, &mut nodes, cost, m, cfg.source, jobs)?;
+        (pa.to_string(), inj)
     } else {
         // `separate` (the `mcsim plan` name) is the runtime's `flat`.
         let a: Algorithm = if algo == "separate" { "flat" } else { algo }
@@ -382,21 +441,24 @@ fn run_ni(
     Ok(injected)
 }
 
+/// One worm to inject: (phase, sender, header).
+type WormJob = (usize, usize, Header);
+
 fn run_worms(
     net: &mut Net<Ev>,
     nodes: &mut [Node],
     cost: &CostModel,
     m: usize,
     source: usize,
-    plan: &mcast_algorithms::irregular::WormPlan,
+    jobs: Vec<WormJob>,
 ) -> Result<u64, SimError> {
     // Each sender's worms, in phase order.
-    let mut by_sender: HashMap<usize, Vec<&mcast_algorithms::irregular::WormSend>> = HashMap::new();
-    for s in &plan.sends {
-        by_sender.entry(s.sender).or_default().push(s);
+    let mut by_sender: HashMap<usize, Vec<WormJob>> = HashMap::new();
+    for j in jobs {
+        by_sender.entry(j.1).or_default().push(j);
     }
     for v in by_sender.values_mut() {
-        v.sort_by_key(|s| s.step);
+        v.sort_by_key(|s| s.0);
     }
     let dma = cost.dma_cycles();
     let mut pkt_of: Vec<usize> = Vec::new();
@@ -419,7 +481,7 @@ fn run_worms(
                         node.ni_free,
                         Packet {
                             id,
-                            header: Header::Irregular(Box::new(w.header.clone())),
+                            header: w.2.clone(),
                         },
                     );
                 }
@@ -539,6 +601,26 @@ mod tests {
             run(&f, &cost, &cfg(algo, Dests::All, 1)).unwrap();
         }
         assert!(got[&("tree-worm", 1)] < got[&("separate", 1)]);
+    }
+
+    /// Path worms (S-torus, M_d-torus, M_u-torus) on a unidirectional torus
+    /// deliver exactly once with intermediate reception (the run's oracle);
+    /// one S-torus worm injects one packet per message packet.
+    #[test]
+    fn path_worms_on_unidirectional_tori() {
+        let cost = CostModel::preset("low-startup").unwrap();
+        let f = SimFabric::parse("torus:6x6:uni", true).unwrap();
+        for algo in ["storus", "mtorus-d", "mtorus-u:4", "mtorus-u:2"] {
+            for m in [1, 3] {
+                let r = run(&f, &cost, &cfg(algo, Dests::Random(12), m)).unwrap();
+                if algo == "storus" {
+                    assert_eq!(r.injected, m as u64);
+                }
+            }
+            run(&f, &cost, &cfg(algo, Dests::All, 2)).unwrap();
+        }
+        let bi = SimFabric::parse("torus:6x6", true).unwrap();
+        assert!(run(&bi, &cost, &cfg("storus", Dests::All, 1)).is_err());
     }
 
     #[test]

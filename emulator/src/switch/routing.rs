@@ -14,6 +14,7 @@
 //!   model's contention-free fabric).
 
 use mcast_algorithms::irregular::{self, Fabric, PortConn, RouteHeader, UnicastHeader};
+use mcast_algorithms::path::Utpr;
 use mcast_algorithms::topo::{Dir, Kind, Links, Topology, Vc};
 
 /// Where a switch port leads.
@@ -42,8 +43,23 @@ pub enum Header {
     },
     /// An irregular-network header (unicast, SSR, multi-drop, bit-string).
     Irregular(Box<RouteHeader>),
+    /// A path worm on a unidirectional torus (thesis ch. 5): the
+    /// destination list of the Fig 5.9 header, routed by R_UTPR with
+    /// intermediate reception.
+    Path(Box<PathHeader>),
     /// Placeholder left in a branch whose copy has left.
     Consumed,
+}
+
+/// The state of a path worm's header at a router.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathHeader {
+    /// The destinations in delivery order (the decoded Fig 5.9 header).
+    pub dests: std::sync::Arc<[u32]>,
+    /// The next destination's index (the addresses before it are stripped).
+    pub pos: u16,
+    /// The worm arrived on an h-channel (else p, or injected by the host).
+    pub on_h: bool,
 }
 
 /// One branch of a routing decision.
@@ -128,6 +144,49 @@ impl DirectRouting {
     fn port_of(dim: usize, dir: Dir) -> usize {
         1 + 2 * dim + usize::from(dir == Dir::Minus)
     }
+
+    /// Fig 5.10's routing decision for a path worm at `x`: absorb (a branch
+    /// to the host) if `x` is the next destination, and forward towards the
+    /// one after it by R_UTPR (the VC set of the arriving channel decides
+    /// between p and h).
+    fn route_path(&self, x: usize, h: &PathHeader, out: &mut Vec<Out>) -> Result<(), RouteError> {
+        let utpr = Utpr::new(&self.topo).map_err(|_| RouteError::Unsupported)?;
+        let mut pos = h.pos as usize;
+        let Some(&first) = h.dests.get(pos) else {
+            return Err(RouteError::NoOutput);
+        };
+        if first as usize == x {
+            out.push(Out {
+                port: 0,
+                class: 0,
+                header: Header::Path(Box::new(PathHeader {
+                    dests: h.dests.clone(),
+                    pos: pos as u16,
+                    on_h: h.on_h,
+                })),
+            });
+            pos += 1;
+            if pos == h.dests.len() {
+                return Ok(());
+            }
+        }
+        let next = h.dests[pos] as usize;
+        let alpha = if h.on_h { Vc::H } else { Vc::P };
+        let c = utpr
+            .next(x, alpha, next)
+            .map_err(|_| RouteError::BadDest(next as u64))?
+            .ok_or(RouteError::NoOutput)?;
+        out.push(Out {
+            port: Self::port_of(c.dim, c.dir) as u16,
+            class: u8::from(self.dateline && c.vc == Vc::H),
+            header: Header::Path(Box::new(PathHeader {
+                dests: h.dests.clone(),
+                pos: pos as u16,
+                on_h: c.vc == Vc::H,
+            })),
+        });
+        Ok(())
+    }
 }
 
 impl Routing for DirectRouting {
@@ -182,8 +241,10 @@ impl Routing for DirectRouting {
         header: &Header,
         out: &mut Vec<Out>,
     ) -> Result<(), RouteError> {
-        let Header::Unicast { dest } = header else {
-            return Err(RouteError::Unsupported);
+        let dest = match header {
+            Header::Unicast { dest } => dest,
+            Header::Path(p) => return self.route_path(switch, p, out),
+            _ => return Err(RouteError::Unsupported),
         };
         let dest = *dest as usize;
         let ch = self
@@ -295,7 +356,7 @@ impl Routing for IrregularRouting {
                 return Ok(());
             }
             Header::Irregular(h) => self.fabric.decide(switch, in_port, h, 0)?,
-            Header::Consumed => return Err(RouteError::Unsupported),
+            Header::Consumed | Header::Path(_) => return Err(RouteError::Unsupported),
         };
         for o in d.outputs {
             out.push(Out {
