@@ -167,7 +167,7 @@ fn bad_requests_exit_2() {
             "bogus=1",
         ][..],
         &["run", "--fabric", "torus:4x4", "--algo", "tree-worm"][..],
-        &["run", "--fabric", "min:3", "--algo", "kbinomial"][..],
+        &["run", "--fabric", "torus:4x4", "--algo", "min-two-pass"][..],
         &[
             "run",
             "--fabric",

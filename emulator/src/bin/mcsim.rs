@@ -65,7 +65,8 @@ enum Command {
             maxport, combine, wsort) run the real smart-NI engine; ssr-greedy, ssr-lg, \
             path-greedy, path-lg and tree-worm run switch-replicated worms on irregular fabrics; \
             storus, mtorus-d and mtorus-u:R run path worms with intermediate reception (R_UTPR, \
-            p/h VC classes) on unidirectional tori. \
+            p/h VC classes) on unidirectional tori; min-two-pass[:S] runs the two-pass region \
+            multicast on min:N fabrics. \
             Every run is checked: each destination receives each packet exactly once. Output: \
             completion (cycles, last destination's host), mean_completion, completion_us, \
             per_destination, injected, network counters.",
@@ -111,7 +112,8 @@ struct CostArgs {
 
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// The fabric: torus:AxB[:uni], mesh:AxB, hypercube:N, irregular:..., crossbar:N.
+    /// The fabric: torus:AxB[:uni], mesh:AxB, hypercube:N, irregular:..., min:N[:omega],
+    /// crossbar:N.
     #[arg(long, value_name = "SPEC")]
     fabric: String,
     /// The algorithm (see the long help).

@@ -1,6 +1,6 @@
 //! Fabric specs for the simulator: the `mcsim plan` grammar (torus, mesh,
 //! hypercube, irregular) plus `crossbar:N` (one switch, N hosts).
-//! `min:N` is recognised but not simulated yet.
+//! and `min:N[:omega]` (the MIN of `mcsim plan`).
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use mcast_algorithms::irregular::{Fabric, IrregularSpec};
 use mcast_algorithms::topo::Topology;
 
 use super::SimError;
-use crate::switch::routing::{CrossbarRouting, DirectRouting, IrregularRouting};
+use crate::switch::routing::{CrossbarRouting, DirectRouting, IrregularRouting, MinRouting};
 use crate::switch::Routing;
 
 /// A parsed fabric.
@@ -20,6 +20,8 @@ pub enum SimFabric {
     Irregular(Arc<IrregularRouting>),
     /// One switch.
     Crossbar(Arc<CrossbarRouting>),
+    /// A wrap-around MIN.
+    Min(Arc<MinRouting>),
 }
 
 impl std::fmt::Debug for SimFabric {
@@ -28,6 +30,7 @@ impl std::fmt::Debug for SimFabric {
             SimFabric::Direct(d) => write!(f, "Direct({})", d.topology()),
             SimFabric::Irregular(_) => write!(f, "Irregular"),
             SimFabric::Crossbar(c) => write!(f, "{c:?}"),
+            SimFabric::Min(m) => write!(f, "Min({} stages)", m.net().stages()),
         }
     }
 }
@@ -49,10 +52,9 @@ impl SimFabric {
             }
             return Ok(SimFabric::Crossbar(Arc::new(CrossbarRouting::new(n))));
         }
-        if t.starts_with("min:") || t == "min" {
-            return Err(SimError::Input(format!(
-                "`{t}`: MIN fabrics are planned by `mcsim plan` but not simulated yet"
-            )));
+        if let Some(net) = crate::plan_mesh::parse_min_fabric(t) {
+            let net = net.map_err(|e| SimError::Input(e.to_string()))?;
+            return Ok(SimFabric::Min(Arc::new(MinRouting::new(net))));
         }
         if t == "irregular" || t.starts_with("irregular:") {
             let spec: IrregularSpec = t.parse().map_err(|e| bad(format!("{e}")))?;
@@ -74,6 +76,7 @@ impl SimFabric {
             SimFabric::Direct(d) => d.clone(),
             SimFabric::Irregular(i) => i.clone(),
             SimFabric::Crossbar(c) => c.clone(),
+            SimFabric::Min(m) => m.clone(),
         }
     }
 

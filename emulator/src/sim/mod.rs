@@ -213,16 +213,23 @@ impl<U> Net<U> {
         let links: Vec<Vec<Link>> = (0..n_sw)
             .map(|s| (0..ports).map(|p| routing.link(s, p)).collect())
             .collect();
+        // Who feeds each input port: the upstream switch of a link, or the
+        // host attached there (hosts inject where `attach` says, which on a
+        // MIN is not where they receive).
         let mut ups = vec![vec![Link::Open; ports]; n_sw];
         for (s, row) in links.iter().enumerate() {
             for (p, l) in row.iter().enumerate() {
-                match *l {
-                    Link::Switch { switch, port } if switch < n_sw && port < ports => {
+                if let Link::Switch { switch, port } = *l {
+                    if switch < n_sw && port < ports {
                         ups[switch][port] = Link::Switch { switch: s, port: p };
                     }
-                    Link::Host(n) => ups[s][p] = Link::Host(n),
-                    _ => {}
                 }
+            }
+        }
+        for node in 0..routing.nodes() {
+            let (s, p) = routing.attach(node);
+            if s < n_sw && p < ports {
+                ups[s][p] = Link::Host(node);
             }
         }
         let nis = (0..routing.nodes())
@@ -557,6 +564,8 @@ mod tests {
             "hypercube:4",
             "irregular:switches=8,ports=8,nodes=32,connectivity=0.8,seed=3",
             "crossbar:6",
+            "min:4",
+            "min:3:omega",
         ];
         let mut costs = vec![CostModel::default()];
         let mut c = CostModel::default();

@@ -153,6 +153,24 @@ fn pick_dests(n: usize, source: usize, d: Dests, seed: u64) -> Result<Vec<usize>
     Ok(v)
 }
 
+/// `min-two-pass[:S]`: the first relay, fixed or drawn from the seed.
+fn min_algo(t: &str, seed: u64) -> Result<Option<mcast_algorithms::min::Start>, SimError> {
+    use mcast_algorithms::min::Start;
+    let l = t.to_ascii_lowercase();
+    let Some(rest) = l.strip_prefix("min-two-pass") else {
+        return Ok(None);
+    };
+    if rest.is_empty() {
+        return Ok(Some(Start::Seeded(seed)));
+    }
+    match rest.strip_prefix(':').map(str::parse::<u64>) {
+        Some(Ok(s)) => Ok(Some(Start::Fixed(s))),
+        _ => Err(SimError::Input(format!(
+            "bad algorithm `{t}` (min-two-pass or min-two-pass:S)"
+        ))),
+    }
+}
+
 /// A path-based (UTPR) algorithm name, if it is one.
 fn path_algo(t: &str) -> Result<Option<PathAlgorithm>, SimError> {
     let l = t.to_ascii_lowercase();
@@ -213,6 +231,17 @@ pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunR
             .collect();
         let inj = run_worms(&mut net, &mut nodes, cost, m, cfg.source, jobs)?;
         (scheme.name().to_string(), inj)
+    } else if let Some(start) = min_algo(algo, cfg.seed)? {
+        let SimFabric::Min(mr) = fabric else {
+            return Err(SimError::Input(format!(
+                "{algo} needs a MIN fabric (min:N)"
+            )));
+        };
+        let d64: Vec<u64> = dests.iter().map(|&d| d as u64).collect();
+        let plan = mcast_algorithms::min::two_pass(mr.net(), cfg.source as u64, &d64, start)
+            .map_err(|e| SimError::Input(format!("{algo}: {e}")))?;
+        let inj = run_min(&mut net, &mut nodes, cost, m, &plan)?;
+        ("min-two-pass".to_string(), inj)
     } else if let Some(pa) = path_algo(algo)? {
         let topo = fabric.topology().ok_or_else(|| {
             SimError::Input(format!(
@@ -510,6 +539,88 @@ fn run_worms(
     Ok(injected)
 }
 
+/// The two-pass MIN multicast (digest 001): the source injects the region
+/// packet (pass 1); each relay's NI, on receiving it, injects its pass-2
+/// unicast (t_nr + t_ns, no host involvement); destinations' hosts receive
+/// pass-2 packets only.
+fn run_min(
+    net: &mut Net<Ev>,
+    nodes: &mut [Node],
+    cost: &CostModel,
+    m: usize,
+    plan: &mcast_algorithms::min::TwoPassPlan,
+) -> Result<u64, SimError> {
+    let dma = cost.dma_cycles();
+    // id -> (pass, packet index)
+    let mut meta: Vec<(u32, usize)> = Vec::new();
+    let mut injected = 0u64;
+    let source = plan.source as usize;
+    let mut relay_sends: HashMap<usize, Vec<Header>> = HashMap::new();
+    let mut pass1 = Vec::new();
+    for s in &plan.sends {
+        if s.pass == 1 {
+            pass1.push(Header::Min(s.header));
+        } else {
+            relay_sends
+                .entry(s.from as usize)
+                .or_default()
+                .push(Header::Min(s.header));
+        }
+    }
+    {
+        let node = &mut nodes[source];
+        let host = cost.t_hs;
+        for h in &pass1 {
+            for j in 0..m {
+                let s = node.dma_free.max(host);
+                node.dma_free = s + dma;
+                let start = node.ni_free.max(node.dma_free);
+                node.ni_free = start + cost.t_ns;
+                meta.push((1, j));
+                injected += 1;
+                net.inject(
+                    source,
+                    node.ni_free,
+                    Packet {
+                        id: meta.len() as u64 - 1,
+                        header: h.clone(),
+                    },
+                );
+            }
+        }
+    }
+    while let Some(h) = net.step()? {
+        match h {
+            Happening::Arrived { node, packet, at } => {
+                let Some(&(pass, j)) = meta.get(packet.id as usize) else {
+                    return Err(SimError::Internal(format!("unknown packet {}", packet.id)));
+                };
+                let nd = &mut nodes[node];
+                let ready = receive(nd, cost, at);
+                if pass == 2 {
+                    to_host(nd, cost, m, j, ready);
+                    continue;
+                }
+                for h in relay_sends.get(&node).map(Vec::as_slice).unwrap_or(&[]) {
+                    nd.ni_free += cost.t_ns;
+                    meta.push((2, j));
+                    injected += 1;
+                    net.inject(
+                        node,
+                        nd.ni_free,
+                        Packet {
+                            id: meta.len() as u64 - 1,
+                            header: h.clone(),
+                        },
+                    );
+                }
+            }
+            Happening::User(e, _) => match e {},
+        }
+    }
+    Ok(injected)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -621,6 +732,27 @@ mod tests {
         }
         let bi = SimFabric::parse("torus:6x6", true).unwrap();
         assert!(run(&bi, &cost, &cfg("storus", Dests::All, 1)).is_err());
+    }
+
+    /// The two-pass MIN multicast delivers exactly once (the run's oracle):
+    /// f relays each send one unicast per packet.
+    #[test]
+    fn min_two_pass_exactly_once() {
+        let cost = CostModel::default();
+        for spec in ["min:4", "min:5:omega"] {
+            let f = SimFabric::parse(spec, true).unwrap();
+            for (dests, m) in [
+                (Dests::Random(5), 1),
+                (Dests::Random(9), 2),
+                (Dests::All, 1),
+            ] {
+                let r = run(&f, &cost, &cfg("min-two-pass", dests, m)).unwrap();
+                let fan = r.destinations.len() as u64;
+                assert_eq!(r.injected, m as u64 * (1 + fan));
+            }
+            run(&f, &cost, &cfg("min-two-pass:3", Dests::Random(4), 1)).unwrap();
+            run(&f, &cost, &cfg("kbinomial", Dests::Random(6), 2)).unwrap();
+        }
     }
 
     #[test]
