@@ -112,8 +112,8 @@ struct CostArgs {
 
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// The fabric: torus:AxB[:uni], mesh:AxB, hypercube:N, irregular:..., min:N[:omega],
-    /// crossbar:N.
+    /// The fabric: torus:AxB (add :uni for unidirectional), mesh:AxB, hypercube:N,
+    /// irregular:..., min:N (add :omega for the omega wiring), crossbar:N.
     #[arg(long, value_name = "SPEC")]
     fabric: String,
     /// The algorithm (see the long help).
