@@ -10,7 +10,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-const W: u64 = 1024;
+const W: u64 = 256;
 
 struct Far<E> {
     at: u64,
