@@ -761,6 +761,10 @@ fn run_load(args: &LoadArgs) -> ExitCode {
         });
         return print_json(&v, false);
     }
+    let peak = rows
+        .iter()
+        .max_by(|a, b| a.accepted.total_cmp(&b.accepted))
+        .map(|r| (r.offered, r.accepted, r.fraction_of_ideal));
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
@@ -779,6 +783,14 @@ fn run_load(args: &LoadArgs) -> ExitCode {
             r.mean_latency,
             r.max_latency,
             r.saturated
+        );
+    }
+    if let (Some((offered, accepted, frac)), true) = (peak, rates.len() > 1) {
+        let _ = writeln!(
+            out,
+            "peak accepted {accepted:.4} flits/cycle/host at offered {offered}{}",
+            frac.map(|f| format!(" ({f:.3} of the ideal 8b/k)"))
+                .unwrap_or_default()
         );
     }
     ExitCode::SUCCESS
