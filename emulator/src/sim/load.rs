@@ -463,16 +463,26 @@ mod tests {
     /// same load never deadlocks.
     #[test]
     fn watchdog_reports_deadlock_without_dateline() {
-        let f = SimFabric::parse("torus:8x8", false).unwrap();
-        let r = run_load(&f, &torus_cost(1, false), &cfg(1.0, 0, 5_000, 3));
-        match r {
-            Err(SimError::Deadlock { blocked, .. }) => assert!(!blocked.is_empty()),
-            other => panic!("expected deadlock, got {other:?}"),
+        for spec in ["torus:8x8", "torus:8x8:uni"] {
+            let f = SimFabric::parse(spec, false).unwrap();
+            let r = run_load(&f, &torus_cost(1, false), &cfg(1.0, 0, 5_000, 3));
+            match r {
+                Err(SimError::Deadlock { blocked, .. }) => assert!(!blocked.is_empty()),
+                other => panic!("{spec}: expected deadlock, got {other:?}"),
+            }
+            let f = SimFabric::parse(spec, true).unwrap();
+            for seed in 0..2 {
+                run_load(&f, &torus_cost(2, true), &cfg(1.0, 0, 5_000, seed)).unwrap();
+            }
         }
-        let f = SimFabric::parse("torus:8x8", true).unwrap();
-        for seed in 0..2 {
-            run_load(&f, &torus_cost(2, true), &cfg(1.0, 0, 5_000, seed)).unwrap();
-        }
+        // Tree worms at full multicast load on up*/down* with whole-packet
+        // buffering: no deadlock either (digest 000 §2.3's condition).
+        let f = SimFabric::parse("irregular:switches=8,ports=8,nodes=32,seed=1", true).unwrap();
+        let mut c = CostModel::default();
+        c.set("watchdog_cycles", "3000").unwrap();
+        let mut k = cfg(1.0, 0, 5_000, 1);
+        k.traffic = Traffic::Multicast(15);
+        run_load(&f, &c, &k).unwrap();
     }
 
     /// Path worms (one H-cycle worm per multicast, intermediate reception)
