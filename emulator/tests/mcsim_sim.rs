@@ -155,6 +155,47 @@ fn load_json_and_deadlock_exit_status() {
 }
 
 #[test]
+fn knobs_on_the_fabric_spec_equal_set() {
+    let a = json(&[
+        "run",
+        "--fabric",
+        "torus:4x4@packet_flits=16,link_delay=3",
+        "--algo",
+        "kbinomial",
+        "--dests",
+        "random:5",
+        "--json",
+    ]);
+    let b = json(&[
+        "run",
+        "--fabric",
+        "torus:4x4",
+        "--algo",
+        "kbinomial",
+        "--dests",
+        "random:5",
+        "--set",
+        "packet_flits=16",
+        "--set",
+        "link_delay=3",
+        "--json",
+    ]);
+    assert_eq!(a, b);
+    assert_eq!(a["fabric"], "torus:4x4");
+    let c = json(&[
+        "run",
+        "--fabric",
+        "torus:4x4",
+        "--algo",
+        "kbinomial",
+        "--dests",
+        "random:5",
+        "--json",
+    ]);
+    assert_ne!(a["completion"], c["completion"]);
+}
+
+#[test]
 fn bad_requests_exit_2() {
     for args in [
         &[

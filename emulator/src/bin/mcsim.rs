@@ -75,8 +75,8 @@ enum Command {
             mcsim run --fabric irregular:switches=8,ports=8,nodes=32,seed=7 --algo tree-worm --dests random:15 --json\n  \
             mcsim run --fabric crossbar:16 --algo kbinomial:2 --dests all --packets 6 --preset unitstep\n\n\
             Cost knobs: --preset irregular|ncube2|high-startup|low-startup|unitstep, --config FILE \
-            (BookSim-style `key = value;`), --set key=value (repeatable), applied in that order; \
-            --print-cost shows the result."
+            (BookSim-style `key = value;`), knobs on the fabric spec (SPEC@key=value,key=value), \
+            --set key=value (repeatable), applied in that order; --print-cost shows the result."
     )]
     Run(RunArgs),
     /// Run a load point or a sweep (warm-up, measure, drain; BookSim's phases).
@@ -574,7 +574,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn build_cost(a: &CostArgs) -> Result<mcast_emulator::cost::CostModel, String> {
+/// The cost model: preset, then --config, then knobs on the fabric spec
+/// (`SPEC@key=value,...`), then --set; and the bare fabric spec.
+fn build_cost(
+    a: &CostArgs,
+    fabric: &str,
+) -> Result<(mcast_emulator::cost::CostModel, String), String> {
     use mcast_emulator::cost::CostModel;
     let mut c = match &a.preset {
         Some(p) => CostModel::preset(p).map_err(|e| e.to_string())?,
@@ -586,6 +591,9 @@ fn build_cost(a: &CostArgs) -> Result<mcast_emulator::cost::CostModel, String> {
         c.parse_config(&text)
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
+    let spec = mcast_emulator::sim::fabric::split_spec(fabric, &mut c)
+        .map_err(|e| e.to_string())?
+        .to_string();
     for kv in &a.set {
         c.set_pair(kv).map_err(|e| format!("--set {kv}: {e}"))?;
     }
@@ -593,7 +601,7 @@ fn build_cost(a: &CostArgs) -> Result<mcast_emulator::cost::CostModel, String> {
     if a.print_cost {
         eprint!("{c}");
     }
-    Ok(c)
+    Ok((c, spec))
 }
 
 fn sim_fail(e: &mcast_emulator::sim::SimError) -> ExitCode {
@@ -608,7 +616,7 @@ fn sim_fail(e: &mcast_emulator::sim::SimError) -> ExitCode {
 fn run_run(args: &RunArgs) -> ExitCode {
     use mcast_emulator::sim::fabric::SimFabric;
     use mcast_emulator::sim::run::{run, Dests, RunConfig};
-    let cost = match build_cost(&args.cost) {
+    let (cost, spec) = match build_cost(&args.cost, &args.fabric) {
         Ok(c) => c,
         Err(e) => return fail(&format!("error: {e}"), 2),
     };
@@ -622,7 +630,7 @@ fn run_run(args: &RunArgs) -> ExitCode {
             )
         }
     };
-    let fabric = match SimFabric::parse(&args.fabric, cost.dateline) {
+    let fabric = match SimFabric::parse(&spec, cost.dateline) {
         Ok(f) => f,
         Err(e) => return sim_fail(&e),
     };
@@ -663,7 +671,7 @@ fn run_run(args: &RunArgs) -> ExitCode {
             Err(e) => return fail(&format!("error: cannot serialise: {e}"), 1),
         };
         if let Some(o) = v.as_object_mut() {
-            o.insert("fabric".into(), args.fabric.trim().into());
+            o.insert("fabric".into(), spec.trim().into());
             o.insert("cost_preset".into(), cost.preset.clone().into());
             o.insert("cycle_ns".into(), cost.cycle_ns.into());
         }
@@ -676,7 +684,7 @@ fn run_run(args: &RunArgs) -> ExitCode {
          completion {} cycles ({:.3} us), mean {:.1} cycles\n\
          injected {} packets, {} packet-hops, {} events",
         r.algorithm,
-        args.fabric.trim(),
+        spec.trim(),
         r.packets,
         r.source,
         r.destinations.len(),
@@ -693,11 +701,11 @@ fn run_run(args: &RunArgs) -> ExitCode {
 fn run_load(args: &LoadArgs) -> ExitCode {
     use mcast_emulator::sim::fabric::SimFabric;
     use mcast_emulator::sim::load::{run_load, LoadConfig, Traffic};
-    let cost = match build_cost(&args.cost) {
+    let (cost, spec) = match build_cost(&args.cost, &args.fabric) {
         Ok(c) => c,
         Err(e) => return fail(&format!("error: {e}"), 2),
     };
-    let fabric = match SimFabric::parse(&args.fabric, cost.dateline) {
+    let fabric = match SimFabric::parse(&spec, cost.dateline) {
         Ok(f) => f,
         Err(e) => return sim_fail(&e),
     };
@@ -751,7 +759,7 @@ fn run_load(args: &LoadArgs) -> ExitCode {
     }
     if args.json {
         let v = serde_json::json!({
-            "fabric": args.fabric.trim(),
+            "fabric": spec.trim(),
             "traffic": args.traffic.trim(),
             "warmup": args.warmup,
             "cycles": args.cycles,

@@ -35,6 +35,26 @@ impl std::fmt::Debug for SimFabric {
     }
 }
 
+/// Split `SPEC@key=value,key=value` into the fabric spec and the cost
+/// knobs it carries (so a fabric spec alone, as `mclaunch --fabric` takes
+/// it, can set every knob), and apply them to `cost`.
+///
+/// # Errors
+/// A knob without `=`, or one the cost model refuses.
+pub fn split_spec<'a>(
+    text: &'a str,
+    cost: &mut crate::cost::CostModel,
+) -> Result<&'a str, SimError> {
+    let Some((spec, knobs)) = text.split_once('@') else {
+        return Ok(text);
+    };
+    for kv in knobs.split(',').filter(|k| !k.trim().is_empty()) {
+        cost.set_pair(kv)
+            .map_err(|e| SimError::Input(format!("fabric spec knob `{kv}`: {e}")))?;
+    }
+    Ok(spec)
+}
+
 impl SimFabric {
     /// Parse a spec; `dateline` is the cost model's knob.
     ///
@@ -91,5 +111,24 @@ impl SimFabric {
     /// Number of hosts.
     pub fn nodes(&self) -> usize {
         self.routing().nodes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::CostModel;
+
+    #[test]
+    fn knobs_ride_on_the_fabric_spec() {
+        let mut c = CostModel::default();
+        let spec = split_spec("torus:8x8@num_vcs=4, packet_flits=8,dateline=0", &mut c).unwrap();
+        assert_eq!(spec, "torus:8x8");
+        assert_eq!((c.num_vcs, c.packet_flits, c.dateline), (4, 8, false));
+        let mut d = CostModel::default();
+        assert_eq!(split_spec("hypercube:3", &mut d).unwrap(), "hypercube:3");
+        assert_eq!(d, CostModel::default());
+        assert!(split_spec("torus:4x4@bogus=1", &mut d).is_err());
+        assert!(split_spec("torus:4x4@num_vcs", &mut d).is_err());
     }
 }
