@@ -134,10 +134,18 @@ struct Branches {
 
 impl Branches {
     fn from_outs(outs: &mut Vec<Out>) -> Branches {
-        let mut it = outs.drain(..).map(|out| BranchState {
+        let state = |out| BranchState {
             out,
             granted: false,
-        });
+        };
+        if outs.len() == 1 {
+            // The common case (unicast): no iterator machinery.
+            return Branches {
+                first: outs.pop().map(state),
+                rest: Vec::new(),
+            };
+        }
+        let mut it = outs.drain(..).map(state);
         let first = it.next();
         Branches {
             first,
