@@ -119,7 +119,10 @@ struct NiPort {
     queue: VecDeque<Packet>,
     link_free: Time,
     credits: Vec<u32>,
-    try_armed: bool,
+    /// Credits announced ahead of their arrival: (time, vc, flits).
+    pending: Vec<(Time, u16, u32)>,
+    /// The earliest NiTry armed and not yet fired (Time::MAX: none).
+    armed_at: Time,
     next_vc: u16,
 }
 
@@ -237,7 +240,8 @@ impl<U> Net<U> {
                 queue: VecDeque::new(),
                 link_free: 0,
                 credits: vec![params.buf; params.vcs as usize],
-                try_armed: false,
+                pending: Vec::new(),
+                armed_at: Time::MAX,
                 next_vc: 0,
             })
             .collect();
@@ -318,10 +322,26 @@ impl<U> Net<U> {
         self.nis[node].queue.len()
     }
 
+    /// Arm host `node`'s injection retry at `at` unless an earlier one is
+    /// pending.
+    fn ni_arm(&mut self, node: usize, at: Time) {
+        let now = self.now;
+        let ni = &mut self.nis[node];
+        if ni.armed_at < now {
+            ni.armed_at = Time::MAX;
+        }
+        if ni.armed_at <= at {
+            return;
+        }
+        ni.armed_at = at;
+        self.push(at, Ev::NiTry { node: node as u32 });
+    }
+
     fn ni_try(&mut self, node: usize) {
         let now = self.now;
         let ser = self.params.ser;
         let flits = self.params.flits;
+        let buf = self.params.buf;
         let (sw, port) = self.routing.attach(node);
         loop {
             let ni = &mut self.nis[node];
@@ -329,18 +349,29 @@ impl<U> Net<U> {
                 return;
             }
             if ni.link_free > now {
-                if !ni.try_armed {
-                    ni.try_armed = true;
-                    let at = ni.link_free;
-                    self.push(at, Ev::NiTry { node: node as u32 });
-                }
+                let at = ni.link_free;
+                self.ni_arm(node, at);
                 return;
+            }
+            let mut i = 0;
+            while i < ni.pending.len() {
+                let (t, vc, f) = ni.pending[i];
+                if t <= now {
+                    let c = &mut ni.credits[vc as usize];
+                    *c = (*c + f).min(buf);
+                    ni.pending.swap_remove(i);
+                } else {
+                    i += 1;
+                }
             }
             let v = ni.credits.len() as u16;
             let Some(vc) = (0..v)
                 .map(|i| (ni.next_vc + i) % v)
                 .find(|&c| ni.credits[c as usize] >= flits)
             else {
+                if let Some(t) = ni.pending.iter().map(|p| p.0).min() {
+                    self.ni_arm(node, t);
+                }
                 return;
             };
             ni.next_vc = (vc + 1) % v;
@@ -430,6 +461,17 @@ impl<U> Net<U> {
                             flits,
                         },
                     ),
+                    // Announced to the host's NI now, usable at its arrival.
+                    Link::Host(node) if at + self.credit_delay > self.now => {
+                        let t = at + self.credit_delay;
+                        let ni = &mut self.nis[node];
+                        if (vc as usize) < ni.credits.len() {
+                            ni.pending.push((t, vc, flits));
+                            if !ni.queue.is_empty() {
+                                self.ni_arm(node, t);
+                            }
+                        }
+                    }
                     Link::Host(node) => self.push(
                         at + self.credit_delay,
                         Ev::NiCredit {
@@ -522,7 +564,10 @@ impl<U> Net<U> {
                     self.ni_try(node as usize);
                 }
                 Ev::NiTry { node } => {
-                    self.nis[node as usize].try_armed = false;
+                    let ni = &mut self.nis[node as usize];
+                    if ni.armed_at <= at {
+                        ni.armed_at = Time::MAX;
+                    }
                     self.ni_try(node as usize);
                 }
                 Ev::NiEnqueue { node, packet } => self.enqueue(node as usize, packet),
