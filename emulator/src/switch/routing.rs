@@ -261,7 +261,7 @@ impl Routing for DirectRouting {
             None => out.push(Out {
                 port: 0,
                 class: 0,
-                header: header.clone(),
+                header: Header::Unicast { dest: dest as u32 },
             }),
             Some(c) => {
                 let class = match (self.dateline, c.vc) {
@@ -271,7 +271,7 @@ impl Routing for DirectRouting {
                 out.push(Out {
                     port: Self::port_of(c.dim, c.dir) as u16,
                     class,
-                    header: header.clone(),
+                    header: Header::Unicast { dest: dest as u32 },
                 });
             }
         }
