@@ -666,6 +666,40 @@ mod tests {
         }
     }
 
+    /// Beyond the table: on a crossbar with the unit-step preset, the DES
+    /// gives every destination the completion step of the NI-engine-only
+    /// unit-step driver ([`crate::unitstep`]), for every n ≤ 20, k ≤ 4,
+    /// m ≤ 5, FPFS and FCFS.
+    #[test]
+    fn unitstep_preset_equals_the_unitstep_driver() {
+        use crate::unitstep::{simulate, Post};
+        use mcast_algorithms::Shape;
+        let cost = CostModel::unitstep();
+        for n in 2..=20 {
+            let f = SimFabric::parse(&format!("crossbar:{n}"), true).unwrap();
+            for k in 1..=4 {
+                for m in 1..=5 {
+                    for fw in [Forwarding::Fpfs, Forwarding::Fcfs] {
+                        let want =
+                            simulate(n, &Post::Bcast { root: 0 }, Shape::KBinomial { k }, fw, m)
+                                .unwrap();
+                        let mut c = cfg(&format!("kbinomial:{k}"), Dests::All, m);
+                        c.forwarding = fw;
+                        let got = run(&f, &cost, &c).unwrap();
+                        assert_eq!(got.completion, want.completion, "n={n} k={k} m={m} {fw:?}");
+                        for (d, t) in got.per_destination {
+                            assert_eq!(
+                                Some(&t),
+                                want.arrivals[d].iter().max(),
+                                "n={n} k={k} m={m} {fw:?} node {d}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// NI-based trees on direct fabrics deliver exactly once (the run's
     /// oracle) and take at least the zero-load time of one copy.
     #[test]
