@@ -3,8 +3,22 @@
 //! So far: [`unitstep`], a discrete-event driver that runs the real smart-NI
 //! engine ([`mcast::engine::NiEngine`]) of every rank in the paper's unit-step
 //! time model (digest 000 §4.4, §8.3), and [`plan_json`], the planning half of
-//! the `mcsim` binary (`mcsim plan`). The switch engine, the cost model and the
-//! socket fabric belong to the emulator issue.
+//! the `mcsim` binary (`mcsim plan`).
+//!
+//! The switch emulator and the discrete-event simulator:
+//! * [`cost`]: the cost model, the papers' presets and the BookSim-style
+//!   `key = value` parser;
+//! * [`switch`]: the sans-IO switch engine (input-buffered virtual
+//!   cut-through, VCs with the dateline classes, credits, asynchronous
+//!   replication) and the routing functions of every fabric, which decode the
+//!   unicast, SSR, multi-drop, bit-string, path-worm and MIN region headers
+//!   with the `mcast-algorithms` codecs;
+//! * [`sim`]: the discrete-event driver of those engines and the hosts' NIs
+//!   (`mcsim run`: single multicasts on the real NI engine or with worms;
+//!   `mcsim load`: load sweeps with BookSim's phases and a deadlock
+//!   watchdog).
+//!
+//! The socket fabric (`mclaunch --fabric`) will drive the same switch engines.
 //!
 //! [`plan_path`] answers `mcsim plan` for the path-based (UTPR) worm
 //! planners on unidirectional tori; [`model_sci`] is `mcsim model sci`, the
@@ -14,8 +28,11 @@
 //! schemes and the two-pass MIN multicast; `mcsim model min` is the MIN
 //! paper's throughput model ([`mcast_algorithms::min::model`]).
 
+pub mod cost;
 pub mod model_sci;
 pub mod plan_json;
 pub mod plan_mesh;
 pub mod plan_path;
+pub mod sim;
+pub mod switch;
 pub mod unitstep;

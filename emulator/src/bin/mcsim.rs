@@ -8,11 +8,13 @@
 //!   `mcsim model sci` ([`mcast_emulator::model_sci`]), `mcsim model min`
 //!   ([`mcast_algorithms::min::model`]).
 //!
-//! Later subcommands (`mcsim run`, `mcsim repro`) go into [`Command`].
+//! * `mcsim run` simulates one multicast in the discrete-event simulator
+//!   ([`mcast_emulator::sim::run`]); `mcsim load` runs load points and sweeps
+//!   ([`mcast_emulator::sim::load`]).
 //!
 //! Exit status: 0 on success; 2 for a bad command line or request (one line
-//! on stderr); 1 when an oracle rejects a plan (a planner bug, one line on
-//! stderr).
+//! on stderr); 1 when an oracle rejects a plan or a simulation (a bug, one
+//! line on stderr); 3 when the simulator's watchdog reports deadlock.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -54,6 +56,125 @@ enum Command {
     Plan(PlanArgs),
     /// Evaluate a paper's analytic model for given parameters; print JSON.
     Model(ModelArgs),
+    /// Simulate one multicast in an idle fabric (discrete-event, switch engines).
+    #[command(
+        long_about = "Simulate one multicast of --packets packets from --source to the \
+            destinations in an otherwise idle fabric, with the switch engines (input-buffered \
+            virtual cut-through, VCs, credits, replication) and the cost model's host and NI \
+            overheads. NI-based trees (separate, chain, binomial, kbinomial[:k], utorus, ucube, \
+            maxport, combine, wsort) run the real smart-NI engine; ssr-greedy, ssr-lg, \
+            path-greedy, path-lg and tree-worm run switch-replicated worms on irregular fabrics; \
+            storus, mtorus-d and mtorus-u:R run path worms with intermediate reception (R_UTPR, \
+            p/h VC classes) on unidirectional tori; min-two-pass[:S] runs the two-pass region \
+            multicast on min:N fabrics. \
+            Every run is checked: each destination receives each packet exactly once. Output: \
+            completion (cycles, last destination's host), mean_completion, completion_us, \
+            per_destination, injected, network counters.",
+        after_help = "Examples:\n  mcsim run --fabric torus:8x8 --algo utorus --dests random:20 --packets 4 --seed 1\n  \
+            mcsim run --fabric torus:16x16:uni --algo mtorus-u:8 --dests random:64 --preset high-startup\n  \
+            mcsim run --fabric irregular:switches=8,ports=8,nodes=32,seed=7 --algo tree-worm --dests random:15 --json\n  \
+            mcsim run --fabric crossbar:16 --algo kbinomial:2 --dests all --packets 6 --preset unitstep\n\n\
+            Cost knobs: --preset irregular|ncube2|high-startup|low-startup|unitstep, --config FILE \
+            (BookSim-style `key = value;`), knobs on the fabric spec (SPEC@key=value,key=value), \
+            --set key=value (repeatable), applied in that order; --print-cost shows the result."
+    )]
+    Run(RunArgs),
+    /// Run a load point or a sweep (warm-up, measure, drain; BookSim's phases).
+    #[command(
+        long_about = "Offer --traffic at --rate flits/cycle/host (a comma-separated list \
+            sweeps) with a Bernoulli source per host: --warmup cycles unmeasured, --cycles \
+            measured, then drain until every measured packet is delivered (at most --drain \
+            cycles, else the point is `saturated`). Reports accepted throughput, latency and, \
+            on bidirectional tori with equal radices, the fraction of the ideal bound 8b/k. \
+            The watchdog reports deadlock (exit 3) when nothing moves for watchdog_cycles.",
+        after_help = "Examples:\n  mcsim load --fabric torus:8x8 --traffic uniform --rate 0.2,0.4,0.6,0.8,1.0 \
+            --cycles 20000 --warmup 5000 --set num_vcs=4\n  \
+            mcsim load --fabric irregular --traffic multicast:3 --rate 0.01 --cycles 100000"
+    )]
+    Load(LoadArgs),
+}
+
+#[derive(Debug, Args)]
+struct CostArgs {
+    /// Start from a cost preset (irregular, ncube2, high-startup, low-startup, unitstep).
+    #[arg(long, value_name = "NAME")]
+    preset: Option<String>,
+    /// A BookSim-style config file of `key = value;` lines.
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// Set one cost knob (repeatable), e.g. --set num_vcs=4.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Print the resulting cost model (as a config file) on stderr.
+    #[arg(long)]
+    print_cost: bool,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The fabric: torus:AxB (add :uni for unidirectional), mesh:AxB, hypercube:N,
+    /// irregular:..., min:N (add :omega for the omega wiring), crossbar:N.
+    #[arg(long, value_name = "SPEC")]
+    fabric: String,
+    /// The algorithm (see the long help).
+    #[arg(long, value_name = "NAME")]
+    algo: String,
+    /// random:K (K distinct random hosts) or all.
+    #[arg(long, value_name = "random:K|all", default_value = "all")]
+    dests: String,
+    /// Packets in the message.
+    #[arg(long, value_name = "M", default_value_t = 1, value_parser = parse_packets)]
+    packets: usize,
+    /// Seed for the random destinations.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The source host id.
+    #[arg(long, default_value_t = 0)]
+    source: usize,
+    /// NI forwarding: fpfs (default) or fcfs.
+    #[arg(long, default_value = "fpfs")]
+    forwarding: String,
+    /// Print JSON instead of a summary.
+    #[arg(long)]
+    json: bool,
+    /// Print wall-clock time and packet-hop events per second on stderr.
+    #[arg(long)]
+    timing: bool,
+    #[command(flatten)]
+    cost: CostArgs,
+}
+
+#[derive(Debug, Args)]
+struct LoadArgs {
+    /// The fabric.
+    #[arg(long, value_name = "SPEC")]
+    fabric: String,
+    /// uniform or multicast:D.
+    #[arg(long, default_value = "uniform")]
+    traffic: String,
+    /// Offered load(s), flits/cycle/host, comma-separated.
+    #[arg(long, value_name = "R[,R...]")]
+    rate: String,
+    /// Measured cycles.
+    #[arg(long, default_value_t = 10_000)]
+    cycles: u64,
+    /// Warm-up cycles.
+    #[arg(long, default_value_t = 1_000)]
+    warmup: u64,
+    /// Longest drain (default: --cycles).
+    #[arg(long)]
+    drain: Option<u64>,
+    /// RNG seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Print wall-clock time and packet-hop events per second on stderr.
+    #[arg(long)]
+    timing: bool,
+    #[command(flatten)]
+    cost: CostArgs,
 }
 
 #[derive(Debug, Args)]
@@ -448,5 +569,252 @@ fn main() -> ExitCode {
             ModelKind::Sci(args) => run_sci(args),
             ModelKind::Min(args) => run_min_model(args),
         },
+        Command::Run(args) => run_run(args),
+        Command::Load(args) => run_load(args),
     }
+}
+
+/// The cost model: preset, then --config, then knobs on the fabric spec
+/// (`SPEC@key=value,...`), then --set; and the bare fabric spec.
+fn build_cost(
+    a: &CostArgs,
+    fabric: &str,
+) -> Result<(mcast_emulator::cost::CostModel, String), String> {
+    use mcast_emulator::cost::CostModel;
+    let mut c = match &a.preset {
+        Some(p) => CostModel::preset(p).map_err(|e| e.to_string())?,
+        None => CostModel::default(),
+    };
+    if let Some(path) = &a.config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        c.parse_config(&text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let spec = mcast_emulator::sim::fabric::split_spec(fabric, &mut c)
+        .map_err(|e| e.to_string())?
+        .to_string();
+    for kv in &a.set {
+        c.set_pair(kv).map_err(|e| format!("--set {kv}: {e}"))?;
+    }
+    c.validate().map_err(|e| e.to_string())?;
+    if a.print_cost {
+        eprint!("{c}");
+    }
+    Ok((c, spec))
+}
+
+fn sim_fail(e: &mcast_emulator::sim::SimError) -> ExitCode {
+    use mcast_emulator::sim::SimError;
+    match e {
+        SimError::Input(_) | SimError::Cost(_) => fail(&format!("error: {e}"), 2),
+        SimError::Deadlock { .. } => fail(&format!("{e}"), 3),
+        SimError::Internal(_) => fail(&format!("error: {e}"), 1),
+    }
+}
+
+fn run_run(args: &RunArgs) -> ExitCode {
+    use mcast_emulator::sim::fabric::SimFabric;
+    use mcast_emulator::sim::run::{run, Dests, RunConfig};
+    let (cost, spec) = match build_cost(&args.cost, &args.fabric) {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("error: {e}"), 2),
+    };
+    let forwarding = match args.forwarding.as_str() {
+        "fpfs" => mcast::Forwarding::Fpfs,
+        "fcfs" => mcast::Forwarding::Fcfs,
+        o => {
+            return fail(
+                &format!("error: --forwarding {o}: expected fpfs or fcfs"),
+                2,
+            )
+        }
+    };
+    let fabric = match SimFabric::parse(&spec, cost.dateline) {
+        Ok(f) => f,
+        Err(e) => return sim_fail(&e),
+    };
+    let dests: Dests = match args.dests.parse() {
+        Ok(d) => d,
+        Err(e) => return sim_fail(&e),
+    };
+    let cfg = RunConfig {
+        algo: args.algo.clone(),
+        dests,
+        packets: args.packets,
+        seed: args.seed,
+        source: args.source,
+        forwarding,
+    };
+    let t0 = std::time::Instant::now();
+    let c0 = cpu_seconds();
+    let r = match run(&fabric, &cost, &cfg) {
+        Ok(r) => r,
+        Err(e) => return sim_fail(&e),
+    };
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - c0;
+    if args.timing {
+        eprintln!(
+            "mcsim: {} packet-hops, {} events in {:.3} s wall, {:.3} s CPU: \
+             {:.2} M packet-hops/s per CPU second",
+            r.network.hops,
+            r.network.events,
+            wall,
+            cpu,
+            r.network.hops as f64 / cpu / 1e6
+        );
+    }
+    if args.json {
+        let mut v = match serde_json::to_value(&r) {
+            Ok(v) => v,
+            Err(e) => return fail(&format!("error: cannot serialise: {e}"), 1),
+        };
+        if let Some(o) = v.as_object_mut() {
+            o.insert("fabric".into(), spec.trim().into());
+            o.insert("cost_preset".into(), cost.preset.clone().into());
+            o.insert("cycle_ns".into(), cost.cycle_ns.into());
+        }
+        return print_json(&v, false);
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{} on {}: {} packet(s) from {} to {} destinations\n\
+         completion {} cycles ({:.3} us), mean {:.1} cycles\n\
+         injected {} packets, {} packet-hops, {} events",
+        r.algorithm,
+        spec.trim(),
+        r.packets,
+        r.source,
+        r.destinations.len(),
+        r.completion,
+        r.completion_us,
+        r.mean_completion,
+        r.injected,
+        r.network.hops,
+        r.network.events
+    );
+    ExitCode::SUCCESS
+}
+
+fn run_load(args: &LoadArgs) -> ExitCode {
+    use mcast_emulator::sim::fabric::SimFabric;
+    use mcast_emulator::sim::load::{run_load, LoadConfig, Traffic};
+    let (cost, spec) = match build_cost(&args.cost, &args.fabric) {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("error: {e}"), 2),
+    };
+    let fabric = match SimFabric::parse(&spec, cost.dateline) {
+        Ok(f) => f,
+        Err(e) => return sim_fail(&e),
+    };
+    let traffic: Traffic = match args.traffic.parse() {
+        Ok(t) => t,
+        Err(e) => return sim_fail(&e),
+    };
+    let mut rates = Vec::new();
+    for r in args.rate.split(',') {
+        match r.trim().parse::<f64>() {
+            Ok(x) if x > 0.0 && x.is_finite() => rates.push(x),
+            _ => return fail(&format!("error: bad --rate `{r}` (positive numbers)"), 2),
+        }
+    }
+    let mut rows = Vec::new();
+    let mut stderr_note = Vec::new();
+    for &rate in &rates {
+        let cfg = LoadConfig {
+            rate,
+            warmup: args.warmup,
+            cycles: args.cycles,
+            drain_max: args.drain.unwrap_or(args.cycles),
+            traffic,
+            seed: args.seed,
+            progress: true,
+        };
+        let t0 = std::time::Instant::now();
+        let c0 = cpu_seconds();
+        match run_load(&fabric, &cost, &cfg) {
+            Ok(r) => {
+                let wall = t0.elapsed().as_secs_f64();
+                let cpu = cpu_seconds() - c0;
+                if args.timing {
+                    stderr_note.push(format!(
+                        "rate {rate}: {} packet-hops, {} events in {:.3} s wall, {:.3} s CPU: \
+                         {:.2} M packet-hops/s per CPU second",
+                        r.stats.hops,
+                        r.stats.events,
+                        wall,
+                        cpu,
+                        r.stats.hops as f64 / cpu / 1e6
+                    ));
+                }
+                rows.push(r);
+            }
+            Err(e) => return sim_fail(&e),
+        }
+    }
+    for n in stderr_note {
+        eprintln!("mcsim: {n}");
+    }
+    if args.json {
+        let v = serde_json::json!({
+            "fabric": spec.trim(),
+            "traffic": args.traffic.trim(),
+            "warmup": args.warmup,
+            "cycles": args.cycles,
+            "seed": args.seed,
+            "cost": cost,
+            "points": rows,
+        });
+        return print_json(&v, false);
+    }
+    let peak = rows
+        .iter()
+        .max_by(|a, b| a.accepted.total_cmp(&b.accepted))
+        .map(|r| (r.offered, r.accepted, r.fraction_of_ideal));
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{:>8} {:>9} {:>9} {:>11} {:>9} {:>10}",
+        "offered", "accepted", "ideal_frac", "mean_lat", "max_lat", "saturated"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:>8.4} {:>9.4} {:>9} {:>11.1} {:>9} {:>10}",
+            r.offered,
+            r.accepted,
+            r.fraction_of_ideal
+                .map(|f| format!("{f:.3}"))
+                .unwrap_or_else(|| "-".into()),
+            r.mean_latency,
+            r.max_latency,
+            r.saturated
+        );
+    }
+    if let (Some((offered, accepted, frac)), true) = (peak, rates.len() > 1) {
+        let _ = writeln!(
+            out,
+            "peak accepted {accepted:.4} flits/cycle/host at offered {offered}{}",
+            frac.map(|f| format!(" ({f:.3} of the ideal 8b/k)"))
+                .unwrap_or_default()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// CPU time of this process in seconds (the simulator is single-threaded,
+/// so this is its time on one core, whatever else the machine runs).
+fn cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the pointer we pass.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }

@@ -1,0 +1,668 @@
+//! The discrete-event simulator: every switch engine of a fabric
+//! ([`crate::switch::SwitchEngine`]) and the hosts' injection ports, in
+//! virtual cycles, in one process, with no sockets.
+//!
+//! [`Net`] is the network half: inject a packet at a host at a time, and
+//! [`Net::step`] runs events until something happens that the caller models
+//! (a packet's tail reached a host, or a caller event fell due). The NI and
+//! traffic models live in [`run`] (single multicasts driving the real
+//! [`mcast::engine::NiEngine`]) and [`load`] (load sweeps).
+//!
+//! # Timing
+//! A host's NI injects one packet at a time over its injection link (held
+//! `ser = ceil(L/b)` cycles per packet, credit flow control into the
+//! switch's host input port; no propagation delay). A switch routes a head
+//! in `t_r` cycles; every link out of a switch, the ejection link
+//! included, adds `t_w` to the head. So a unicast through H switches at
+//! zero load has its tail at the destination host H·(t_r + t_w) + L/b
+//! cycles after injection (H = the route's links between switches + 1).
+//!
+//! Events at the same cycle run in the order they were scheduled, so a run
+//! is a pure function of its inputs (and the seed).
+//!
+//! # Watchdog
+//! If no packet moves for `watchdog_cycles` while packets are buffered in
+//! switches, or the event queue empties with packets still buffered,
+//! [`Net::step`] returns [`SimError::Deadlock`] naming the blocked
+//! channels.
+
+pub mod fabric;
+pub mod load;
+mod queue;
+pub mod run;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::cost::{CostError, CostModel};
+use crate::switch::{
+    Blocked, Header, Link, Packet, Routing, SwAction, SwitchEngine, SwitchParams, Time,
+};
+
+/// Why a simulation stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    /// Bad input (fabric, algorithm, destinations, cost).
+    #[error("{0}")]
+    Input(String),
+    /// A cost-model error.
+    #[error("cost model: {0}")]
+    Cost(#[from] CostError),
+    /// The watchdog fired.
+    #[error("deadlock at cycle {at}: no packet moved since cycle {since}; {} blocked channels, first: {}", blocked.len(), show_blocked(blocked))]
+    Deadlock {
+        /// When it was detected.
+        at: Time,
+        /// The last movement.
+        since: Time,
+        /// The blocked channels.
+        blocked: Vec<Blocked>,
+    },
+    /// An engine or oracle reported an inconsistency.
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+fn show_blocked(b: &[Blocked]) -> String {
+    b.iter()
+        .take(8)
+        .map(|b| {
+            format!(
+                "switch {} in {}/vc{} -> out {} (class {})",
+                b.switch, b.in_port, b.in_vc, b.out_port, b.class
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[derive(Debug)]
+enum Ev<U> {
+    /// Delivered to the switch `t_r` after the head arrived (at `arrived`).
+    Head {
+        sw: u32,
+        port: u16,
+        vc: u16,
+        arrived: Time,
+        packet: Packet,
+    },
+    Credit {
+        sw: u32,
+        port: u16,
+        vc: u16,
+        flits: u32,
+    },
+    Timer {
+        sw: u32,
+        token: u32,
+    },
+    NiCredit {
+        node: u32,
+        vc: u16,
+        flits: u32,
+    },
+    NiTry {
+        node: u32,
+    },
+    NiEnqueue {
+        node: u32,
+        packet: Packet,
+    },
+    Arrive {
+        node: u32,
+        packet: Packet,
+    },
+    User(U),
+}
+
+struct NiPort {
+    queue: VecDeque<Packet>,
+    link_free: Time,
+    credits: Vec<u32>,
+    /// Credits announced ahead of their arrival: (time, vc, flits).
+    pending: Vec<(Time, u16, u32)>,
+    /// The earliest NiTry armed and not yet fired (Time::MAX: none).
+    armed_at: Time,
+    next_vc: u16,
+}
+
+/// What [`Net::step`] hands back to its caller.
+#[derive(Debug)]
+pub enum Happening<U> {
+    /// The tail of `packet` reached host `node` at `at`.
+    Arrived {
+        /// The host.
+        node: usize,
+        /// The copy.
+        packet: Packet,
+        /// Tail arrival.
+        at: Time,
+    },
+    /// A caller event fell due.
+    User(U, Time),
+}
+
+/// Counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NetStats {
+    /// Packets injected by hosts.
+    pub injected: u64,
+    /// Packet-hops: copies sent on a switch output (links and ejection).
+    pub hops: u64,
+    /// Copies delivered to hosts.
+    pub delivered: u64,
+    /// Packets dropped by a switch (unroutable header).
+    pub dropped: u64,
+    /// Events processed.
+    pub events: u64,
+}
+
+/// The network of one simulation.
+pub struct Net<U> {
+    routing: Arc<dyn Routing>,
+    params: SwitchParams,
+    t_w: Time,
+    credit_delay: Time,
+    watchdog: Time,
+    switches: Vec<SwitchEngine>,
+    nis: Vec<NiPort>,
+    /// Per switch, per port: where the link leads (cached).
+    links: Vec<Vec<Link>>,
+    /// Per switch, per input port: who sends into it (credits go there).
+    ups: Vec<Vec<Link>>,
+    queue: queue::EventQueue<Ev<U>>,
+    now: Time,
+    last_progress: Time,
+    /// Counters.
+    pub stats: NetStats,
+    /// Last drop reason, if any.
+    pub last_drop: Option<String>,
+}
+
+impl<U> Net<U> {
+    /// A network over `routing` with `cost`.
+    ///
+    /// # Errors
+    /// An inconsistent cost model, or fewer VCs than the fabric's classes.
+    pub fn new(routing: Arc<dyn Routing>, cost: &CostModel) -> Result<Net<U>, SimError> {
+        cost.validate()?;
+        let classes = routing.vc_classes().max(1) as u64;
+        let vcs = if cost.num_vcs == 0 {
+            classes
+        } else {
+            cost.num_vcs
+        };
+        if vcs < classes {
+            return Err(SimError::Input(format!(
+                "num_vcs = {vcs} but the fabric's routing uses {classes} VC classes \
+                 (set dateline = 0 to run with one class, which may deadlock)"
+            )));
+        }
+        let to_u32 = |x: u64, what: &str| {
+            u32::try_from(x).map_err(|_| SimError::Input(format!("{what} = {x} is too large")))
+        };
+        let params = SwitchParams {
+            t_r: cost.t_r(),
+            ser: cost.serialization(),
+            flits: to_u32(cost.packet_flits, "packet_flits")?,
+            buf: to_u32(cost.vc_buf_flits, "vc_buf_flits")?,
+            vcs: vcs as u16,
+        };
+        let n_sw = routing.switches();
+        let ports = routing.ports();
+        let switches = (0..n_sw)
+            .map(|s| SwitchEngine::new(s, routing.clone(), params))
+            .collect();
+        let links: Vec<Vec<Link>> = (0..n_sw)
+            .map(|s| (0..ports).map(|p| routing.link(s, p)).collect())
+            .collect();
+        // Who feeds each input port: the upstream switch of a link, or the
+        // host attached there (hosts inject where `attach` says, which on a
+        // MIN is not where they receive).
+        let mut ups = vec![vec![Link::Open; ports]; n_sw];
+        for (s, row) in links.iter().enumerate() {
+            for (p, l) in row.iter().enumerate() {
+                if let Link::Switch { switch, port } = *l {
+                    if switch < n_sw && port < ports {
+                        ups[switch][port] = Link::Switch { switch: s, port: p };
+                    }
+                }
+            }
+        }
+        for node in 0..routing.nodes() {
+            let (s, p) = routing.attach(node);
+            if s < n_sw && p < ports {
+                ups[s][p] = Link::Host(node);
+            }
+        }
+        let nis = (0..routing.nodes())
+            .map(|_| NiPort {
+                queue: VecDeque::new(),
+                link_free: 0,
+                credits: vec![params.buf; params.vcs as usize],
+                pending: Vec::new(),
+                armed_at: Time::MAX,
+                next_vc: 0,
+            })
+            .collect();
+        Ok(Net {
+            routing,
+            params,
+            t_w: cost.link_delay,
+            credit_delay: cost.credit_delay,
+            watchdog: cost.watchdog_cycles,
+            switches,
+            nis,
+            links,
+            ups,
+            queue: queue::EventQueue::new(),
+            now: 0,
+            last_progress: 0,
+            stats: NetStats::default(),
+            last_drop: None,
+        })
+    }
+
+    /// The routing function.
+    pub fn routing(&self) -> &Arc<dyn Routing> {
+        &self.routing
+    }
+
+    /// The engines' parameters.
+    pub fn params(&self) -> SwitchParams {
+        self.params
+    }
+
+    /// Current virtual time.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Number of hosts.
+    pub fn nodes(&self) -> usize {
+        self.nis.len()
+    }
+
+    fn push(&mut self, at: Time, ev: Ev<U>) {
+        self.queue.push(at, ev);
+    }
+
+    /// Schedule a caller event.
+    pub fn schedule(&mut self, at: Time, u: U) {
+        self.push(at.max(self.now), Ev::User(u));
+    }
+
+    /// Host `node` hands `packet` to its injection queue at `at` (≥ now).
+    pub fn inject(&mut self, node: usize, at: Time, packet: Packet) {
+        let at = at.max(self.now);
+        if at == self.now {
+            self.enqueue(node, packet);
+        } else {
+            self.push(
+                at,
+                Ev::NiEnqueue {
+                    node: node as u32,
+                    packet,
+                },
+            );
+        }
+    }
+
+    fn enqueue(&mut self, node: usize, packet: Packet) {
+        self.stats.injected += 1;
+        let ni = &mut self.nis[node];
+        ni.queue.push_back(packet);
+        if ni.queue.len() == 1 {
+            self.ni_try(node);
+        }
+    }
+
+    /// Packets waiting in host `node`'s injection queue.
+    pub fn queued(&self, node: usize) -> usize {
+        self.nis[node].queue.len()
+    }
+
+    /// Arm host `node`'s injection retry at `at` unless an earlier one is
+    /// pending.
+    fn ni_arm(&mut self, node: usize, at: Time) {
+        let now = self.now;
+        let ni = &mut self.nis[node];
+        if ni.armed_at < now {
+            ni.armed_at = Time::MAX;
+        }
+        if ni.armed_at <= at {
+            return;
+        }
+        ni.armed_at = at;
+        self.push(at, Ev::NiTry { node: node as u32 });
+    }
+
+    fn ni_try(&mut self, node: usize) {
+        let now = self.now;
+        let ser = self.params.ser;
+        let flits = self.params.flits;
+        let buf = self.params.buf;
+        let (sw, port) = self.routing.attach(node);
+        loop {
+            let ni = &mut self.nis[node];
+            if ni.queue.is_empty() {
+                return;
+            }
+            if ni.link_free > now {
+                let at = ni.link_free;
+                self.ni_arm(node, at);
+                return;
+            }
+            let mut i = 0;
+            while i < ni.pending.len() {
+                let (t, vc, f) = ni.pending[i];
+                if t <= now {
+                    let c = &mut ni.credits[vc as usize];
+                    *c = (*c + f).min(buf);
+                    ni.pending.swap_remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+            let v = ni.credits.len() as u16;
+            let Some(vc) = (0..v)
+                .map(|i| (ni.next_vc + i) % v)
+                .find(|&c| ni.credits[c as usize] >= flits)
+            else {
+                if let Some(t) = ni.pending.iter().map(|p| p.0).min() {
+                    self.ni_arm(node, t);
+                }
+                return;
+            };
+            ni.next_vc = (vc + 1) % v;
+            ni.credits[vc as usize] -= flits;
+            ni.link_free = now + ser;
+            let packet = ni.queue.pop_front().expect("non-empty");
+            self.last_progress = now;
+            self.push(
+                now + self.params.t_r,
+                Ev::Head {
+                    sw: sw as u32,
+                    port: port as u16,
+                    vc,
+                    arrived: now,
+                    packet,
+                },
+            );
+        }
+    }
+
+    fn drain(&mut self, sw: usize) {
+        while let Some(a) = self.switches[sw].poll_action() {
+            match a {
+                SwAction::Send {
+                    port,
+                    vc,
+                    at,
+                    packet,
+                } => {
+                    self.stats.hops += 1;
+                    self.last_progress = self.now;
+                    if let Link::Switch { switch, port: p } = self.links[sw][port as usize] {
+                        self.push(
+                            at + self.t_w + self.params.t_r,
+                            Ev::Head {
+                                sw: switch as u32,
+                                port: p as u16,
+                                vc,
+                                arrived: at + self.t_w,
+                                packet,
+                            },
+                        );
+                    } else {
+                        self.stats.dropped += 1;
+                        self.last_drop = Some(format!("switch {sw} sent on open port {port}"));
+                    }
+                }
+                SwAction::Deliver { port, at, packet } => {
+                    self.stats.hops += 1;
+                    self.last_progress = self.now;
+                    if let Link::Host(node) = self.links[sw][port as usize] {
+                        self.push(
+                            at + self.t_w + self.params.ser,
+                            Ev::Arrive {
+                                node: node as u32,
+                                packet,
+                            },
+                        );
+                    }
+                }
+                SwAction::Credit {
+                    port,
+                    vc,
+                    flits,
+                    at,
+                } => match self.ups[sw][port as usize] {
+                    // Announced now, effective at its arrival upstream: the
+                    // upstream engine arms a timer only if a packet waits.
+                    Link::Switch { switch, port: p }
+                        if switch != sw && at + self.credit_delay > self.now =>
+                    {
+                        self.switches[switch].credit_in_at(
+                            self.now,
+                            at + self.credit_delay,
+                            p as u16,
+                            vc,
+                            flits,
+                        );
+                        self.drain(switch);
+                    }
+                    Link::Switch { switch, port: p } => self.push(
+                        at + self.credit_delay,
+                        Ev::Credit {
+                            sw: switch as u32,
+                            port: p as u16,
+                            vc,
+                            flits,
+                        },
+                    ),
+                    // Announced to the host's NI now, usable at its arrival.
+                    Link::Host(node) if at + self.credit_delay > self.now => {
+                        let t = at + self.credit_delay;
+                        let ni = &mut self.nis[node];
+                        if (vc as usize) < ni.credits.len() {
+                            ni.pending.push((t, vc, flits));
+                            if !ni.queue.is_empty() {
+                                self.ni_arm(node, t);
+                            }
+                        }
+                    }
+                    Link::Host(node) => self.push(
+                        at + self.credit_delay,
+                        Ev::NiCredit {
+                            node: node as u32,
+                            vc,
+                            flits,
+                        },
+                    ),
+                    Link::Open => {}
+                },
+                SwAction::Timer { at, token } => self.push(
+                    at,
+                    Ev::Timer {
+                        sw: sw as u32,
+                        token,
+                    },
+                ),
+                SwAction::Drop { packet, error } => {
+                    self.stats.dropped += 1;
+                    self.last_drop =
+                        Some(format!("switch {sw} dropped packet {}: {error}", packet.id));
+                }
+            }
+        }
+    }
+
+    /// Packets buffered in switches.
+    pub fn buffered(&self) -> usize {
+        self.switches.iter().map(SwitchEngine::buffered).sum()
+    }
+
+    fn deadlock(&self) -> SimError {
+        SimError::Deadlock {
+            at: self.now,
+            since: self.last_progress,
+            blocked: self
+                .switches
+                .iter()
+                .flat_map(SwitchEngine::blocked)
+                .collect(),
+        }
+    }
+
+    /// Run until the next [`Happening`]; `Ok(None)` when no event is left.
+    ///
+    /// # Errors
+    /// [`SimError::Deadlock`] from the watchdog.
+    pub fn step(&mut self) -> Result<Option<Happening<U>>, SimError> {
+        loop {
+            let Some((at, ev)) = self.queue.pop() else {
+                if self.buffered() > 0 {
+                    return Err(self.deadlock());
+                }
+                return Ok(None);
+            };
+            self.now = at;
+            self.stats.events += 1;
+            if at > self.last_progress + self.watchdog && self.buffered() > 0 {
+                return Err(self.deadlock());
+            }
+            match ev {
+                Ev::Head {
+                    sw,
+                    port,
+                    vc,
+                    arrived,
+                    packet,
+                } => {
+                    self.switches[sw as usize].packet_in_at(at, arrived, port, vc, packet);
+                    self.drain(sw as usize);
+                }
+                Ev::Credit {
+                    sw,
+                    port,
+                    vc,
+                    flits,
+                } => {
+                    self.switches[sw as usize].credit_in(at, port, vc, flits);
+                    self.drain(sw as usize);
+                }
+                Ev::Timer { sw, token } => {
+                    self.switches[sw as usize].timer(at, token);
+                    self.drain(sw as usize);
+                }
+                Ev::NiCredit { node, vc, flits } => {
+                    let ni = &mut self.nis[node as usize];
+                    if let Some(c) = ni.credits.get_mut(vc as usize) {
+                        *c = (*c + flits).min(self.params.buf);
+                    }
+                    self.ni_try(node as usize);
+                }
+                Ev::NiTry { node } => {
+                    let ni = &mut self.nis[node as usize];
+                    if ni.armed_at <= at {
+                        ni.armed_at = Time::MAX;
+                    }
+                    self.ni_try(node as usize);
+                }
+                Ev::NiEnqueue { node, packet } => self.enqueue(node as usize, packet),
+                Ev::Arrive { node, packet } => {
+                    self.stats.delivered += 1;
+                    return Ok(Some(Happening::Arrived {
+                        node: node as usize,
+                        packet,
+                        at,
+                    }));
+                }
+                Ev::User(u) => return Ok(Some(Happening::User(u, at))),
+            }
+        }
+    }
+}
+
+/// A unicast header.
+pub fn unicast(dest: usize) -> Header {
+    Header::Unicast { dest: dest as u32 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fabric::SimFabric;
+    use super::*;
+
+    /// Zero-load unicast latency on every fabric kind: H·(t_r + t_w) + L/b,
+    /// H the switches traversed (from the topology, independently of the
+    /// engine), for every ordered pair of a small fabric of each kind.
+    #[test]
+    fn zero_load_unicast_latency_on_every_fabric() {
+        let fabrics = [
+            "torus:4x4",
+            "torus:5x3",
+            "torus:4x4:uni",
+            "torus:3x3x3",
+            "mesh:3x4",
+            "hypercube:4",
+            "irregular:switches=8,ports=8,nodes=32,connectivity=0.8,seed=3",
+            "crossbar:6",
+            "min:4",
+            "min:3:omega",
+        ];
+        let mut costs = vec![CostModel::default()];
+        let mut c = CostModel::default();
+        for kv in [
+            "packet_flits=10",
+            "link_bandwidth=4",
+            "link_delay=3",
+            "routing_delay=2",
+            "crossbar_delay=0",
+            "vc_buf_flits=20",
+            "num_vcs=4",
+        ] {
+            c.set_pair(kv).unwrap();
+        }
+        costs.push(c);
+        for cost in &costs {
+            let per_hop = cost.t_r() + cost.link_delay;
+            for spec in fabrics {
+                let f = SimFabric::parse(spec, true).unwrap();
+                let routing = f.routing();
+                let mut net: Net<()> = Net::new(routing.clone(), cost).unwrap();
+                let n = routing.nodes();
+                let mut checked = 0;
+                for s in 0..n {
+                    for d in (0..n).filter(|&d| d != s) {
+                        let h = routing.switch_hops(s, d).expect("hops known") as u64;
+                        let t0 = net.now();
+                        net.inject(
+                            s,
+                            t0,
+                            Packet {
+                                id: 0,
+                                header: unicast(d),
+                            },
+                        );
+                        match net.step().unwrap() {
+                            Some(Happening::Arrived { node, at, .. }) => {
+                                assert_eq!(node, d, "{spec}");
+                                assert_eq!(
+                                    at - t0,
+                                    h * per_hop + cost.serialization(),
+                                    "{spec} {s}->{d} H={h}"
+                                );
+                            }
+                            other => panic!("{spec}: {other:?}"),
+                        }
+                        checked += 1;
+                    }
+                }
+                assert_eq!(checked, n * (n - 1));
+                assert_eq!(net.stats.dropped, 0);
+            }
+        }
+    }
+}
