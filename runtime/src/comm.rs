@@ -141,6 +141,14 @@ impl Comm {
         self.net.as_ref()?.links.get(peer).copied().flatten()
     }
 
+    /// Payload bytes per packet in this job: `MCAST_SHM_PACKET_BYTES` when
+    /// its medium is shared memory, `MCAST_PACKET_BYTES` otherwise.
+    pub fn packet_bytes(&self) -> usize {
+        self.net
+            .as_ref()
+            .map_or(self.cfg.packet_bytes, |n| n.packet_bytes)
+    }
+
     /// What carries this job's packets (the same on every rank): shared
     /// memory when every rank is on one host with an arena.
     pub fn medium(&self) -> Medium {
@@ -239,7 +247,7 @@ impl Comm {
         if self.size == 1 {
             return Ok(());
         }
-        let m = packet_count(buf.len(), self.cfg.packet_bytes);
+        let m = packet_count(buf.len(), self.packet_bytes());
         let tree = algo.resolve_for(self.size, m, self.cfg.topology.as_ref(), self.medium())?;
         let fp = Fingerprint::bcast(root, buf.len(), tree);
         self.begin(seq, fp)?;
@@ -348,7 +356,7 @@ impl Comm {
         }
         let tree = algo.resolve_for(
             chain.len() + 1,
-            packet_count(data.len(), self.cfg.packet_bytes),
+            packet_count(data.len(), self.packet_bytes()),
             self.cfg.topology.as_ref(),
             self.medium(),
         )?;

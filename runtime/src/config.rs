@@ -14,6 +14,7 @@
 //! | `MCAST_PROBE_MS` | after this long without progress in a collective, a rank sends its call's fingerprint to every peer so that mismatched calls are found even when no data flows | 200 |
 //! | `MCAST_MAX_MESSAGE_BYTES` | largest multicast a rank accepts (reassembly bound) | 4294967296 |
 //! | `MCAST_TRANSPORT` | `auto`: Unix-domain sockets to peers on the same host (same boot and network namespace), TCP to the others; `tcp`: TCP to every peer | `auto` |
+//! | `MCAST_SHM_PACKET_BYTES` | payload bytes per packet when every rank of the job shares one host's memory (descriptors cost per packet, not per byte, so packets are larger) | `MCAST_PACKET_BYTES` if that is set, else 262144 |
 //! | `MCAST_SHM_BYTES` | size of this rank's shared-memory arena for large payloads to ranks of the same host (Unix-domain links; pages are allocated when first used); 0 turns shared memory off | 67108864 |
 //! | `MCAST_SPIN_US` | how long a waiting rank (its host thread and its NI thread) polls, yielding the CPU between polls, before it sleeps; 0 never polls | 1000 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
@@ -47,6 +48,9 @@ pub const ENV_MAX_MESSAGE_BYTES: &str = "MCAST_MAX_MESSAGE_BYTES";
 pub const ENV_SPIN_US: &str = "MCAST_SPIN_US";
 pub const ENV_TRANSPORT: &str = "MCAST_TRANSPORT";
 pub const ENV_SHM_BYTES: &str = "MCAST_SHM_BYTES";
+pub const ENV_SHM_PACKET_BYTES: &str = "MCAST_SHM_PACKET_BYTES";
+/// Default payload bytes per packet in shared memory.
+pub const DEFAULT_SHM_PACKET_BYTES: usize = 256 * 1024;
 /// Default size of a rank's shared-memory arena.
 pub const DEFAULT_SHM_BYTES: usize = 64 << 20;
 /// Largest `MCAST_SHM_BYTES` (16 GiB).
@@ -164,6 +168,8 @@ pub struct Config {
     pub transport: Transport,
     /// Bytes of this rank's shared-memory arena (0: none).
     pub shm_bytes: usize,
+    /// Payload bytes per packet when the job's medium is shared memory.
+    pub shm_packet_bytes: usize,
     pub algorithm: Algorithm,
     /// The logical topology ranks are mapped onto (rank i is node i), if any.
     pub topology: Option<Topology>,
@@ -183,6 +189,7 @@ impl Default for Config {
             spin: DEFAULT_SPIN,
             transport: Transport::Auto,
             shm_bytes: DEFAULT_SHM_BYTES,
+            shm_packet_bytes: DEFAULT_SHM_PACKET_BYTES,
             algorithm: Algorithm::Auto,
             topology: None,
         }
@@ -226,6 +233,16 @@ impl Config {
                 )));
             }
             c.packet_bytes = p;
+            c.shm_packet_bytes = p;
+        }
+        if let Some(v) = get(ENV_SHM_PACKET_BYTES) {
+            let p: usize = parse(ENV_SHM_PACKET_BYTES, &v)?;
+            if p == 0 || p > MAX_PACKET_BYTES {
+                return Err(Error::InvalidArgument(format!(
+                    "{ENV_SHM_PACKET_BYTES}={p}: must be in 1..={MAX_PACKET_BYTES}"
+                )));
+            }
+            c.shm_packet_bytes = p;
         }
         if let Some(v) = get(ENV_FORWARDING) {
             c.forwarding = v.parse()?;
@@ -356,6 +373,43 @@ mod tests {
         assert_eq!(c.forwarding, Forwarding::Fcfs);
         assert_eq!(c.timeout, Duration::from_millis(2500));
         assert_eq!(c.algorithm, Algorithm::KBinomial { k: Some(3) });
+    }
+
+    #[test]
+    fn transport_settings() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.transport, Transport::Auto);
+        assert_eq!(c.spin, DEFAULT_SPIN);
+        assert_eq!(c.shm_bytes, DEFAULT_SHM_BYTES);
+        assert_eq!(c.shm_packet_bytes, DEFAULT_SHM_PACKET_BYTES);
+        // An explicit packet size holds in shared memory too, unless that
+        // has its own.
+        assert_eq!(
+            cfg(&[(ENV_PACKET_BYTES, "4096")]).unwrap().shm_packet_bytes,
+            4096
+        );
+        let c = cfg(&[
+            (ENV_PACKET_BYTES, "4096"),
+            (ENV_SHM_PACKET_BYTES, "1048576"),
+            (ENV_TRANSPORT, "TCP"),
+            (ENV_SPIN_US, "0"),
+            (ENV_SHM_BYTES, "0"),
+        ])
+        .unwrap();
+        assert_eq!((c.packet_bytes, c.shm_packet_bytes), (4096, 1 << 20));
+        assert_eq!(
+            (c.transport, c.spin, c.shm_bytes),
+            (Transport::Tcp, Duration::ZERO, 0)
+        );
+        for bad in [
+            (ENV_TRANSPORT, "quic"),
+            (ENV_SPIN_US, "2000000"),
+            (ENV_SPIN_US, "-1"),
+            (ENV_SHM_BYTES, "lots"),
+            (ENV_SHM_PACKET_BYTES, "0"),
+        ] {
+            assert!(cfg(&[bad]).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

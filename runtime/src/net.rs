@@ -88,6 +88,8 @@ pub(crate) struct Net {
     /// Shared memory when every rank of the job is on this host with an
     /// arena (a fact of the address table, so every rank agrees).
     pub(crate) medium: Medium,
+    /// Payload bytes per packet (the shared-memory size in shared memory).
+    pub(crate) packet_bytes: usize,
     /// `ip:port` this rank accepts peer connections on.
     pub(crate) data_addr: String,
     sh: Arc<Shared>,
@@ -369,6 +371,10 @@ impl Net {
         } else {
             Medium::Network
         };
+        let packet_bytes = match medium {
+            Medium::SharedMemory => cfg.shm_packet_bytes,
+            Medium::Network => cfg.packet_bytes,
+        };
         let shm = match arena {
             Some((own, _)) => Some(Arc::new(open_arenas(
                 job.rank,
@@ -391,7 +397,7 @@ impl Net {
             me: job.rank,
             job: job_id,
             engine: Mutex::new(
-                NiEngine::new(job.rank, job.size, job_id, cfg.forwarding, cfg.packet_bytes)
+                NiEngine::new(job.rank, job.size, job_id, cfg.forwarding, packet_bytes)
                     .with_topology(cfg.topology.clone().map(Arc::new)),
             ),
             writers: Mutex::new((0..job.size).map(|_| None).collect()),
@@ -415,6 +421,7 @@ impl Net {
             Net {
                 links,
                 medium,
+                packet_bytes,
                 data_addr,
                 sh,
                 drive,

@@ -86,6 +86,7 @@ fn bcast_all_roots_algorithms_sizes() {
             5,
             |c| {
                 c.packet_bytes = 100;
+                c.shm_packet_bytes = 100;
                 c.forwarding = fw;
             },
             |comm| {
@@ -118,7 +119,10 @@ fn bcast_all_roots_algorithms_sizes() {
 fn multicast_subsets_and_order() {
     run(
         4,
-        |c| c.packet_bytes = 64,
+        |c| {
+            c.packet_bytes = 64;
+            c.shm_packet_bytes = 64;
+        },
         |comm| {
             let me = comm.rank();
             // Source 0 sends three multicasts to {1,3}, then one to {2}; source 3 to {1}.
@@ -325,6 +329,7 @@ fn same_host_peers_use_unix_sockets_unless_told_tcp() {
             move |c| {
                 c.transport = transport;
                 c.packet_bytes = 1000;
+                c.shm_packet_bytes = 1000;
             },
             move |comm| {
                 let want = match transport {
@@ -364,7 +369,10 @@ fn a_busy_host_does_not_stall_forwarding() {
     static RANK2_DONE: AtomicBool = AtomicBool::new(false);
     run(
         3,
-        |c| c.packet_bytes = 4096,
+        |c| {
+            c.packet_bytes = 4096;
+            c.shm_packet_bytes = 4096;
+        },
         |comm| {
             let len = 100_000;
             let mut buf = if comm.rank() == 0 {
@@ -410,6 +418,7 @@ fn shared_memory_arenas_carry_large_payloads_and_leave_nothing_behind() {
             move |c| {
                 c.shm_bytes = arena;
                 c.packet_bytes = 32 * 1024;
+                c.shm_packet_bytes = 32 * 1024;
             },
             move |comm| {
                 for (i, len) in [1usize, 20_000, 100_000, 1 << 20, 3 << 20]

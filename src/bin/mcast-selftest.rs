@@ -104,7 +104,7 @@ fn first_diff(buf: &[u8], seed: u64) -> Option<usize> {
 fn run(args: &Args) -> Result<String> {
     let comm = mcast::init()?;
     let (rank, n) = (comm.rank(), comm.size());
-    let p = comm.config().packet_bytes;
+    let p = comm.packet_bytes();
     let sizes: Vec<usize> = args
         .sizes
         .split(',')

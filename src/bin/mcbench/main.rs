@@ -154,7 +154,7 @@ fn check(buf: &[u8], size: usize, iter: usize) -> Option<usize> {
 /// this communicator (`None` for a topology-aware tree).
 fn tree_depth(comm: &Comm, algo: Algorithm, size: usize) -> Option<usize> {
     let n = comm.size();
-    let m = size.div_ceil(comm.config().packet_bytes).max(1);
+    let m = size.div_ceil(comm.packet_bytes()).max(1);
     let tree = algo
         .resolve_for(n, m, comm.config().topology.as_ref(), comm.medium())
         .ok()?;
@@ -210,6 +210,7 @@ fn run(args: Args) -> Result<()> {
             bail!("--packet-bytes {p} out of range");
         }
         cfg.packet_bytes = p;
+        cfg.shm_packet_bytes = p;
     }
     let comm = Comm::with_config(cfg)?;
     if let Some(secs) = args.soak {
@@ -307,7 +308,7 @@ fn run(args: Args) -> Result<()> {
             root: args.root,
             algorithm: args.algo.to_string(),
             forwarding: comm.config().forwarding.to_string(),
-            packet_bytes: comm.config().packet_bytes,
+            packet_bytes: comm.packet_bytes(),
             medium: match comm.medium() {
                 mcast::Medium::Network => "network".into(),
                 mcast::Medium::SharedMemory => "shared-memory".into(),
