@@ -23,6 +23,7 @@ pub mod engine;
 pub mod error;
 mod inbox;
 mod net;
+mod outq;
 mod shm;
 pub mod wire;
 

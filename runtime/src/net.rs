@@ -17,8 +17,6 @@
 //! ends exchange a [`PeerHello`] carrying the job token, and a connection with
 //! the wrong token is closed and logged.
 
-use std::collections::VecDeque;
-use std::io::IoSlice;
 use std::net::{TcpListener as StdListener, TcpStream as StdStream, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,6 +35,7 @@ use crate::drive::Drive;
 use crate::engine::{Action, NiEngine};
 use crate::error::Error;
 use crate::inbox::Inbox;
+use crate::outq::{Half, Out};
 use crate::shm::{Arena, Shm};
 use crate::wire::{Header, Kind, Member, Packet, Route, ShmDesc, FLAG_SHM, HEADER_LEN};
 
@@ -108,8 +107,6 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// The reader's buffer: many small packets per read system call, while a
 /// payload larger than this is read straight into its own buffer.
 const READ_BUFFER: usize = 16 * 1024;
-/// Packets a writer batches into one vectored write.
-const WRITE_BATCH: usize = 64;
 
 fn io_err(what: &str, e: std::io::Error) -> Error {
     Error::Io(std::io::Error::new(e.kind(), format!("{what}: {e}")))
@@ -117,8 +114,6 @@ fn io_err(what: &str, e: std::io::Error) -> Error {
 
 /// The read half of a peer connection (TCP or Unix-domain).
 type Rd = Box<dyn AsyncRead + Unpin + Send>;
-/// The write half of a peer connection.
-type Wr = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// A connection to a peer, before it is split.
 enum Conn {
@@ -127,15 +122,15 @@ enum Conn {
 }
 
 impl Conn {
-    fn split(self) -> (Rd, Wr) {
+    fn split(self) -> (Rd, Half) {
         match self {
             Conn::Tcp(s) => {
                 let (r, w) = s.into_split();
-                (Box::new(r), Box::new(w))
+                (Box::new(r), Half::Tcp(w))
             }
             Conn::Unix(s) => {
                 let (r, w) = s.into_split();
-                (Box::new(r), Box::new(w))
+                (Box::new(r), Half::Unix(w))
             }
         }
     }
@@ -482,7 +477,15 @@ impl Net {
                 .fatal(Error::Protocol(format!("NI refused a host request: {e}")));
         }
         pump(&self.sh);
-        self.drive.tick();
+        // Small packets went out from this thread; what the sockets could
+        // not take waits for the writer tasks, which need the runtime run.
+        if lock(&self.sh.writers)
+            .iter()
+            .flatten()
+            .any(|o| !o.is_flushed())
+        {
+            self.drive.tick();
+        }
         Ok(())
     }
 
@@ -505,10 +508,8 @@ impl Net {
             route: Route::None,
             payload: Bytes::new(),
         };
-        for tx in lock(&self.sh.writers).iter_mut() {
-            if let Some(tx) = tx.take() {
-                let _ = tx.send(bye.clone());
-            }
+        for out in lock(&self.sh.writers).iter().flatten() {
+            out.close(bye.clone());
         }
         let tasks = std::mem::take(&mut self.writer_tasks);
         self.drive.run(async {
@@ -749,7 +750,7 @@ struct Shared {
     me: usize,
     job: u32,
     engine: Mutex<NiEngine>,
-    writers: Mutex<Vec<Option<mpsc::UnboundedSender<Packet>>>>,
+    writers: Mutex<Vec<Option<Arc<Out>>>>,
     inbox: Arc<Inbox>,
     /// The host's shared-memory arenas (none without Unix sockets).
     shm: Option<Arc<Shm>>,
@@ -768,8 +769,8 @@ fn send_control(sh: &Shared, msg: &Control) {
     };
     let me = sh.me as u32;
     let header = Header::new(Kind::Control, sh.job, seq, me, me, payload.len() as u64);
-    for tx in lock(&sh.writers).iter().flatten() {
-        let _ = tx.send(Packet {
+    for out in lock(&sh.writers).clone().into_iter().flatten() {
+        out.send(Packet {
             header,
             route: Route::None,
             payload: payload.clone(),
@@ -781,18 +782,23 @@ fn send_control(sh: &Shared, msg: &Control) {
 /// the host in one batch (and announce any mismatch the delivery revealed).
 fn pump(sh: &Shared) {
     let mut deliveries = Vec::new();
+    let mut sends = Vec::new();
     {
         let mut eng = lock(&sh.engine);
-        let writers = lock(&sh.writers);
         while let Some(a) = eng.poll_action() {
             match a {
-                Action::Send { to, packet } => {
-                    if let Some(Some(tx)) = writers.get(to) {
-                        // A closed writer has already reported why.
-                        let _ = tx.send(packet);
-                    }
-                }
+                Action::Send { to, packet } => sends.push((to, packet)),
                 Action::Deliver(p) => deliveries.push(p),
+            }
+        }
+    }
+    // Sent outside the engine's lock: a send may write to the socket.
+    if !sends.is_empty() {
+        let writers = lock(&sh.writers).clone();
+        for (to, packet) in sends {
+            if let Some(Some(out)) = writers.get(to) {
+                // A dead connection has already reported why.
+                out.send(packet);
             }
         }
     }
@@ -853,9 +859,9 @@ async fn setup(
             Conn::Tcp(_) => None,
         };
         let shm_out = shm.clone().filter(|_| addrs[peer].shm.is_some());
-        let (rd, wr) = conn.split();
-        let (tx, rx) = mpsc::unbounded_channel();
-        lock(&sh.writers)[peer] = Some(tx);
+        let (rd, half) = conn.split();
+        let out = Arc::new(Out::new(peer, half, shm_out));
+        lock(&sh.writers)[peer] = Some(out.clone());
         let heartbeat = Packet {
             header: Header::new(
                 Kind::Heartbeat,
@@ -868,99 +874,13 @@ async fn setup(
             route: Route::None,
             payload: Bytes::new(),
         };
-        writer_tasks.push(tokio::spawn(writer(
-            peer,
-            wr,
-            rx,
-            sh.inbox.clone(),
-            (heartbeat, beat),
-            shm_out,
-        )));
+        writer_tasks.push(tokio::spawn(out.run(sh.inbox.clone(), heartbeat, beat)));
         // Silence for 90% of the bound declares the peer lost, leaving the
         // rest for waking the waiting call.
         let silence = cfg.failure_timeout.mul_f64(0.9);
         tokio::spawn(reader(peer, rd, sh.clone(), silence, shm));
     }
     Ok((links, writer_tasks))
-}
-
-async fn write_chunks(w: &mut Wr, chunks: &mut VecDeque<Bytes>) -> std::io::Result<()> {
-    while !chunks.is_empty() {
-        let slices: Vec<IoSlice<'_>> = chunks.iter().take(64).map(|c| IoSlice::new(c)).collect();
-        let mut n = w.write_vectored(&slices).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        while n > 0 {
-            let front = chunks.front_mut().expect("wrote more than queued");
-            if n >= front.len() {
-                n -= front.len();
-                chunks.pop_front();
-            } else {
-                let _ = front.split_to(n);
-                n = 0;
-            }
-        }
-    }
-    Ok(())
-}
-
-async fn writer(
-    peer: usize,
-    mut w: Wr,
-    mut rx: mpsc::UnboundedReceiver<Packet>,
-    inbox: Arc<Inbox>,
-    (heartbeat, beat): (Packet, Duration),
-    shm: Option<Arc<Shm>>,
-) {
-    let mut batch = Vec::with_capacity(WRITE_BATCH);
-    let mut head = BytesMut::with_capacity(16 * 1024);
-    let mut chunks = VecDeque::new();
-    loop {
-        // An idle connection carries a heartbeat every `beat` (recv_many is
-        // cancel-safe), so the peer can tell a quiet rank from a hung one.
-        match tokio::time::timeout(beat, rx.recv_many(&mut batch, WRITE_BATCH)).await {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(_) => batch.push(heartbeat.clone()),
-        }
-        let mut bye = false;
-        for p in batch.drain(..) {
-            // A payload already in a host arena goes as a descriptor.
-            match shm.as_ref().and_then(|s| s.describe(&p.payload)) {
-                Some(d) => {
-                    p.encode_head_shm(&mut head, &d);
-                    chunks.push_back(head.split().freeze());
-                }
-                None => {
-                    p.encode_head(&mut head);
-                    chunks.push_back(head.split().freeze());
-                    if !p.payload.is_empty() {
-                        chunks.push_back(p.payload);
-                    }
-                }
-            }
-            bye |= p.header.kind == Kind::Bye;
-        }
-        if let Err(e) = write_chunks(&mut w, &mut chunks).await {
-            // A closed peer (EPIPE / reset) is judged by the reader, which
-            // sees either its goodbye or the end without one: on a Unix
-            // socket the write fails the moment the peer closes, possibly
-            // before its goodbye, still in our receive buffer, was read.
-            let closed = matches!(
-                e.kind(),
-                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
-            );
-            if !closed && !inbox.said_bye(peer) {
-                inbox.lost(peer, format!("sending to it failed: {e}"));
-            }
-            return;
-        }
-        if bye {
-            let _ = w.shutdown().await;
-            return;
-        }
-    }
 }
 
 /// Why a read from a peer stopped.

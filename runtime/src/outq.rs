@@ -1,0 +1,261 @@
+//! The send side of one peer connection.
+//!
+//! Whoever has a packet for a peer (the host posting, a reader forwarding)
+//! calls [`Out::send`]. If nothing is queued for that peer, the packet is
+//! written on the spot with one non-blocking vectored write, on the caller's
+//! thread: no task to wake, no scheduler tick. Whatever does not fit in the
+//! socket buffer is queued, in order, and the connection's writer task
+//! flushes the queue when the socket is writable again. The writer task also
+//! sends a heartbeat when the connection has been idle for a beat, and the
+//! goodbye at shutdown.
+
+use std::collections::VecDeque;
+use std::io::IoSlice;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::net::{tcp, unix};
+use tokio::sync::Notify;
+
+use crate::inbox::Inbox;
+use crate::shm::Shm;
+use crate::wire::Packet;
+
+/// Chunks a write takes at most (the kernel's IOV_MAX is 1024).
+const MAX_IOV: usize = 64;
+
+/// The write half of a peer connection.
+pub(crate) enum Half {
+    Tcp(tcp::OwnedWriteHalf),
+    Unix(unix::OwnedWriteHalf),
+}
+
+impl Half {
+    fn try_write_vectored(&self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+        match self {
+            Half::Tcp(w) => w.try_write_vectored(bufs),
+            Half::Unix(w) => w.try_write_vectored(bufs),
+        }
+    }
+
+    async fn writable(&self) -> std::io::Result<()> {
+        match self {
+            Half::Tcp(w) => w.writable().await,
+            Half::Unix(w) => w.writable().await,
+        }
+    }
+
+    async fn shutdown(&mut self) {
+        use tokio::io::AsyncWriteExt;
+        let _ = match self {
+            Half::Tcp(w) => w.shutdown().await,
+            Half::Unix(w) => w.shutdown().await,
+        };
+    }
+}
+
+#[derive(Default)]
+struct State {
+    /// Bytes not yet written, in order.
+    queue: VecDeque<Bytes>,
+    /// Scratch for encoding headers.
+    head: BytesMut,
+    /// A goodbye is queued: after it, shut the connection down.
+    closing: bool,
+    /// The connection failed or was shut: drop whatever comes.
+    dead: bool,
+    /// Anything written since the writer last looked (for heartbeats).
+    active: bool,
+}
+
+/// One peer's outgoing side, shared by every thread that sends to it.
+pub(crate) struct Out {
+    peer: usize,
+    half: Mutex<Option<Half>>,
+    st: Mutex<State>,
+    wake: Notify,
+    shm: Option<Arc<Shm>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Write as much of `queue` as the socket takes now; `Ok(true)` when it is
+/// empty, `Ok(false)` when the socket is full.
+fn drain(half: &Half, queue: &mut VecDeque<Bytes>) -> std::io::Result<bool> {
+    while !queue.is_empty() {
+        let slices: Vec<IoSlice<'_>> = queue
+            .iter()
+            .take(MAX_IOV)
+            .map(|c| IoSlice::new(c))
+            .collect();
+        let mut n = match half.try_write_vectored(&slices) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        while n > 0 {
+            let Some(front) = queue.front_mut() else {
+                break;
+            };
+            if n >= front.len() {
+                n -= front.len();
+                queue.pop_front();
+            } else {
+                let _ = front.split_to(n);
+                n = 0;
+            }
+        }
+    }
+    Ok(true)
+}
+
+impl Out {
+    pub(crate) fn new(peer: usize, half: Half, shm: Option<Arc<Shm>>) -> Out {
+        Out {
+            peer,
+            half: Mutex::new(Some(half)),
+            st: Mutex::new(State::default()),
+            wake: Notify::new(),
+            shm,
+        }
+    }
+
+    /// Queue `p` (a payload already in a host arena goes as a descriptor)
+    /// and, if nothing was queued before it, write it now.
+    pub(crate) fn send(&self, p: Packet) {
+        let mut st = lock(&self.st);
+        if st.dead || st.closing {
+            return;
+        }
+        let was_empty = st.queue.is_empty();
+        match self.shm.as_ref().and_then(|s| s.describe(&p.payload)) {
+            Some(d) => {
+                p.encode_head_shm(&mut st.head, &d);
+                let head = st.head.split().freeze();
+                st.queue.push_back(head);
+            }
+            None => {
+                p.encode_head(&mut st.head);
+                let head = st.head.split().freeze();
+                st.queue.push_back(head);
+                if !p.payload.is_empty() {
+                    st.queue.push_back(p.payload);
+                }
+            }
+        }
+        st.active = true;
+        if was_empty {
+            // Write here; the writer task takes over only if the socket is
+            // full (or the write fails: the task reports that).
+            let half = lock(&self.half);
+            if let Some(Ok(true)) = half.as_ref().map(|h| drain(h, &mut st.queue)) {
+                return;
+            }
+        }
+        drop(st);
+        self.wake.notify_one();
+    }
+
+    /// Queue the goodbye: the writer task flushes, sends it and shuts the
+    /// connection down.
+    pub(crate) fn close(&self, bye: Packet) {
+        self.send(bye);
+        let mut st = lock(&self.st);
+        st.closing = true;
+        drop(st);
+        self.wake.notify_one();
+    }
+
+    /// The connection's writer task: flushes what `send` could not write,
+    /// beats when idle, and shuts down after the goodbye.
+    pub(crate) async fn run(self: Arc<Self>, inbox: Arc<Inbox>, heartbeat: Packet, beat: Duration) {
+        loop {
+            let idle = {
+                let mut st = lock(&self.st);
+                let idle = st.queue.is_empty() && !st.closing;
+                st.active = false;
+                idle
+            };
+            if idle {
+                let timed_out = tokio::time::timeout(beat, self.wake.notified())
+                    .await
+                    .is_err();
+                if timed_out && !lock(&self.st).active {
+                    // An idle connection carries a heartbeat every `beat`, so
+                    // the peer can tell a quiet rank from a hung one.
+                    self.send(heartbeat.clone());
+                }
+                continue;
+            }
+            // Flush, waiting for room as needed.
+            loop {
+                let res = {
+                    let mut st = lock(&self.st);
+                    let half = lock(&self.half);
+                    match half.as_ref() {
+                        Some(h) => drain(h, &mut st.queue),
+                        None => Ok(true),
+                    }
+                };
+                match res {
+                    Ok(true) => break,
+                    Ok(false) => {
+                        let writable = {
+                            // Wait without holding the locks: senders may
+                            // queue meanwhile.
+                            let half = lock(&self.half).take();
+                            let r = match &half {
+                                Some(h) => h.writable().await,
+                                None => Ok(()),
+                            };
+                            *lock(&self.half) = half;
+                            r
+                        };
+                        if let Err(e) = writable {
+                            return self.fail(&inbox, e);
+                        }
+                    }
+                    Err(e) => return self.fail(&inbox, e),
+                }
+            }
+            let closing = lock(&self.st).closing;
+            if closing {
+                let half = lock(&self.half).take();
+                if let Some(mut h) = half {
+                    h.shutdown().await;
+                }
+                lock(&self.st).dead = true;
+                return;
+            }
+        }
+    }
+
+    fn fail(&self, inbox: &Inbox, e: std::io::Error) {
+        {
+            let mut st = lock(&self.st);
+            st.dead = true;
+            st.queue.clear();
+        }
+        // A closed peer (EPIPE / reset) is judged by the reader, which sees
+        // either its goodbye or the end without one: on a Unix socket the
+        // write fails the moment the peer closes, possibly before its
+        // goodbye, still in our receive buffer, was read.
+        let closed = matches!(
+            e.kind(),
+            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+        );
+        if !closed && !inbox.said_bye(self.peer) {
+            inbox.lost(self.peer, format!("sending to it failed: {e}"));
+        }
+    }
+
+    /// Whether everything sent so far has left (or the connection is gone).
+    pub(crate) fn is_flushed(&self) -> bool {
+        let st = lock(&self.st);
+        st.queue.is_empty() || st.dead
+    }
+}
