@@ -889,15 +889,53 @@ enum ReadFail {
     Silent,
 }
 
-async fn read_within<R: AsyncReadExt + Unpin>(
-    r: &mut R,
-    buf: &mut [u8],
+/// Declares a peer silent when nothing has come from it for `within`.
+///
+/// One timer per connection, pushed back lazily: a completed read only
+/// notes the time, and when the timer fires early it is re-armed for the
+/// real deadline (a timer per read cost a timer-wheel insertion and removal
+/// for every packet).
+struct Silence {
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+    heard: tokio::time::Instant,
     within: Duration,
-) -> Result<(), ReadFail> {
-    match tokio::time::timeout(within, r.read_exact(buf)).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(ReadFail::Io(e)),
-        Err(_) => Err(ReadFail::Silent),
+}
+
+impl Silence {
+    fn new(within: Duration) -> Silence {
+        let now = tokio::time::Instant::now();
+        Silence {
+            sleep: Box::pin(tokio::time::sleep_until(now + within)),
+            heard: now,
+            within,
+        }
+    }
+
+    /// Something arrived.
+    fn heard(&mut self) {
+        self.heard = tokio::time::Instant::now();
+    }
+
+    /// Run `read` to its end, unless the peer goes silent first. (`read`
+    /// need not be cancel-safe: it is dropped only when the peer is given up.)
+    async fn guard<T>(
+        &mut self,
+        read: impl std::future::Future<Output = std::io::Result<T>>,
+    ) -> Result<T, ReadFail> {
+        tokio::pin!(read);
+        loop {
+            tokio::select! {
+                biased;
+                r = &mut read => return r.map_err(ReadFail::Io),
+                _ = self.sleep.as_mut() => {
+                    let due = self.heard + self.within;
+                    if tokio::time::Instant::now() >= due {
+                        return Err(ReadFail::Silent);
+                    }
+                    self.sleep.as_mut().reset(due);
+                }
+            }
+        }
     }
 }
 
@@ -907,22 +945,14 @@ async fn read_payload<R: AsyncReadExt + Unpin>(
     r: &mut R,
     buf: &mut BytesMut,
     n: usize,
-    within: Duration,
-) -> Result<(), ReadFail> {
-    let fill = async {
-        while buf.len() < n {
-            let want = n - buf.len();
-            if r.read_buf(&mut (&mut *buf).limit(want)).await? == 0 {
-                return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
-            }
+) -> std::io::Result<()> {
+    while buf.len() < n {
+        let want = n - buf.len();
+        if r.read_buf(&mut (&mut *buf).limit(want)).await? == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
         }
-        Ok(())
-    };
-    match tokio::time::timeout(within, fill).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(ReadFail::Io(e)),
-        Err(_) => Err(ReadFail::Silent),
     }
+    Ok(())
 }
 
 async fn reader(
@@ -952,13 +982,14 @@ async fn reader(
     // A peer that broke the protocol is cut off like a dead one: its bytes can
     // no longer be trusted to line up.
     let violation = |what: String| inbox.lost(peer, format!("protocol violation: {what}"));
-    let mut within = failure_timeout;
+    let mut silence = Silence::new(failure_timeout);
     loop {
         let mut hb = [0u8; HEADER_LEN];
-        if let Err(f) = read_within(&mut r, &mut hb, within).await {
+        if let Err(f) = silence.guard(r.read_exact(&mut hb)).await {
             lost(f);
             return;
         }
+        silence.heard();
         let (mut h, flags) = match Header::decode_flagged(&hb) {
             Ok(x) => x,
             Err(e) => return violation(format!("malformed header: {e}")),
@@ -970,7 +1001,7 @@ async fn reader(
             ));
         }
         let mut rb = vec![0u8; h.route_len as usize];
-        if let Err(f) = read_within(&mut r, &mut rb, within).await {
+        if let Err(f) = silence.guard(r.read_exact(&mut rb)).await {
             lost(f);
             return;
         }
@@ -979,16 +1010,18 @@ async fn reader(
             Err(e) => return violation(format!("malformed route header: {e}")),
         };
         let mut payload = BytesMut::with_capacity(h.payload_len as usize);
-        if let Err(f) = read_payload(&mut r, &mut payload, h.payload_len as usize, within).await {
+        let n = h.payload_len as usize;
+        if let Err(f) = silence.guard(read_payload(&mut r, &mut payload, n)).await {
             lost(f);
             return;
         }
+        silence.heard();
         match h.kind {
             Kind::Heartbeat => continue,
             Kind::Bye => {
                 inbox.mark_bye(peer);
                 // No heartbeats follow a goodbye; the close comes soon.
-                within = SHUTDOWN_FLUSH.max(failure_timeout);
+                silence.within = SHUTDOWN_FLUSH.max(failure_timeout);
                 continue;
             }
             Kind::Control => {
