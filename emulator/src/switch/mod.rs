@@ -231,6 +231,9 @@ pub struct SwitchEngine {
     routing: Arc<dyn Routing>,
     p: SwitchParams,
     classes: u16,
+    /// `class_range` of the first classes, precomputed (no division per
+    /// grant).
+    ranges: [(u16, u16); 4],
     inputs: Vec<InputVc>,
     outputs: Vec<OutputPort>,
     actions: VecDeque<SwAction>,
@@ -264,11 +267,17 @@ impl SwitchEngine {
                 }
             })
             .collect();
+        let v = p.vcs;
+        let ranges = std::array::from_fn(|c| {
+            let c = (c as u16).min(classes - 1);
+            (c * v / classes, (c + 1) * v / classes)
+        });
         SwitchEngine {
             id,
             routing,
             p,
             classes,
+            ranges,
             inputs: (0..ports * p.vcs as usize)
                 .map(|_| InputVc::default())
                 .collect(),
@@ -285,6 +294,9 @@ impl SwitchEngine {
 
     /// The VC range of class `c`.
     fn class_range(&self, c: u8) -> (u16, u16) {
+        if let Some(&r) = self.ranges.get(c as usize) {
+            return r;
+        }
         let v = self.p.vcs;
         let c = u16::from(c).min(self.classes - 1);
         (c * v / self.classes, (c + 1) * v / self.classes)
@@ -547,11 +559,24 @@ impl SwitchEngine {
                 let (lo, hi) = self.class_range(class);
                 let o = &self.outputs[port];
                 let span = hi - lo;
-                let start = o.next_vc % span.max(1);
-                if let Some(v) = (0..span)
-                    .map(|i| lo + (start + i) % span)
-                    .find(|&v| o.credits[v as usize] >= self.p.flits)
-                {
+                if span == 0 {
+                    continue;
+                }
+                // VCs lo + (start + i) % span for i in 0..span, wrapping
+                // without a division per VC.
+                let mut k = if span == 1 { 0 } else { o.next_vc % span };
+                let mut found = None;
+                for _ in 0..span {
+                    if o.credits[(lo + k) as usize] >= self.p.flits {
+                        found = Some(lo + k);
+                        break;
+                    }
+                    k += 1;
+                    if k == span {
+                        k = 0;
+                    }
+                }
+                if let Some(v) = found {
                     pick = Some((w, v));
                     break;
                 }

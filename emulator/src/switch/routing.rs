@@ -134,12 +134,57 @@ pub trait Routing: Send + Sync {
 pub struct DirectRouting {
     topo: Topology,
     dateline: bool,
+    /// Unicast decisions of small fabrics, precomputed:
+    /// `table[switch * nodes + dest]` = port | class << 8.
+    table: Option<Vec<u16>>,
 }
+
+/// Fabrics up to this many nodes get a unicast routing table (≤ 128 KiB).
+const TABLE_MAX_NODES: usize = 256;
 
 impl DirectRouting {
     /// `dateline = false` puts every VC in one class (tori may deadlock).
     pub fn new(topo: Topology, dateline: bool) -> DirectRouting {
-        DirectRouting { topo, dateline }
+        let mut r = DirectRouting {
+            topo,
+            dateline,
+            table: None,
+        };
+        let n = r.topo.nodes();
+        if n <= TABLE_MAX_NODES {
+            let mut table = Vec::with_capacity(n * n);
+            for s in 0..n {
+                for d in 0..n {
+                    let Ok((port, class)) = r.unicast_step(s, d) else {
+                        return r;
+                    };
+                    let Ok(port) = u8::try_from(port) else {
+                        return r;
+                    };
+                    table.push(u16::from(port) | u16::from(class) << 8);
+                }
+            }
+            r.table = Some(table);
+        }
+        r
+    }
+
+    /// The unicast decision at `switch` for `dest`: (port, class).
+    fn unicast_step(&self, switch: usize, dest: usize) -> Result<(usize, u8), RouteError> {
+        let ch = self
+            .topo
+            .first_channel(switch, dest)
+            .map_err(|_| RouteError::BadDest(dest as u64))?;
+        Ok(match ch {
+            None => (0, 0),
+            Some(c) => {
+                let class = match (self.dateline, c.vc) {
+                    (true, Vc::H | Vc::L) => 1,
+                    _ => 0,
+                };
+                (Self::port_of(c.dim, c.dir), class)
+            }
+        })
     }
 
     /// The topology.
@@ -253,28 +298,19 @@ impl Routing for DirectRouting {
             _ => return Err(RouteError::Unsupported),
         };
         let dest = *dest as usize;
-        let ch = self
-            .topo
-            .first_channel(switch, dest)
-            .map_err(|_| RouteError::BadDest(dest as u64))?;
-        match ch {
-            None => out.push(Out {
-                port: 0,
-                class: 0,
-                header: Header::Unicast { dest: dest as u32 },
-            }),
-            Some(c) => {
-                let class = match (self.dateline, c.vc) {
-                    (true, Vc::H | Vc::L) => 1,
-                    _ => 0,
-                };
-                out.push(Out {
-                    port: Self::port_of(c.dim, c.dir) as u16,
-                    class,
-                    header: Header::Unicast { dest: dest as u32 },
-                });
+        let n = self.topo.nodes();
+        let (port, class) = match &self.table {
+            Some(t) if switch < n && dest < n => {
+                let e = t[switch * n + dest];
+                ((e & 0xff) as usize, (e >> 8) as u8)
             }
-        }
+            _ => self.unicast_step(switch, dest)?,
+        };
+        out.push(Out {
+            port: port as u16,
+            class,
+            header: Header::Unicast { dest: dest as u32 },
+        });
         Ok(())
     }
     fn switch_hops(&self, from: usize, to: usize) -> Option<usize> {
