@@ -588,7 +588,13 @@ impl SwitchEngine {
                 }
                 return;
             };
-            let (idx, b) = self.outputs[port].waiters.remove(w).expect("picked waiter");
+            let waiters = &mut self.outputs[port].waiters;
+            let (idx, b) = if w == 0 {
+                waiters.pop_front()
+            } else {
+                waiters.remove(w)
+            }
+            .expect("picked waiter");
             let ser = self.p.ser;
             let o = &mut self.outputs[port];
             o.link_free = now + ser;
