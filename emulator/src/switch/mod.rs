@@ -199,8 +199,8 @@ struct OutputPort {
     link: Link,
     link_free: Time,
     credits: Vec<u32>,
-    /// Waiting branches: (input VC index, branch index).
-    waiters: VecDeque<(u32, u16)>,
+    /// Waiting branches: (input VC index, branch index, VC class).
+    waiters: VecDeque<(u32, u16, u8)>,
     /// The earliest retry timer armed and not yet fired (Time::MAX: none).
     armed_at: Time,
     /// Credits announced ahead of time: (effective time, vc, flits).
@@ -472,16 +472,16 @@ impl SwitchEngine {
         front.branches = Branches::from_outs(&mut self.scratch);
         let count = front.branches.len();
         for b in 0..count {
-            let port = self.inputs[idx]
+            let out = &self.inputs[idx]
                 .queue
                 .front()
                 .expect("routed front")
                 .branches
                 .get(b)
-                .out
-                .port as usize;
+                .out;
+            let (port, class) = (out.port as usize, out.class);
             match self.outputs.get_mut(port) {
-                Some(o) => o.waiters.push_back((idx as u32, b as u16)),
+                Some(o) => o.waiters.push_back((idx as u32, b as u16, class)),
                 None => {
                     // Cannot happen with a well-formed routing function;
                     // treat the branch as sent to nowhere.
@@ -546,15 +546,17 @@ impl SwitchEngine {
             // The first waiter with a free VC of its class.
             let host = matches!(o.link, Link::Host(_));
             let mut pick = None;
-            for (w, &(idx, b)) in self.outputs[port].waiters.iter().enumerate() {
-                let slot = self.inputs[idx as usize]
-                    .queue
-                    .front()
-                    .expect("waiters have a routed front");
-                let class = slot.branches.get(b as usize).out.class;
+            // Classes already found without a free VC in this scan (the
+            // credits do not change during it).
+            let mut full: u64 = 0;
+            for (w, &(_, _, class)) in self.outputs[port].waiters.iter().enumerate() {
                 if host {
                     pick = Some((w, 0u16));
                     break;
+                }
+                let bit = 1u64.checked_shl(u32::from(class)).unwrap_or(0);
+                if full & bit != 0 {
+                    continue;
                 }
                 let (lo, hi) = self.class_range(class);
                 let o = &self.outputs[port];
@@ -580,6 +582,7 @@ impl SwitchEngine {
                     pick = Some((w, v));
                     break;
                 }
+                full |= bit;
             }
             let Some((w, vc)) = pick else {
                 // Wait for the earliest announced credit, if any.
@@ -589,7 +592,7 @@ impl SwitchEngine {
                 return;
             };
             let waiters = &mut self.outputs[port].waiters;
-            let (idx, b) = if w == 0 {
+            let (idx, b, _) = if w == 0 {
                 waiters.pop_front()
             } else {
                 waiters.remove(w)
