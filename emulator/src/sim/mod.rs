@@ -166,10 +166,14 @@ pub struct Net<U> {
     watchdog: Time,
     switches: Vec<SwitchEngine>,
     nis: Vec<NiPort>,
-    /// Per switch, per port: where the link leads (cached).
-    links: Vec<Vec<Link>>,
-    /// Per switch, per input port: who sends into it (credits go there).
-    ups: Vec<Vec<Link>>,
+    /// Ports per switch (the stride of `links` and `ups`).
+    ports: usize,
+    /// Per switch, per port (`switch * ports + port`): where the link
+    /// leads (cached).
+    links: Vec<Link>,
+    /// Per switch, per input port (`switch * ports + port`): who sends
+    /// into it (credits go there).
+    ups: Vec<Link>,
     queue: queue::EventQueue<Ev<U>>,
     now: Time,
     last_progress: Time,
@@ -253,8 +257,9 @@ impl<U> Net<U> {
             watchdog: cost.watchdog_cycles,
             switches,
             nis,
-            links,
-            ups,
+            ports,
+            links: links.concat(),
+            ups: ups.concat(),
             queue: queue::EventQueue::new(),
             now: 0,
             last_progress: 0,
@@ -403,7 +408,9 @@ impl<U> Net<U> {
                 } => {
                     self.stats.hops += 1;
                     self.last_progress = self.now;
-                    if let Link::Switch { switch, port: p } = self.links[sw][port as usize] {
+                    if let Link::Switch { switch, port: p } =
+                        self.links[sw * self.ports + port as usize]
+                    {
                         self.push(
                             at + self.t_w + self.params.t_r,
                             Ev::Head {
@@ -422,7 +429,7 @@ impl<U> Net<U> {
                 SwAction::Deliver { port, at, packet } => {
                     self.stats.hops += 1;
                     self.last_progress = self.now;
-                    if let Link::Host(node) = self.links[sw][port as usize] {
+                    if let Link::Host(node) = self.links[sw * self.ports + port as usize] {
                         self.push(
                             at + self.t_w + self.params.ser,
                             Ev::Arrive {
@@ -437,7 +444,7 @@ impl<U> Net<U> {
                     vc,
                     flits,
                     at,
-                } => match self.ups[sw][port as usize] {
+                } => match self.ups[sw * self.ports + port as usize] {
                     // Announced now, effective at its arrival upstream: the
                     // upstream engine arms a timer only if a packet waits.
                     Link::Switch { switch, port: p }

@@ -199,8 +199,8 @@ struct OutputPort {
     link: Link,
     link_free: Time,
     credits: Vec<u32>,
-    /// Waiting branches: (input VC index, branch index).
-    waiters: VecDeque<(u32, u16)>,
+    /// Waiting branches: (input VC index, branch index, VC class).
+    waiters: VecDeque<(u32, u16, u8)>,
     /// The earliest retry timer armed and not yet fired (Time::MAX: none).
     armed_at: Time,
     /// Credits announced ahead of time: (effective time, vc, flits).
@@ -231,6 +231,9 @@ pub struct SwitchEngine {
     routing: Arc<dyn Routing>,
     p: SwitchParams,
     classes: u16,
+    /// `class_range` of the first classes, precomputed (no division per
+    /// grant).
+    ranges: [(u16, u16); 4],
     inputs: Vec<InputVc>,
     outputs: Vec<OutputPort>,
     actions: VecDeque<SwAction>,
@@ -264,11 +267,17 @@ impl SwitchEngine {
                 }
             })
             .collect();
+        let v = p.vcs;
+        let ranges = std::array::from_fn(|c| {
+            let c = (c as u16).min(classes - 1);
+            (c * v / classes, (c + 1) * v / classes)
+        });
         SwitchEngine {
             id,
             routing,
             p,
             classes,
+            ranges,
             inputs: (0..ports * p.vcs as usize)
                 .map(|_| InputVc::default())
                 .collect(),
@@ -285,6 +294,9 @@ impl SwitchEngine {
 
     /// The VC range of class `c`.
     fn class_range(&self, c: u8) -> (u16, u16) {
+        if let Some(&r) = self.ranges.get(c as usize) {
+            return r;
+        }
         let v = self.p.vcs;
         let c = u16::from(c).min(self.classes - 1);
         (c * v / self.classes, (c + 1) * v / self.classes)
@@ -460,16 +472,16 @@ impl SwitchEngine {
         front.branches = Branches::from_outs(&mut self.scratch);
         let count = front.branches.len();
         for b in 0..count {
-            let port = self.inputs[idx]
+            let out = &self.inputs[idx]
                 .queue
                 .front()
                 .expect("routed front")
                 .branches
                 .get(b)
-                .out
-                .port as usize;
+                .out;
+            let (port, class) = (out.port as usize, out.class);
             match self.outputs.get_mut(port) {
-                Some(o) => o.waiters.push_back((idx as u32, b as u16)),
+                Some(o) => o.waiters.push_back((idx as u32, b as u16, class)),
                 None => {
                     // Cannot happen with a well-formed routing function;
                     // treat the branch as sent to nowhere.
@@ -534,27 +546,43 @@ impl SwitchEngine {
             // The first waiter with a free VC of its class.
             let host = matches!(o.link, Link::Host(_));
             let mut pick = None;
-            for (w, &(idx, b)) in self.outputs[port].waiters.iter().enumerate() {
-                let slot = self.inputs[idx as usize]
-                    .queue
-                    .front()
-                    .expect("waiters have a routed front");
-                let class = slot.branches.get(b as usize).out.class;
+            // Classes already found without a free VC in this scan (the
+            // credits do not change during it).
+            let mut full: u64 = 0;
+            for (w, &(_, _, class)) in self.outputs[port].waiters.iter().enumerate() {
                 if host {
                     pick = Some((w, 0u16));
                     break;
                 }
+                let bit = 1u64.checked_shl(u32::from(class)).unwrap_or(0);
+                if full & bit != 0 {
+                    continue;
+                }
                 let (lo, hi) = self.class_range(class);
                 let o = &self.outputs[port];
                 let span = hi - lo;
-                let start = o.next_vc % span.max(1);
-                if let Some(v) = (0..span)
-                    .map(|i| lo + (start + i) % span)
-                    .find(|&v| o.credits[v as usize] >= self.p.flits)
-                {
+                if span == 0 {
+                    continue;
+                }
+                // VCs lo + (start + i) % span for i in 0..span, wrapping
+                // without a division per VC.
+                let mut k = if span == 1 { 0 } else { o.next_vc % span };
+                let mut found = None;
+                for _ in 0..span {
+                    if o.credits[(lo + k) as usize] >= self.p.flits {
+                        found = Some(lo + k);
+                        break;
+                    }
+                    k += 1;
+                    if k == span {
+                        k = 0;
+                    }
+                }
+                if let Some(v) = found {
                     pick = Some((w, v));
                     break;
                 }
+                full |= bit;
             }
             let Some((w, vc)) = pick else {
                 // Wait for the earliest announced credit, if any.
@@ -563,7 +591,13 @@ impl SwitchEngine {
                 }
                 return;
             };
-            let (idx, b) = self.outputs[port].waiters.remove(w).expect("picked waiter");
+            let waiters = &mut self.outputs[port].waiters;
+            let (idx, b, _) = if w == 0 {
+                waiters.pop_front()
+            } else {
+                waiters.remove(w)
+            }
+            .expect("picked waiter");
             let ser = self.p.ser;
             let o = &mut self.outputs[port];
             o.link_free = now + ser;
