@@ -169,6 +169,23 @@ pub fn simulate_tree(
     })
 }
 
+/// Digest 000 §8.3: (n, k, FPFS completion for m = 1..6, FCFS completion
+/// where the digest gives it), in unit steps. Shared by the tests of this
+/// driver and of the simulator's `unitstep` preset.
+#[cfg(test)]
+pub(crate) type Digest83Row = (usize, usize, [u64; 6], Option<[u64; 6]>);
+
+/// The rows of that table.
+#[cfg(test)]
+pub(crate) const DIGEST_8_3: [Digest83Row; 6] = [
+    (8, 3, [3, 6, 9, 12, 15, 18], Some([3, 6, 9, 12, 15, 18])),
+    (16, 4, [4, 8, 12, 16, 20, 24], Some([4, 8, 12, 16, 20, 24])),
+    (16, 3, [5, 8, 11, 14, 17, 20], Some([5, 8, 11, 14, 17, 20])),
+    (16, 2, [5, 7, 9, 11, 13, 15], Some([5, 8, 11, 14, 17, 20])),
+    (4, 2, [2, 4, 6, 8, 10, 12], None),
+    (4, 1, [3, 4, 5, 6, 7, 8], None),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,16 +216,7 @@ mod tests {
     /// Digest 000 §8.3: FPFS and FCFS completion, m = 1..6, run on the real engine.
     #[test]
     fn engine_reproduces_digest_8_3_table() {
-        type Row = (usize, usize, [u64; 6], Option<[u64; 6]>);
-        let table: [Row; 6] = [
-            (8, 3, [3, 6, 9, 12, 15, 18], Some([3, 6, 9, 12, 15, 18])),
-            (16, 4, [4, 8, 12, 16, 20, 24], Some([4, 8, 12, 16, 20, 24])),
-            (16, 3, [5, 8, 11, 14, 17, 20], Some([5, 8, 11, 14, 17, 20])),
-            (16, 2, [5, 7, 9, 11, 13, 15], Some([5, 8, 11, 14, 17, 20])),
-            (4, 2, [2, 4, 6, 8, 10, 12], None),
-            (4, 1, [3, 4, 5, 6, 7, 8], None),
-        ];
-        for (n, k, want_fpfs, want_fcfs) in table {
+        for (n, k, want_fpfs, want_fcfs) in DIGEST_8_3 {
             for m in 1..=6 {
                 assert_eq!(fpfs(n, k, m), want_fpfs[m - 1], "FPFS n={n} k={k} m={m}");
                 if let Some(w) = want_fcfs {

@@ -74,7 +74,7 @@ impl Comm {
     /// Join a job with an explicit configuration (see [`Config::from_env`]).
     pub fn with_config(cfg: Config) -> Result<Comm, Error> {
         let me = cfg.job.as_ref().map_or(0, |j| j.rank);
-        let inbox = Arc::new(Inbox::new(me, cfg.max_message_bytes).with_spin(cfg.spin));
+        let inbox = Arc::new(Inbox::new(me, cfg.max_message_bytes));
         let (rank, size, job, net) = match &cfg.job {
             None => (0, 1, 0, None),
             Some(j) => {

@@ -178,14 +178,11 @@ impl State {
 pub struct Inbox {
     state: Mutex<State>,
     cv: Condvar,
-    /// Bumped on every change a waiter may care about; a spinning host
-    /// watches it without taking the lock.
+    /// Bumped on every change a waiter may care about; a host driving the
+    /// NI polls it without taking the lock.
     pulse: AtomicU64,
     /// Host threads blocked on `cv`: the NI skips the futex wake when none is.
     sleepers: AtomicUsize,
-    /// How long a waiting host polls `pulse` (yielding the CPU between polls)
-    /// before it blocks on `cv`.
-    spin: Duration,
     /// Wakes a host that waits while driving the NI runtime.
     notify: tokio::sync::Notify,
     /// The NI runtime, which a waiting host drives itself (see `drive`).
@@ -207,7 +204,6 @@ impl Inbox {
             cv: Condvar::new(),
             pulse: AtomicU64::new(0),
             sleepers: AtomicUsize::new(0),
-            spin: Duration::ZERO,
             notify: tokio::sync::Notify::new(),
             driver: Mutex::new(None),
         }
@@ -245,13 +241,6 @@ impl Inbox {
         }
         let left = dur.saturating_sub(start.elapsed());
         let _ = tokio::time::timeout(left, self.notify.notified()).await;
-    }
-
-    /// Let waiting hosts poll for up to `spin` before they block (see
-    /// `MCAST_SPIN_US`).
-    pub fn with_spin(mut self, spin: Duration) -> Inbox {
-        self.spin = spin;
-        self
     }
 
     /// Wake the host: bump the pulse and, only if it sleeps, the condvar.
@@ -531,20 +520,7 @@ impl Inbox {
                 st = self.lock();
                 continue;
             }
-            if spun_at != Some(seen) && !self.spin.is_zero() {
-                // Poll before sleeping: a futex wake costs more than the
-                // NI's next packet usually takes to come (this machine's
-                // cross-core wake-up is tens of µs).
-                spun_at = Some(seen);
-                let pulse = self.pulse.load(Ordering::Acquire);
-                drop(st);
-                let until = now + self.spin.min(wake - now);
-                while self.pulse.load(Ordering::Acquire) == pulse && Instant::now() < until {
-                    std::thread::yield_now();
-                }
-                st = self.lock();
-                continue;
-            }
+            // No NI to drive (a lone rank, or after shutdown): sleep.
             // The sleeper count is raised under the lock, so a waker that
             // changed the state after `ready` looked sees it and notifies.
             self.sleepers.fetch_add(1, Ordering::AcqRel);
@@ -554,7 +530,6 @@ impl Inbox {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
             self.sleepers.fetch_sub(1, Ordering::AcqRel);
-            spun_at = None;
         }
     }
 

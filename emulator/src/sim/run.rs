@@ -642,16 +642,7 @@ mod tests {
     #[test]
     fn unitstep_preset_reproduces_digest_8_3() {
         let cost = CostModel::unitstep();
-        type Row = (usize, usize, [u64; 6], Option<[u64; 6]>);
-        let table: [Row; 6] = [
-            (8, 3, [3, 6, 9, 12, 15, 18], Some([3, 6, 9, 12, 15, 18])),
-            (16, 4, [4, 8, 12, 16, 20, 24], Some([4, 8, 12, 16, 20, 24])),
-            (16, 3, [5, 8, 11, 14, 17, 20], Some([5, 8, 11, 14, 17, 20])),
-            (16, 2, [5, 7, 9, 11, 13, 15], Some([5, 8, 11, 14, 17, 20])),
-            (4, 2, [2, 4, 6, 8, 10, 12], None),
-            (4, 1, [3, 4, 5, 6, 7, 8], None),
-        ];
-        for (n, k, fpfs, fcfs) in table {
+        for (n, k, fpfs, fcfs) in crate::unitstep::DIGEST_8_3 {
             let f = SimFabric::parse(&format!("crossbar:{n}"), true).unwrap();
             for m in 1..=6 {
                 let mut c = cfg(&format!("kbinomial:{k}"), Dests::All, m);
