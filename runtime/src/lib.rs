@@ -21,6 +21,7 @@ pub mod control;
 mod drive;
 pub mod engine;
 pub mod error;
+pub mod fabric;
 mod inbox;
 mod net;
 mod outq;
