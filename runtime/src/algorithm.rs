@@ -45,6 +45,9 @@ pub enum Algorithm {
     Combine,
     /// W-sort (WeightedSort with CubeCenter, then Maxport): hypercubes.
     WSort,
+    /// A switch-based worm scheme: only under an emulated fabric that
+    /// supports it (`mclaunch --fabric`); see [`crate::worms`].
+    Worm(crate::worms::Worm),
 }
 
 /// A topology-aware tree an NI computes from the address field D alone.
@@ -140,6 +143,7 @@ impl Algorithm {
             }
         };
         match self {
+            Algorithm::Worm(w) => Err(w.refusal()),
             Algorithm::UTorus => topo(TopoTree::UTorus),
             Algorithm::UCube => topo(TopoTree::UCube),
             Algorithm::Maxport => topo(TopoTree::Maxport),
@@ -170,6 +174,7 @@ impl Algorithm {
                 return Err(Error::InvalidArgument("kbinomial needs k >= 1".to_string()))
             }
             Algorithm::KBinomial { k: Some(k) } => Shape::KBinomial { k },
+            Algorithm::Worm(w) => return Err(w.refusal()),
             Algorithm::UTorus
             | Algorithm::UCube
             | Algorithm::Maxport
@@ -215,6 +220,7 @@ impl fmt::Display for Algorithm {
             Algorithm::Maxport => f.write_str("maxport"),
             Algorithm::Combine => f.write_str("combine"),
             Algorithm::WSort => f.write_str("wsort"),
+            Algorithm::Worm(w) => write!(f, "{w}"),
         }
     }
 }
@@ -234,6 +240,7 @@ impl FromStr for Algorithm {
             "maxport" => Algorithm::Maxport,
             "combine" => Algorithm::Combine,
             "wsort" => Algorithm::WSort,
+            other if crate::worms::Worm::is_name(other) => Algorithm::Worm(other.parse()?),
             other => match other.strip_prefix("kbinomial:") {
                 Some(k) => match k.parse::<usize>() {
                     Ok(k) if k >= 1 => Algorithm::KBinomial { k: Some(k) },
@@ -245,7 +252,7 @@ impl FromStr for Algorithm {
                 },
                 None => {
                     return Err(Error::InvalidArgument(format!(
-                        "unknown algorithm {s:?}; expected auto, flat, chain, binomial, kbinomial, kbinomial:K, utorus, ucube, maxport, combine or wsort"
+                        "unknown algorithm {s:?}; expected auto, flat, chain, binomial, kbinomial, kbinomial:K, utorus, ucube, maxport, combine, wsort, or under a fabric ssr-greedy, ssr-lg, path-greedy, path-lg, tree-worm, storus, mtorus-d, mtorus-u:R"
                     )))
                 }
             },

@@ -21,7 +21,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::algorithm::Medium;
 use crate::control::{Control, Fingerprint};
 use crate::engine::packet_count;
-use crate::inbox::{Inbox, Stall};
+use crate::inbox::{Inbox, Stall, Stamp};
 pub use crate::net::Link;
 use crate::net::{Cmd, Net};
 use crate::wire::Member;
@@ -34,6 +34,27 @@ pub struct Received {
     pub source: usize,
     /// The payload (derefs to `[u8]`).
     pub data: Bytes,
+    /// Under an emulated fabric (`mclaunch --fabric`): the message's model
+    /// latency, from its post at the source to its completion here, in the
+    /// fabric's cost model. `None` outside a fabric.
+    pub model_latency: Option<ModelLatency>,
+}
+
+/// A latency in the cost model of an emulated fabric: independent of how
+/// loaded the machine running the emulation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModelLatency {
+    /// Cycles of the cost model.
+    pub cycles: u64,
+    /// Length of a cycle in picoseconds.
+    pub cycle_ps: u64,
+}
+
+impl ModelLatency {
+    /// The latency in microseconds.
+    pub fn as_micros_f64(&self) -> f64 {
+        self.cycles as f64 * self.cycle_ps as f64 / 1e6
+    }
 }
 
 /// A communicator over all ranks of the job.
@@ -50,6 +71,8 @@ pub struct Comm {
     mcast_seq: Cell<u64>,
     /// Per destination: how many multicasts this rank has sent it.
     ordinals: RefCell<HashMap<usize, u32>>,
+    /// Model latency of the last bcast this rank completed (fabric mode).
+    last_model: Cell<Option<ModelLatency>>,
 }
 
 /// Largest value `bcast_value` accepts.
@@ -93,6 +116,7 @@ impl Comm {
             seq: Cell::new(0),
             mcast_seq: Cell::new(0),
             ordinals: RefCell::new(HashMap::new()),
+            last_model: Cell::new(None),
         })
     }
 
@@ -247,17 +271,40 @@ impl Comm {
         if self.size == 1 {
             return Ok(());
         }
-        let m = packet_count(buf.len(), self.packet_bytes());
-        let tree = algo.resolve_for(self.size, m, self.cfg.topology.as_ref(), self.medium())?;
-        let fp = Fingerprint::bcast(root, buf.len(), tree);
-        self.begin(seq, fp)?;
         let net = self.net()?;
+        let (fp, tree) = match algo {
+            Algorithm::Worm(w) => {
+                net.check_worm(w)?;
+                let fp = Fingerprint {
+                    op: crate::control::OpKind::Bcast,
+                    root: root as u32,
+                    len: buf.len() as u64,
+                    tree: (crate::worms::WORM_TREE_CODE, w.code() as u16),
+                };
+                (fp, None)
+            }
+            _ => {
+                let m = packet_count(buf.len(), self.packet_bytes());
+                let tree =
+                    algo.resolve_for(self.size, m, self.cfg.topology.as_ref(), self.medium())?;
+                (Fingerprint::bcast(root, buf.len(), tree), Some(tree))
+            }
+        };
+        self.begin(seq, fp)?;
+        self.last_model.set(None);
         if self.rank == root {
-            return net.send(Cmd::Bcast {
-                seq,
-                data: net.payload(buf),
-                tree,
-            });
+            let data = net.payload(buf);
+            return match (algo, tree) {
+                (Algorithm::Worm(worm), _) => net.send(Cmd::Worm {
+                    kind: crate::wire::Kind::Bcast,
+                    seq,
+                    members: Vec::new(),
+                    data,
+                    worm,
+                }),
+                (_, Some(tree)) => net.send(Cmd::Bcast { seq, data, tree }),
+                (_, None) => Err(Error::Protocol("bcast without a tree".into())),
+            };
         }
         let mut stall = self.stall_probe(seq, fp);
         let mut got = 0u64;
@@ -279,7 +326,23 @@ impl Comm {
                 total = Some(h.pkt_count);
             }
         }
+        if let Some(s) = self.inbox.take_bcast_model(seq) {
+            self.last_model.set(net.model_latency(s));
+        }
         Ok(())
+    }
+
+    /// Under an emulated fabric: the model latency of the last `bcast` at
+    /// this rank (from the root's post to this rank's completion); `None`
+    /// at the root, outside a fabric, or before any bcast.
+    pub fn last_model_latency(&self) -> Option<ModelLatency> {
+        self.last_model.get()
+    }
+
+    /// The fabric this job runs on (`mclaunch --fabric`), if any: its spec,
+    /// without cost knobs.
+    pub fn fabric(&self) -> Option<&str> {
+        self.net.as_ref()?.fabric().map(|w| w.spec.as_str())
     }
 
     /// Broadcast any serde value from `root`: on return, every rank's `value`
@@ -354,12 +417,18 @@ impl Comm {
                 w[0]
             )));
         }
-        let tree = algo.resolve_for(
-            chain.len() + 1,
-            packet_count(data.len(), self.packet_bytes()),
-            self.cfg.topology.as_ref(),
-            self.medium(),
-        )?;
+        let tree = match algo {
+            Algorithm::Worm(w) => {
+                self.net()?.check_worm(w)?;
+                None
+            }
+            _ => Some(algo.resolve_for(
+                chain.len() + 1,
+                packet_count(data.len(), self.packet_bytes()),
+                self.cfg.topology.as_ref(),
+                self.medium(),
+            )?),
+        };
         let seq = self.mcast_seq.get();
         let _span =
             tracing::debug_span!("multicast", seq, %algo, dests = chain.len(), bytes = data.len())
@@ -383,12 +452,22 @@ impl Comm {
                 m
             })
             .collect();
-        net.send(Cmd::Multicast {
-            seq,
-            dests: members,
-            data: net.payload(data),
-            tree,
-        })
+        match (algo, tree) {
+            (Algorithm::Worm(worm), _) => net.send(Cmd::Worm {
+                kind: crate::wire::Kind::Multicast,
+                seq,
+                members,
+                data: net.payload(data),
+                worm,
+            }),
+            (_, Some(tree)) => net.send(Cmd::Multicast {
+                seq,
+                dests: members,
+                data: net.payload(data),
+                tree,
+            }),
+            (_, None) => Err(Error::Protocol("multicast without a tree".into())),
+        }
     }
 
     /// Receive the next multicast aimed at this rank, from any source. The
@@ -400,8 +479,8 @@ impl Comm {
 
     /// [`Comm::recv_multicast`] with an explicit bound on the wait.
     pub fn recv_multicast_timeout(&self, timeout: Duration) -> Result<Received, Error> {
-        let (source, data) = self.inbox.take_multicast(None, timeout)?;
-        Ok(Received { source, data })
+        let (source, data, model) = self.inbox.take_multicast(None, timeout)?;
+        Ok(self.received(source, data, model))
     }
 
     /// Receive the next multicast from `source` (in the order it sent them),
@@ -415,8 +494,17 @@ impl Comm {
                 self.size
             )));
         }
-        let (source, data) = self.inbox.take_multicast(Some(source), self.cfg.timeout)?;
-        Ok(Received { source, data })
+        let (source, data, model) = self.inbox.take_multicast(Some(source), self.cfg.timeout)?;
+        Ok(self.received(source, data, model))
+    }
+
+    fn received(&self, source: usize, data: Bytes, model: Option<Stamp>) -> Received {
+        let model_latency = model.and_then(|s| self.net.as_ref()?.model_latency(s));
+        Received {
+            source,
+            data,
+            model_latency,
+        }
     }
 
     /// Collective: a final barrier, then an orderly close of every connection.

@@ -18,6 +18,7 @@
 //! | `MCAST_SHM_BYTES` | size of this rank's shared-memory arena for large payloads to ranks of the same host (Unix-domain links; pages are allocated when first used); 0 turns shared memory off | 67108864 |
 //! | `MCAST_SPIN_US` | how long a waiting rank (its host thread and its NI thread) polls, yielding the CPU between polls, before it sleeps; 0 never polls | 1000 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
+//! | `MCAST_FABRIC` | `ip:port` of this rank's host port on an emulated switch fabric (set by `mclaunch --fabric`): every packet then goes through the fabric, packets are the fabric's model packets, and messages carry model latency | none |
 //! | `MCAST_TOPOLOGY` | logical topology, rank i = node i (`torus:5x5`, `torus:5x5:uni`, `mesh:4x4`, `hypercube:4`; set by `mclaunch --topology`) | none |
 //!
 //! mclaunch also honours `MCAST_RENDEZVOUS_TIMEOUT_SECS` (its own deadline for all
@@ -49,6 +50,7 @@ pub const ENV_SPIN_US: &str = "MCAST_SPIN_US";
 pub const ENV_TRANSPORT: &str = "MCAST_TRANSPORT";
 pub const ENV_SHM_BYTES: &str = "MCAST_SHM_BYTES";
 pub const ENV_SHM_PACKET_BYTES: &str = "MCAST_SHM_PACKET_BYTES";
+pub const ENV_FABRIC: &str = "MCAST_FABRIC";
 /// Default payload bytes per packet in shared memory.
 pub const DEFAULT_SHM_PACKET_BYTES: usize = 256 * 1024;
 /// Default size of a rank's shared-memory arena.
@@ -173,6 +175,8 @@ pub struct Config {
     pub algorithm: Algorithm,
     /// The logical topology ranks are mapped onto (rank i is node i), if any.
     pub topology: Option<Topology>,
+    /// Host port of an emulated switch fabric to send everything through.
+    pub fabric: Option<String>,
 }
 
 impl Default for Config {
@@ -192,6 +196,7 @@ impl Default for Config {
             shm_packet_bytes: DEFAULT_SHM_PACKET_BYTES,
             algorithm: Algorithm::Auto,
             topology: None,
+            fabric: None,
         }
     }
 }
@@ -288,6 +293,14 @@ impl Config {
                 t.parse()
                     .map_err(|e| Error::InvalidArgument(format!("{ENV_TOPOLOGY}={t}: {e}")))?,
             );
+        }
+        if let Some(a) = get(ENV_FABRIC) {
+            if a.trim().is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "{ENV_FABRIC} is set but empty"
+                )));
+            }
+            c.fabric = Some(a.trim().to_string());
         }
         if let Some(r) = get(ENV_RANK) {
             let rank: usize = parse(ENV_RANK, &r)?;

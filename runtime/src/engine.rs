@@ -169,6 +169,26 @@ impl NiEngine {
         h
     }
 
+    /// The packets of a message this rank sends as a switch-based worm (fabric
+    /// mode): `kind` (bcast or multicast) number `seq` from `root`, every
+    /// packet carrying `route`. The engine keeps no state for it: the
+    /// switches replicate worms, and receivers deliver them without
+    /// forwarding.
+    pub fn worm_packets(
+        &self,
+        kind: Kind,
+        seq: u64,
+        root: usize,
+        data: &Bytes,
+        route: &Route,
+    ) -> Vec<Packet> {
+        let mut v = self.packetize(self.header(kind, seq, root, data.len()), data);
+        for p in &mut v {
+            p.route = route.clone();
+        }
+        v
+    }
+
     /// Cut `data` into packets carrying `base`'s header fields.
     fn packetize(&self, base: Header, data: &Bytes) -> Vec<Packet> {
         let count = packet_count(data.len(), self.packet_bytes);

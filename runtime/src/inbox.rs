@@ -56,6 +56,37 @@ struct Partial {
     /// Set when the message is refused (too large, inconsistent): its packets
     /// are counted but dropped, and the receiver gets this error in its place.
     refused: Option<Error>,
+    /// Model time of the packets so far (fabric mode).
+    model: Option<Stamp>,
+}
+
+/// A delivered packet's place in model time (fabric mode only): when it was
+/// in host memory plus the host's receive overhead, and when its message
+/// was posted at the source. Both in cycles of the fabric's cost model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stamp {
+    /// Earliest completion of the message at this host, given this packet.
+    pub done: u64,
+    /// When the message was posted at its source.
+    pub post: u64,
+}
+
+impl Stamp {
+    /// Fold in another packet of the same message.
+    fn merge(a: Option<Stamp>, b: Option<Stamp>) -> Option<Stamp> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(Stamp {
+                done: a.done.max(b.done),
+                post: a.post.min(b.post),
+            }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Model latency in cycles: completion here minus the post at the source.
+    pub fn latency(&self) -> u64 {
+        self.done.saturating_sub(self.post)
+    }
 }
 
 impl Partial {
@@ -90,7 +121,7 @@ impl Partial {
 }
 
 /// A complete (or refused) multicast waiting for the host.
-type Ready = (u64, Result<Bytes, Error>);
+type Ready = (u64, Result<Bytes, Error>, Option<Stamp>);
 
 #[derive(Debug, Default)]
 struct State {
@@ -102,6 +133,8 @@ struct State {
     /// Complete multicasts per source, by ordinal, with their completion number.
     mcast_ready: HashMap<usize, BTreeMap<u32, Ready>>,
     mcast_next: HashMap<usize, u32>,
+    /// Model time of each bcast's packets so far, by sequence number.
+    bcast_model: HashMap<u64, Stamp>,
     completions: u64,
     /// Packets delivered so far (progress, for timeouts).
     deliveries: u64,
@@ -168,7 +201,10 @@ impl State {
             op: crate::control::OpKind::Bcast,
             root: p.header.root,
             len: p.header.msg_len,
-            tree: p.route.tree_code().unwrap_or((u8::MAX, 0)),
+            tree: match crate::worms::Worm::of_route(&p.route) {
+                Some(Ok(w)) => (crate::worms::WORM_TREE_CODE, w.code() as u16),
+                _ => p.route.tree_code().unwrap_or((u8::MAX, 0)),
+            },
         }
     }
 }
@@ -261,9 +297,17 @@ impl Inbox {
     /// NI side: deliver a batch of packets. Returns the mismatch notices to
     /// send to every peer.
     pub fn deliver(&self, packets: impl IntoIterator<Item = Packet>) -> Vec<Control> {
+        self.deliver_stamped(packets.into_iter().map(|p| (p, None)))
+    }
+
+    /// [`Inbox::deliver`], with each packet's model time (fabric mode).
+    pub fn deliver_stamped(
+        &self,
+        packets: impl IntoIterator<Item = (Packet, Option<Stamp>)>,
+    ) -> Vec<Control> {
         let mut notices = Vec::new();
         let mut st = self.lock();
-        for p in packets {
+        for (p, stamp) in packets {
             st.deliveries += 1;
             let h = p.header;
             match h.kind {
@@ -271,6 +315,10 @@ impl Inbox {
                     let theirs = State::bcast_fp(&p);
                     notices.extend(st.check(h.seq, &theirs, h.root as usize));
                     st.bcast.entry(h.seq).or_default().push_back(p);
+                    if let Some(s) = stamp {
+                        let m = st.bcast_model.entry(h.seq).or_insert(s);
+                        *m = Stamp::merge(Some(*m), Some(s)).unwrap_or(s);
+                    }
                 }
                 Kind::P2p => {
                     let from = h.source as usize;
@@ -280,7 +328,7 @@ impl Inbox {
                         .or_default()
                         .push_back(p.payload);
                 }
-                Kind::Multicast => Self::multicast_packet(&mut st, p),
+                Kind::Multicast => Self::multicast_packet(&mut st, p, stamp),
                 Kind::Bye | Kind::Control | Kind::Heartbeat => {}
             }
         }
@@ -289,7 +337,7 @@ impl Inbox {
         notices
     }
 
-    fn multicast_packet(st: &mut State, p: Packet) {
+    fn multicast_packet(st: &mut State, p: Packet, stamp: Option<Stamp>) {
         let h = p.header;
         let ordinal = match &p.route {
             Route::List { members, .. } => members.first().map_or(0, |m| m.ordinal),
@@ -312,6 +360,7 @@ impl Inbox {
             ..Partial::default()
         });
         part.got += 1;
+        part.model = Stamp::merge(part.model, stamp);
         if part.refused.is_none() {
             if h.msg_len != part.msg_len || h.pkt_count != part.pkt_count {
                 part.refused = Some(Error::Protocol(format!(
@@ -334,13 +383,14 @@ impl Inbox {
         if done {
             let part = st.mcast_partial.remove(&key).unwrap_or_default();
             let ordinal = part.ordinal;
+            let model = part.model;
             let data = part.assemble(source);
             st.completions += 1;
             let n = st.completions;
             st.mcast_ready
                 .entry(source)
                 .or_default()
-                .insert(ordinal, (n, data));
+                .insert(ordinal, (n, data, model));
         }
     }
 
@@ -563,6 +613,12 @@ impl Inbox {
         )
     }
 
+    /// Host side: the model time of bcast `seq`'s packets taken so far
+    /// (fabric mode), forgetting it.
+    pub fn take_bcast_model(&self, seq: u64) -> Option<Stamp> {
+        self.lock().bcast_model.remove(&seq)
+    }
+
     /// Host side: wait for a point-to-point message of `seq` from `from`.
     pub fn take_p2p(
         &self,
@@ -607,7 +663,7 @@ impl Inbox {
         &self,
         from: Option<usize>,
         timeout: Duration,
-    ) -> Result<(usize, Bytes), Error> {
+    ) -> Result<(usize, Bytes, Option<Stamp>), Error> {
         let mut none = None;
         self.wait(
             timeout,
@@ -626,7 +682,7 @@ impl Inbox {
                         continue;
                     }
                     let next = st.mcast_next.get(src).copied().unwrap_or(0);
-                    if let Some((n, _)) = ready.get(&next) {
+                    if let Some((n, _, _)) = ready.get(&next) {
                         if best.is_none_or(|(bn, _, _)| *n < bn) {
                             best = Some((*n, *src, next));
                         }
@@ -637,9 +693,9 @@ impl Inbox {
                         .mcast_ready
                         .get_mut(&src)
                         .and_then(|r| r.remove(&ord))
-                        .map_or(Ok(Bytes::new()), |(_, d)| d);
+                        .map_or(Ok((Bytes::new(), None)), |(_, d, m)| d.map(|d| (d, m)));
                     st.mcast_next.insert(src, ord.wrapping_add(1));
-                    return data.map(|d| Some((src, d)));
+                    return data.map(|(d, m)| Some((src, d, m)));
                 }
                 if let Some(e) = &st.fatal {
                     return Err(e.clone());
@@ -701,7 +757,7 @@ mod tests {
     fn multicast_reassembles_out_of_order() {
         let ib = Inbox::new(1, 1 << 20);
         ib.deliver([mpkt(0, 6, 3, 1, 2, b"def"), mpkt(0, 6, 0, 0, 2, b"abc")]);
-        let (src, data) = ib.take_multicast(None, Duration::from_secs(1)).unwrap();
+        let (src, data, _) = ib.take_multicast(None, Duration::from_secs(1)).unwrap();
         assert_eq!((src, &data[..]), (0, &b"abcdef"[..]));
     }
 
@@ -736,7 +792,7 @@ mod tests {
             p
         };
         ib.deliver([from(2, b"two"), from(3, b"three")]);
-        let (src, d) = ib.take_multicast(Some(3), Duration::from_secs(1)).unwrap();
+        let (src, d, _) = ib.take_multicast(Some(3), Duration::from_secs(1)).unwrap();
         assert_eq!((src, &d[..]), (3, &b"three"[..]));
         assert!(matches!(
             ib.take_multicast(Some(3), Duration::from_millis(10)),

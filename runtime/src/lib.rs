@@ -21,14 +21,16 @@ pub mod control;
 mod drive;
 pub mod engine;
 pub mod error;
+mod fablink;
 pub mod fabric;
 mod inbox;
 mod net;
 mod outq;
 mod shm;
 pub mod wire;
+pub mod worms;
 
 pub use algorithm::{Algorithm, Medium};
-pub use comm::{init, Comm, Link, Received};
+pub use comm::{init, Comm, Link, ModelLatency, Received};
 pub use config::{Config, Forwarding, Transport};
 pub use error::Error;

@@ -34,6 +34,7 @@ use crate::control::Control;
 use crate::drive::Drive;
 use crate::engine::{Action, NiEngine};
 use crate::error::Error;
+use crate::fablink::{self, Ambient, FabricState};
 use crate::inbox::Inbox;
 use crate::outq::{Half, Out};
 use crate::shm::{Arena, Shm};
@@ -60,6 +61,15 @@ pub(crate) enum Cmd {
     },
     /// Send a control message to every peer.
     Control(Control),
+    /// Fabric mode: a bcast (`members` empty) or multicast as switch-based
+    /// worms.
+    Worm {
+        kind: Kind,
+        seq: u64,
+        members: Vec<Member>,
+        data: Bytes,
+        worm: crate::worms::Worm,
+    },
 }
 
 /// What carries the packets to one peer.
@@ -69,6 +79,8 @@ pub enum Link {
     Tcp,
     /// A Unix-domain stream socket (peers on the same host).
     Unix,
+    /// Through the emulated switch fabric (`mclaunch --fabric`).
+    Fabric,
 }
 
 impl std::fmt::Display for Link {
@@ -76,6 +88,7 @@ impl std::fmt::Display for Link {
         f.write_str(match self {
             Link::Tcp => "tcp",
             Link::Unix => "unix",
+            Link::Fabric => "fabric",
         })
     }
 }
@@ -113,7 +126,7 @@ fn io_err(what: &str, e: std::io::Error) -> Error {
 }
 
 /// The read half of a peer connection (TCP or Unix-domain).
-type Rd = Box<dyn AsyncRead + Unpin + Send>;
+pub(crate) type Rd = Box<dyn AsyncRead + Unpin + Send>;
 
 /// A connection to a peer, before it is split.
 enum Conn {
@@ -330,6 +343,9 @@ impl Net {
         job: &JobEnv,
         inbox: Arc<Inbox>,
     ) -> Result<(Net, u32), Error> {
+        if let Some(addr) = &cfg.fabric {
+            return Net::start_fabric(cfg, job, inbox, addr);
+        }
         let listener = StdListener::bind((cfg.bind.as_str(), 0))
             .map_err(|e| io_err(&format!("binding {}", cfg.bind), e))?;
         let data_addr = listener.local_addr()?.to_string();
@@ -390,6 +406,7 @@ impl Net {
             .map_err(|e| io_err("starting the NI runtime", e))?;
         let sh = Arc::new(Shared {
             me: job.rank,
+            size: job.size,
             job: job_id,
             engine: Mutex::new(
                 NiEngine::new(job.rank, job.size, job_id, cfg.forwarding, packet_bytes)
@@ -398,6 +415,7 @@ impl Net {
             writers: Mutex::new((0..job.size).map(|_| None).collect()),
             inbox: inbox.clone(),
             shm,
+            fabric: None,
         });
         // Connect on this thread; the tasks then wait for whoever drives.
         let (links, writer_tasks) = rt.block_on(setup(cfg, job, listeners, &addrs, sh.clone()))?;
@@ -428,6 +446,143 @@ impl Net {
         ))
     }
 
+    /// Fabric mode: join the job, then connect to host port `addr` of the
+    /// emulated switch fabric; every packet goes through it.
+    fn start_fabric(
+        cfg: &Config,
+        job: &JobEnv,
+        inbox: Arc<Inbox>,
+        addr: &str,
+    ) -> Result<(Net, u32), Error> {
+        let reach = format!("fabric={addr}");
+        let (job_id, _) = rendezvous(job, &reach, cfg.timeout)?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| io_err("starting the NI runtime", e))?;
+        let (stream, welcome) =
+            rt.block_on(fablink::connect(addr, &job.token, job.rank, cfg.timeout))?;
+        if (welcome.nodes as usize) < job.size {
+            return Err(Error::InvalidArgument(format!(
+                "the fabric `{}` has {} host ports, fewer than the job's {} ranks",
+                welcome.spec, welcome.nodes, job.size
+            )));
+        }
+        let packet_bytes = welcome.packet_bytes as usize;
+        // Topology-aware trees map rank i to node i of a direct fabric.
+        let topology = cfg
+            .topology
+            .clone()
+            .or_else(|| welcome.spec.parse::<mcast_algorithms::Topology>().ok());
+        let _guard = rt.enter();
+        let (rd, half) = Conn::Tcp(stream).split();
+        let out = Arc::new(Out::new(usize::MAX, half, None));
+        let fabric = Arc::new(FabricState::new(out.clone(), welcome));
+        let sh = Arc::new(Shared {
+            me: job.rank,
+            size: job.size,
+            job: job_id,
+            engine: Mutex::new(
+                NiEngine::new(job.rank, job.size, job_id, cfg.forwarding, packet_bytes)
+                    .with_topology(topology.map(Arc::new)),
+            ),
+            writers: Mutex::new((0..job.size).map(|_| None).collect()),
+            inbox: inbox.clone(),
+            shm: None,
+            fabric: Some(fabric.clone()),
+        });
+        let beat = (cfg.failure_timeout / 4).max(Duration::from_millis(10));
+        let writer = rt.spawn(out.run(inbox.clone(), fablink::heartbeat(), beat));
+        let rsh = sh.clone();
+        rt.spawn(fablink::reader(
+            rd,
+            fabric,
+            inbox.clone(),
+            job.size,
+            job_id,
+            // The fabric beats every quarter of its own bound.
+            cfg.failure_timeout.mul_f64(0.9),
+            move |from, p, ready, post| {
+                if let Some(worm) = crate::worms::Worm::of_route(&p.route) {
+                    let Some(f) = rsh.fabric.as_ref() else {
+                        return;
+                    };
+                    let got = worm
+                        .map_err(|e| e.to_string())
+                        .and_then(|w| f.worm_in(rsh.me, rsh.size, w, p));
+                    match got {
+                        Ok(Some(p)) => {
+                            let stamp = f.delivered(ready, post);
+                            for notice in rsh.inbox.deliver_stamped([(p, Some(stamp))]) {
+                                send_control(&rsh, &notice);
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(e) => rsh
+                            .inbox
+                            .lost(from, format!("protocol violation: bad worm packet: {e}")),
+                    }
+                    return;
+                }
+                let res = with_engine(&rsh, Ambient::Forward { ready, post }, |eng| {
+                    eng.packet_in(from, p)
+                });
+                if let Err(e) = res {
+                    rsh.inbox.lost(
+                        from,
+                        format!("protocol violation: bad packet through the fabric: {e}"),
+                    );
+                }
+            },
+        ));
+        drop(_guard);
+        let drive = Arc::new(Drive::new(rt, cfg.spin));
+        let bg = drive.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("mcast-ni-{}", job.rank))
+            .spawn(move || bg.background())
+            .map_err(|e| io_err("spawning the NI thread", e))?;
+        inbox.set_driver(Some(drive.clone()));
+        let links = (0..job.size)
+            .map(|r| (r != job.rank).then_some(Link::Fabric))
+            .collect();
+        Ok((
+            Net {
+                links,
+                medium: Medium::Network,
+                packet_bytes,
+                data_addr: addr.to_string(),
+                sh,
+                drive,
+                thread: Some(thread),
+                writer_tasks: vec![writer],
+                closed: false,
+            },
+            job_id,
+        ))
+    }
+
+    /// Fabric mode: refuse a worm scheme this fabric does not carry.
+    pub(crate) fn check_worm(&self, w: crate::worms::Worm) -> Result<(), Error> {
+        match &self.sh.fabric {
+            Some(f) if f.planner.supports(w) => Ok(()),
+            _ => Err(w.refusal()),
+        }
+    }
+
+    /// The fabric's welcome, in fabric mode.
+    pub(crate) fn fabric(&self) -> Option<&crate::fabric::FabricWelcome> {
+        self.sh.fabric.as_ref().map(|f| &f.welcome)
+    }
+
+    /// A model time in cycles, with the fabric's cycle length.
+    pub(crate) fn model_latency(&self, s: crate::inbox::Stamp) -> Option<crate::ModelLatency> {
+        self.sh.fabric.as_ref().map(|f| crate::ModelLatency {
+            cycles: s.latency(),
+            cycle_ps: f.cycle_ps(),
+        })
+    }
+
     /// Packets this rank sent as shared-memory descriptors so far.
     pub(crate) fn shm_sent(&self) -> u64 {
         self.sh
@@ -453,9 +608,40 @@ impl Net {
         if self.closed {
             return Err(Error::Stopped("the NI has stopped".into()));
         }
-        let res = {
-            let mut eng = lock(&self.sh.engine);
-            match cmd {
+        let amb = match (&self.sh.fabric, &cmd) {
+            (Some(f), Cmd::Bcast { .. } | Cmd::Multicast { .. } | Cmd::P2p { .. }) => {
+                Ambient::Post { at: f.post() }
+            }
+            _ => Ambient::Idle,
+        };
+        let res = match cmd {
+            Cmd::Control(msg) => {
+                send_control(&self.sh, &msg);
+                Ok(())
+            }
+            Cmd::Worm {
+                kind,
+                seq,
+                members,
+                data,
+                worm,
+            } => {
+                let Some(f) = &self.sh.fabric else {
+                    return Err(worm.refusal());
+                };
+                let me = self.sh.me;
+                let dests: Vec<usize> = if members.is_empty() {
+                    (0..self.sh.size).filter(|&r| r != me).collect()
+                } else {
+                    members.iter().map(|m| m.rank as usize).collect()
+                };
+                let plan = f.planner.plan(worm, me, &dests)?;
+                let packets =
+                    lock(&self.sh.engine).worm_packets(kind, seq, me, &data, &worm.route(&members));
+                f.send_worms(me, &plan, &packets);
+                Ok(())
+            }
+            cmd => with_engine(&self.sh, amb, |eng| match cmd {
                 Cmd::Bcast { seq, data, tree } => eng.post_bcast(seq, data, tree),
                 Cmd::Multicast {
                     seq,
@@ -464,26 +650,24 @@ impl Net {
                     tree,
                 } => eng.post_multicast(seq, &dests, data, tree),
                 Cmd::P2p { to, seq, data } => eng.post_p2p(to, seq, data),
-                Cmd::Control(msg) => {
-                    drop(eng);
-                    send_control(&self.sh, &msg);
-                    Ok(())
-                }
-            }
+                Cmd::Control(_) | Cmd::Worm { .. } => Ok(()),
+            }),
         };
         if let Err(e) = res {
             self.sh
                 .inbox
                 .fatal(Error::Protocol(format!("NI refused a host request: {e}")));
         }
-        pump(&self.sh);
         // Small packets went out from this thread; what the sockets could
         // not take waits for the writer tasks, which need the runtime run.
-        if lock(&self.sh.writers)
-            .iter()
-            .flatten()
-            .any(|o| !o.is_flushed())
-        {
+        let unflushed = match &self.sh.fabric {
+            Some(f) => !f.out.is_flushed(),
+            None => lock(&self.sh.writers)
+                .iter()
+                .flatten()
+                .any(|o| !o.is_flushed()),
+        };
+        if unflushed {
             self.drive.tick();
         }
         Ok(())
@@ -496,7 +680,11 @@ impl Net {
         }
         // Orderly close: every writer flushes what it has, sends Bye, and
         // shuts its half of the connection down.
-        let bye = Packet {
+        if let Some(f) = &self.sh.fabric {
+            f.closing.store(true, std::sync::atomic::Ordering::Release);
+            f.out.close(fablink::bye(self.sh.me));
+        }
+        let bye = encode_packet(&Packet {
             header: Header::new(
                 Kind::Bye,
                 self.sh.job,
@@ -507,7 +695,7 @@ impl Net {
             ),
             route: Route::None,
             payload: Bytes::new(),
-        };
+        });
         for out in lock(&self.sh.writers).iter().flatten() {
             out.close(bye.clone());
         }
@@ -748,12 +936,23 @@ async fn mesh(
 
 struct Shared {
     me: usize,
+    size: usize,
     job: u32,
     engine: Mutex<NiEngine>,
     writers: Mutex<Vec<Option<Arc<Out>>>>,
     inbox: Arc<Inbox>,
     /// The host's shared-memory arenas (none without Unix sockets).
     shm: Option<Arc<Shm>>,
+    /// Fabric mode: the one link, to the switch fabric.
+    fabric: Option<Arc<FabricState>>,
+}
+
+/// A packet's bytes (header, route, payload) in one buffer.
+fn encode_packet(p: &Packet) -> Bytes {
+    let mut b = BytesMut::new();
+    p.encode_head(&mut b);
+    b.extend_from_slice(&p.payload);
+    b.freeze()
 }
 
 /// Lock, ignoring poison (a panicked holder left the best state there is).
@@ -769,6 +968,17 @@ fn send_control(sh: &Shared, msg: &Control) {
     };
     let me = sh.me as u32;
     let header = Header::new(Kind::Control, sh.job, seq, me, me, payload.len() as u64);
+    if let Some(f) = &sh.fabric {
+        for peer in (0..sh.size).filter(|&p| p != sh.me) {
+            let packet = Packet {
+                header,
+                route: Route::None,
+                payload: payload.clone(),
+            };
+            f.send(peer, packet, Ambient::Idle);
+        }
+        return;
+    }
     for out in lock(&sh.writers).clone().into_iter().flatten() {
         out.send(Packet {
             header,
@@ -778,21 +988,43 @@ fn send_control(sh: &Shared, msg: &Control) {
     }
 }
 
-/// Carry out the engine's actions: queue sends on the writers, then deliver to
-/// the host in one batch (and announce any mismatch the delivery revealed).
-fn pump(sh: &Shared) {
+/// Run `f` on the engine, then carry out what it queued: the sends on the
+/// writers, then the deliveries to the host in one batch (and announce any
+/// mismatch the delivery revealed). `amb` says when, in model time, the
+/// packets are ready (fabric mode; ignored otherwise).
+fn with_engine<T>(sh: &Shared, amb: Ambient, f: impl FnOnce(&mut NiEngine) -> T) -> T {
     let mut deliveries = Vec::new();
     let mut sends = Vec::new();
-    {
+    let r = {
         let mut eng = lock(&sh.engine);
+        let r = f(&mut eng);
         while let Some(a) = eng.poll_action() {
             match a {
                 Action::Send { to, packet } => sends.push((to, packet)),
                 Action::Deliver(p) => deliveries.push(p),
             }
         }
-    }
+        r
+    };
     // Sent outside the engine's lock: a send may write to the socket.
+    if let Some(fab) = &sh.fabric {
+        for (to, packet) in sends {
+            fab.send(to, packet, amb);
+        }
+        if !deliveries.is_empty() {
+            let stamp = match amb {
+                Ambient::Forward { ready, post } => Some(fab.delivered(ready, post)),
+                _ => None,
+            };
+            let notices = sh
+                .inbox
+                .deliver_stamped(deliveries.into_iter().map(|p| (p, stamp)));
+            for notice in notices {
+                send_control(sh, &notice);
+            }
+        }
+        return r;
+    }
     if !sends.is_empty() {
         let writers = lock(&sh.writers).clone();
         for (to, packet) in sends {
@@ -807,6 +1039,7 @@ fn pump(sh: &Shared) {
             send_control(sh, &notice);
         }
     }
+    r
 }
 
 /// Connect to every peer, then start the gatekeeper, and a reader and a
@@ -862,7 +1095,7 @@ async fn setup(
         let (rd, half) = conn.split();
         let out = Arc::new(Out::new(peer, half, shm_out));
         lock(&sh.writers)[peer] = Some(out.clone());
-        let heartbeat = Packet {
+        let heartbeat = encode_packet(&Packet {
             header: Header::new(
                 Kind::Heartbeat,
                 sh.job,
@@ -873,7 +1106,7 @@ async fn setup(
             ),
             route: Route::None,
             payload: Bytes::new(),
-        };
+        });
         writer_tasks.push(tokio::spawn(out.run(sh.inbox.clone(), heartbeat, beat)));
         // Silence for 90% of the bound declares the peer lost, leaving the
         // rest for waking the waiting call.
@@ -884,7 +1117,7 @@ async fn setup(
 }
 
 /// Why a read from a peer stopped.
-enum ReadFail {
+pub(crate) enum ReadFail {
     Io(std::io::Error),
     Silent,
 }
@@ -895,14 +1128,14 @@ enum ReadFail {
 /// notes the time, and when the timer fires early it is re-armed for the
 /// real deadline (a timer per read cost a timer-wheel insertion and removal
 /// for every packet).
-struct Silence {
+pub(crate) struct Silence {
     sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
     heard: tokio::time::Instant,
     within: Duration,
 }
 
 impl Silence {
-    fn new(within: Duration) -> Silence {
+    pub(crate) fn new(within: Duration) -> Silence {
         let now = tokio::time::Instant::now();
         Silence {
             sleep: Box::pin(tokio::time::sleep_until(now + within)),
@@ -912,13 +1145,13 @@ impl Silence {
     }
 
     /// Something arrived.
-    fn heard(&mut self) {
+    pub(crate) fn heard(&mut self) {
         self.heard = tokio::time::Instant::now();
     }
 
     /// Run `read` to its end, unless the peer goes silent first. (`read`
     /// need not be cancel-safe: it is dropped only when the peer is given up.)
-    async fn guard<T>(
+    pub(crate) async fn guard<T>(
         &mut self,
         read: impl std::future::Future<Output = std::io::Result<T>>,
     ) -> Result<T, ReadFail> {
@@ -1071,11 +1304,10 @@ async fn reader(
             route,
             payload,
         };
-        let res = lock(&sh.engine).packet_in(peer, packet);
+        let res = with_engine(&sh, Ambient::Idle, |eng| eng.packet_in(peer, packet));
         if let Err(e) = res {
             return violation(format!("bad packet: {e}"));
         }
-        pump(&sh);
     }
 }
 

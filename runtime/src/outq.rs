@@ -127,26 +127,51 @@ impl Out {
     /// Queue `p` (a payload already in a host arena goes as a descriptor)
     /// and, if nothing was queued before it, write it now.
     pub(crate) fn send(&self, p: Packet) {
+        self.push(
+            |st| match self.shm.as_ref().and_then(|s| s.describe(&p.payload)) {
+                Some(d) => {
+                    p.encode_head_shm(&mut st.head, &d);
+                    let head = st.head.split().freeze();
+                    st.queue.push_back(head);
+                }
+                None => {
+                    p.encode_head(&mut st.head);
+                    let head = st.head.split().freeze();
+                    st.queue.push_back(head);
+                    if !p.payload.is_empty() {
+                        st.queue.push_back(p.payload);
+                    }
+                }
+            },
+        );
+    }
+
+    /// Queue `p` behind `prefix` (a fabric frame's prefix, which counts
+    /// the packet's bytes), as [`Out::send`] does.
+    pub(crate) fn send_framed(&self, prefix: &[u8], p: Packet) {
+        self.push(|st| {
+            st.head.extend_from_slice(prefix);
+            p.encode_head(&mut st.head);
+            let head = st.head.split().freeze();
+            st.queue.push_back(head);
+            if !p.payload.is_empty() {
+                st.queue.push_back(p.payload);
+            }
+        });
+    }
+
+    /// Queue bytes that are already encoded.
+    pub(crate) fn send_raw(&self, b: Bytes) {
+        self.push(|st| st.queue.push_back(b));
+    }
+
+    fn push(&self, put: impl FnOnce(&mut State)) {
         let mut st = lock(&self.st);
         if st.dead || st.closing {
             return;
         }
         let was_empty = st.queue.is_empty();
-        match self.shm.as_ref().and_then(|s| s.describe(&p.payload)) {
-            Some(d) => {
-                p.encode_head_shm(&mut st.head, &d);
-                let head = st.head.split().freeze();
-                st.queue.push_back(head);
-            }
-            None => {
-                p.encode_head(&mut st.head);
-                let head = st.head.split().freeze();
-                st.queue.push_back(head);
-                if !p.payload.is_empty() {
-                    st.queue.push_back(p.payload);
-                }
-            }
-        }
+        put(&mut st);
         st.active = true;
         if was_empty {
             // Write here; the writer task takes over only if the socket is
@@ -162,8 +187,8 @@ impl Out {
 
     /// Queue the goodbye: the writer task flushes, sends it and shuts the
     /// connection down.
-    pub(crate) fn close(&self, bye: Packet) {
-        self.send(bye);
+    pub(crate) fn close(&self, bye: Bytes) {
+        self.send_raw(bye);
         let mut st = lock(&self.st);
         st.closing = true;
         drop(st);
@@ -172,7 +197,7 @@ impl Out {
 
     /// The connection's writer task: flushes what `send` could not write,
     /// beats when idle, and shuts down after the goodbye.
-    pub(crate) async fn run(self: Arc<Self>, inbox: Arc<Inbox>, heartbeat: Packet, beat: Duration) {
+    pub(crate) async fn run(self: Arc<Self>, inbox: Arc<Inbox>, heartbeat: Bytes, beat: Duration) {
         loop {
             let idle = {
                 let mut st = lock(&self.st);
@@ -187,7 +212,7 @@ impl Out {
                 if timed_out && !lock(&self.st).active {
                     // An idle connection carries a heartbeat every `beat`, so
                     // the peer can tell a quiet rank from a hung one.
-                    self.send(heartbeat.clone());
+                    self.send_raw(heartbeat.clone());
                 }
                 continue;
             }

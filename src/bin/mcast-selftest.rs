@@ -42,6 +42,13 @@ struct Args {
     /// Test hook: this rank exits with status 3 after the first barrier.
     #[arg(long)]
     crash_rank: Option<usize>,
+    /// Under `mclaunch --fabric`: before anything else, one bcast from rank
+    /// 0 of SIZE bytes with ALGO (`ALGO:SIZE`, e.g. `chain:384`); every
+    /// rank prints `model rank R cycles C` (its model latency) and exits.
+    /// The first operation of a job meets an idle fabric, so the cycles
+    /// can be checked against `mcsim run`.
+    #[arg(long, value_name = "ALGO:SIZE")]
+    model_bcast: Option<String>,
 }
 
 fn parse_size(expr: &str, p: usize) -> Result<usize> {
@@ -104,6 +111,24 @@ fn first_diff(buf: &[u8], seed: u64) -> Option<usize> {
 fn run(args: &Args) -> Result<String> {
     let comm = mcast::init()?;
     let (rank, n) = (comm.rank(), comm.size());
+    if let Some(spec) = &args.model_bcast {
+        let (algo, size) = spec
+            .rsplit_once(':')
+            .with_context(|| format!("--model-bcast {spec}: expected ALGO:SIZE"))?;
+        let algo: Algorithm = algo.parse()?;
+        let size: usize = size.parse().context("--model-bcast size")?;
+        let mut b = vec![0u8; size];
+        if rank == 0 {
+            pattern(&mut b, 7);
+        }
+        comm.bcast_with(0, &mut b, algo)?;
+        if rank != 0 && first_diff(&b, 7).is_some() {
+            bail!("model bcast: wrong bytes at rank {rank}");
+        }
+        let cycles = comm.last_model_latency().map_or(0, |m| m.cycles);
+        comm.finalize()?;
+        return Ok(format!("model rank {rank} cycles {cycles}"));
+    }
     let p = comm.packet_bytes();
     let sizes: Vec<usize> = args
         .sizes

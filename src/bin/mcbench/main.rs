@@ -35,10 +35,12 @@ struct Args {
     /// Launch N ranks through mclaunch (when not already running under it).
     #[arg(short = 'n', long = "np")]
     np: Option<usize>,
-    /// Message sizes: MIN:MAX (powers of two from MIN to MAX), or just MAX.
-    #[arg(short = 'm', long = "message-size", default_value = "1:4194304")]
-    sizes: String,
-    /// Timed iterations per size (default 1000 below 8 KiB, 100 from 8 KiB).
+    /// Message sizes: MIN:MAX (powers of two from MIN to MAX), or just MAX
+    /// [default: 1:4194304; under `mclaunch --fabric`, 1:16384].
+    #[arg(short = 'm', long = "message-size")]
+    sizes: Option<String>,
+    /// Timed iterations per size (default 1000 below 8 KiB, 100 from 8 KiB;
+    /// under a fabric 100 and 10).
     #[arg(short = 'i', long = "iterations")]
     iterations: Option<usize>,
     /// Warm-up iterations per size (default 200 below 8 KiB, 10 from 8 KiB).
@@ -82,6 +84,14 @@ struct Row {
     /// Steps of the tree the algorithm resolved to (levels below the
     /// root), when it is a chain tree.
     depth: Option<usize>,
+    /// Under an emulated fabric: the model latency (cost-model time from
+    /// the root's post to a rank's completion), averaged per rank over the
+    /// iterations; then the mean over the non-root ranks, and the largest
+    /// (the last rank to complete: the multicast latency of the papers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_avg_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_max_us: Option<f64>,
 }
 
 #[derive(Serialize, Debug)]
@@ -94,6 +104,9 @@ struct Report {
     packet_bytes: usize,
     /// `network` or `shared-memory` (see `mcast::Medium`).
     medium: String,
+    /// The emulated fabric (`mclaunch --fabric`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fabric: Option<String>,
     results: Vec<Row>,
 }
 
@@ -200,8 +213,14 @@ fn self_launch(n: usize) -> Result<ExitCode> {
 }
 
 fn run(args: Args) -> Result<()> {
-    let sizes = parse_sizes(&args.sizes)?;
     let mut cfg = Config::from_env()?;
+    let fabric = cfg.fabric.is_some();
+    let sizes =
+        parse_sizes(
+            args.sizes
+                .as_deref()
+                .unwrap_or(if fabric { "1:16384" } else { "1:4194304" }),
+        )?;
     if let Some(f) = args.forwarding {
         cfg.forwarding = f;
     }
@@ -242,15 +261,26 @@ fn run(args: Args) -> Result<()> {
         let large = size >= LARGE_MESSAGE;
         let iters = args
             .iterations
-            .unwrap_or(if large { 100 } else { 1000 })
+            .unwrap_or(match (fabric, large) {
+                (false, false) => 1000,
+                (false, true) | (true, false) => 100,
+                (true, true) => 10,
+            })
             .max(1);
-        let warmup = args.warmup.unwrap_or(if large { 10 } else { 200 });
+        let warmup = args.warmup.unwrap_or(match (fabric, large) {
+            (false, false) => 200,
+            (false, true) => 10,
+            (true, false) => 10,
+            (true, true) => 2,
+        });
         if let Some(b) = &bar {
             b.set_message(format!("{size} B"));
         }
         let buf = &mut buf[..size];
         comm.barrier()?;
         let mut total = 0.0f64;
+        let mut model = 0.0f64;
+        let mut modelled = 0usize;
         for i in 0..warmup + iters {
             if rank == args.root {
                 fill(buf, size, i);
@@ -260,6 +290,10 @@ fn run(args: Args) -> Result<()> {
             let dt = t0.elapsed().as_secs_f64();
             if i >= warmup {
                 total += dt;
+                if let Some(m) = comm.last_model_latency() {
+                    model += m.as_micros_f64();
+                    modelled += 1;
+                }
             }
             if rank != args.root {
                 if let Some(at) = check(buf, size, i) {
@@ -269,22 +303,38 @@ fn run(args: Args) -> Result<()> {
             comm.barrier()?;
         }
         let mine = total * 1e6 / iters as f64;
-        // Gather every rank's average at rank 0 (over multicast).
+        let mine_model = if modelled > 0 {
+            model / modelled as f64
+        } else {
+            f64::NAN
+        };
+        // Gather every rank's averages at rank 0 (over multicast).
         if rank != 0 {
-            comm.multicast(&[0], &mine.to_le_bytes())?;
+            let mut msg = mine.to_le_bytes().to_vec();
+            msg.extend_from_slice(&mine_model.to_le_bytes());
+            comm.multicast(&[0], &msg)?;
         } else {
             let (mut sum, mut min, mut max) = (mine, mine, mine);
+            let mut models = Vec::new();
+            if !mine_model.is_nan() {
+                models.push(mine_model);
+            }
             for _ in 1..nranks {
                 let r = comm.recv_multicast()?;
-                let v = f64::from_le_bytes(
-                    r.data[..]
-                        .try_into()
-                        .with_context(|| format!("bad timing report from rank {}", r.source))?,
-                );
+                let bad = || format!("bad timing report from rank {}", r.source);
+                let (w, m) = r.data.split_at_checked(8).with_context(bad)?;
+                let v = f64::from_le_bytes(w.try_into().with_context(bad)?);
+                let m = f64::from_le_bytes(m.try_into().with_context(bad)?);
                 sum += v;
                 min = min.min(v);
                 max = max.max(v);
+                if !m.is_nan() {
+                    models.push(m);
+                }
             }
+            let model_avg_us =
+                (!models.is_empty()).then(|| models.iter().sum::<f64>() / models.len() as f64);
+            let model_max_us = models.iter().copied().reduce(f64::max);
             rows.push(Row {
                 size,
                 avg_us: sum / nranks as f64,
@@ -292,6 +342,8 @@ fn run(args: Args) -> Result<()> {
                 max_us: max,
                 iterations: iters,
                 depth: tree_depth(&comm, args.algo, size),
+                model_avg_us,
+                model_max_us,
             });
         }
         if let Some(b) = &bar {
@@ -313,6 +365,7 @@ fn run(args: Args) -> Result<()> {
                 mcast::Medium::Network => "network".into(),
                 mcast::Medium::SharedMemory => "shared-memory".into(),
             },
+            fabric: comm.fabric().map(str::to_string),
             results: rows,
         };
         if args.json {
@@ -323,12 +376,23 @@ fn run(args: Args) -> Result<()> {
                 "# ranks: {}, root: {}, algorithm: {}, forwarding: {}, packet: {} B",
                 report.ranks, report.root, report.algorithm, report.forwarding, report.packet_bytes
             );
-            println!(
-                "# Size       Avg Latency(us)     Min Latency(us)     Max Latency(us)  Iterations"
-            );
-            for r in &report.results {
+            if let Some(f) = &report.fabric {
+                println!("# fabric: {f} (model latency: cost-model time, root post to completion)");
                 println!(
-                    "{:<10}{:>18.2}{:>20.2}{:>20.2}{:>12}",
+                    "# Size       Avg Latency(us)     Min Latency(us)     Max Latency(us)  Iterations   Model Avg(us)   Model Max(us)"
+                );
+            } else {
+                println!(
+                    "# Size       Avg Latency(us)     Min Latency(us)     Max Latency(us)  Iterations"
+                );
+            }
+            for r in &report.results {
+                let model = match (r.model_avg_us, r.model_max_us) {
+                    (Some(a), Some(m)) => format!("{a:>16.3}{m:>16.3}"),
+                    _ => String::new(),
+                };
+                println!(
+                    "{:<10}{:>18.2}{:>20.2}{:>20.2}{:>12}{model}",
                     r.size, r.avg_us, r.min_us, r.max_us, r.iterations
                 );
             }
