@@ -83,6 +83,26 @@ pub struct Cli {
     #[arg(long, value_name = "SPEC")]
     pub topology: Option<String>,
 
+    /// Run every packet through an emulated switch fabric: mclaunch starts
+    /// the switches and attaches rank i to host port i. SPEC is
+    /// `torus:4x4[:uni]`, `mesh:4x4`, `hypercube:4`, `irregular:...`,
+    /// `min:5` (an omega network of 32 nodes) or `crossbar:N`, optionally
+    /// with cost knobs (`torus:4x4@preset=ncube2,num_vcs=4`). Messages then
+    /// carry a model latency (`Received::model_latency`), and the worm
+    /// algorithms the fabric supports become usable. Sets MCAST_FABRIC.
+    #[arg(long, value_name = "SPEC")]
+    pub fabric: Option<String>,
+
+    /// A BookSim-style cost file (`key = value;` lines) for --fabric,
+    /// applied before the knobs on the spec.
+    #[arg(long, value_name = "FILE", requires = "fabric")]
+    pub fabric_config: Option<std::path::PathBuf>,
+
+    /// Print the fabric's counters (packets, bytes, packet-hops, drops) as
+    /// one JSON line on stderr when the job ends.
+    #[arg(long, requires = "fabric")]
+    pub fabric_stats: bool,
+
     /// What a failed rank does to the job: `stop` tears the job down at once
     /// (like mpirun); `continue` lets the survivors run on (each sees
     /// `Error::PeerLost` naming the dead rank) and exits non-zero at the end,
@@ -132,6 +152,15 @@ impl Cli {
             env.retain(|(k, _)| k != mcast::config::ENV_TOPOLOGY);
             env.push((mcast::config::ENV_TOPOLOGY.into(), t.into()));
         }
+        let fabric = match &self.fabric {
+            None => None,
+            Some(f) => Some(fabric_job(
+                f,
+                self.fabric_config.as_deref(),
+                self.fabric_stats,
+                self.np,
+            )?),
+        };
         Ok(JobSpec {
             nranks: self.np,
             program,
@@ -147,6 +176,7 @@ impl Cli {
             kill_grace: DEFAULT_KILL_GRACE,
             placement: Placement::Local,
             on_failure: self.on_failure,
+            fabric,
         })
     }
 
@@ -154,6 +184,40 @@ impl Cli {
     pub fn into_spec(self) -> Result<JobSpec, LaunchError> {
         self.into_spec_with(|k| std::env::var_os(k))
     }
+}
+
+/// Check `--fabric` (spec, knobs, config file, room for `np` ranks).
+fn fabric_job(
+    spec: &str,
+    config: Option<&std::path::Path>,
+    stats: bool,
+    np: u32,
+) -> Result<crate::spec::FabricJob, LaunchError> {
+    use mcast_emulator::cost::CostModel;
+    use mcast_emulator::sim::fabric::{split_spec, SimFabric};
+    let usage = |e: String| LaunchError::Usage(format!("--fabric {spec}: {e}"));
+    let mut cost = CostModel::default();
+    if let Some(path) = config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LaunchError::Usage(format!("--fabric-config {}: {e}", path.display())))?;
+        cost.parse_config(&text)
+            .map_err(|e| LaunchError::Usage(format!("--fabric-config {}: {e}", path.display())))?;
+    }
+    // Validate now (the fabric applies the knobs again when it starts).
+    let mut check = cost.clone();
+    let bare = split_spec(spec, &mut check).map_err(|e| usage(e.to_string()))?;
+    let fabric = SimFabric::parse(bare, check.dateline).map_err(|e| usage(e.to_string()))?;
+    if np as usize > fabric.nodes() {
+        return Err(usage(format!(
+            "{} host ports, fewer than the {np} ranks asked for",
+            fabric.nodes()
+        )));
+    }
+    Ok(crate::spec::FabricJob {
+        spec: spec.to_string(),
+        cost,
+        stats,
+    })
 }
 
 #[cfg(test)]

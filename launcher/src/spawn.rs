@@ -18,9 +18,14 @@ pub fn rank_env(
     rank: u32,
     rendezvous: &str,
     token: &str,
+    fabric_port: Option<&str>,
 ) -> Vec<(OsString, OsString)> {
-    use mcast::config::{ENV_RANK, ENV_RENDEZVOUS, ENV_SIZE, ENV_TOKEN};
+    use mcast::config::{ENV_FABRIC, ENV_RANK, ENV_RENDEZVOUS, ENV_SIZE, ENV_TOKEN};
     let mut env = spec.env.clone();
+    if let Some(addr) = fabric_port {
+        env.retain(|(k, _)| k != ENV_FABRIC);
+        env.push((ENV_FABRIC.into(), addr.into()));
+    }
     env.push((ENV_RANK.into(), rank.to_string().into()));
     env.push((ENV_SIZE.into(), spec.nranks.to_string().into()));
     env.push((ENV_RENDEZVOUS.into(), rendezvous.into()));

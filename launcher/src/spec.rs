@@ -100,6 +100,20 @@ pub struct JobSpec {
     pub placement: Placement,
     /// What a rank's failure does to the job.
     pub on_failure: OnFailure,
+    /// Run every packet through an emulated switch fabric.
+    pub fabric: Option<FabricJob>,
+}
+
+/// `--fabric`: the switch fabric mclaunch emulates for the job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FabricJob {
+    /// The spec as given (`torus:4x4@num_vcs=4`).
+    pub spec: String,
+    /// The cost model after `--fabric-config` (the spec's knobs are applied
+    /// on top when the fabric starts).
+    pub cost: mcast_emulator::cost::CostModel,
+    /// Print the fabric's counters as JSON on stderr at the end.
+    pub stats: bool,
 }
 
 impl JobSpec {
@@ -116,6 +130,7 @@ impl JobSpec {
             kill_grace: DEFAULT_KILL_GRACE,
             placement: Placement::Local,
             on_failure: OnFailure::Stop,
+            fabric: None,
         }
     }
 }

@@ -198,6 +198,24 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     )
     .map_err(|e| LaunchError::setup("cannot start the rendezvous server", e))?;
 
+    let fabric = match &spec.fabric {
+        None => None,
+        Some(f) => Some(
+            mcast_emulator::fabric::FabricServer::start(
+                &f.spec,
+                f.cost.clone(),
+                token.clone(),
+                spec.nranks as usize,
+                failure_timeout(spec),
+            )
+            .map_err(|e| {
+                LaunchError::setup(
+                    format!("cannot start the fabric `{}`", f.spec),
+                    io::Error::other(e.to_string()),
+                )
+            })?,
+        ),
+    };
     let (output_done, output_events) = mpsc::channel();
     let mut job = Job {
         spec,
@@ -209,6 +227,10 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
         output_events,
         forwarders: 0,
         failed: None,
+        fabric_ports: fabric
+            .as_ref()
+            .map(|f| f.host_addrs().to_vec())
+            .unwrap_or_default(),
     };
     let outcome = match job.launch(&token) {
         Some(failed) => failed,
@@ -218,8 +240,34 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     job.drain_output();
     remove_arenas(job.ranks.iter().map(|r| r.pgid));
     drop(job);
+    if let Some(f) = fabric {
+        if spec.fabric.as_ref().is_some_and(|f| f.stats) {
+            match serde_json::to_string(&f.stats()) {
+                Ok(j) => eprintln!("mclaunch: fabric stats {j}"),
+                Err(e) => eprintln!("mclaunch: fabric stats: {e}"),
+            }
+        }
+        f.shutdown();
+    }
     drop(signals);
     Ok(outcome)
+}
+
+/// The ranks' `MCAST_FAILURE_TIMEOUT` (from `-x`, else mclaunch's own
+/// environment, else the runtime's default): the fabric declares a silent
+/// rank lost within it, as a peer would.
+fn failure_timeout(spec: &JobSpec) -> std::time::Duration {
+    use mcast::config::{DEFAULT_FAILURE_TIMEOUT, ENV_FAILURE_TIMEOUT};
+    let v = spec
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == ENV_FAILURE_TIMEOUT)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var_os(ENV_FAILURE_TIMEOUT));
+    v.and_then(|v| v.to_str()?.trim().parse::<f64>().ok())
+        .filter(|s| *s > 0.0 && s.is_finite() && *s < 1e9)
+        .map_or(DEFAULT_FAILURE_TIMEOUT, std::time::Duration::from_secs_f64)
 }
 
 /// Remove the shared-memory arenas (`/dev/shm/mcast-PID-...`) the ranks left
@@ -260,6 +308,8 @@ struct Job<'a> {
     forwarders: usize,
     /// With `--on-failure continue`: the first failure, and the ranks that failed later.
     failed: Option<Outcome>,
+    /// `--fabric`: host port i's address for rank i.
+    fabric_ports: Vec<String>,
 }
 
 impl Job<'_> {
@@ -268,7 +318,8 @@ impl Job<'_> {
     fn launch(&mut self, token: &str) -> Option<Outcome> {
         let rendezvous = self.rendezvous.addr().to_string();
         for rank in 0..self.spec.nranks {
-            let env = rank_env(self.spec, rank, &rendezvous, token);
+            let port = self.fabric_ports.get(rank as usize).map(String::as_str);
+            let env = rank_env(self.spec, rank, &rendezvous, token, port);
             let mut child = match spawn_rank(self.spec, rank, &env) {
                 Ok(child) => child,
                 Err(error) => {

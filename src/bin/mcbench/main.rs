@@ -72,6 +72,12 @@ struct Args {
     /// Largest soak message in bytes.
     #[arg(long, default_value_t = 4 << 20)]
     soak_max_bytes: usize,
+    /// Throughput instead of latency: every rank multicasts `-i` messages
+    /// of the largest `-m` size, message j to rank (r + 1 + j mod (n−1))
+    /// mod n, and receives as many; prints the aggregate payload bytes per
+    /// second over the whole job (wall time, from a barrier to a barrier).
+    #[arg(long)]
+    throughput: bool,
 }
 
 #[derive(Serialize, Debug)]
@@ -244,6 +250,12 @@ fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let (rank, nranks) = (comm.rank(), comm.size());
+    if args.throughput {
+        let size = *sizes.last().unwrap_or(&1);
+        throughput(&comm, size, args.iterations.unwrap_or(200).max(1), args.json)?;
+        comm.finalize()?;
+        return Ok(());
+    }
     if args.root >= nranks {
         bail!("--root {} but only {nranks} ranks", args.root);
     }
@@ -399,6 +411,71 @@ fn run(args: Args) -> Result<()> {
         }
     }
     comm.finalize()?;
+    Ok(())
+}
+
+/// `--throughput`: see [`Args::throughput`].
+fn throughput(comm: &Comm, size: usize, messages: usize, json: bool) -> Result<()> {
+    let (rank, n) = (comm.rank(), comm.size());
+    if n < 2 {
+        bail!("--throughput needs at least 2 ranks");
+    }
+    let data = vec![0x5Au8; size];
+    comm.barrier()?;
+    let t0 = Instant::now();
+    for j in 0..messages {
+        let to = (rank + 1 + j % (n - 1)) % n;
+        comm.multicast(&[to], &data)?;
+    }
+    for _ in 0..messages {
+        let r = comm.recv_multicast()?;
+        if r.data.len() != size || r.data.iter().any(|&b| b != 0x5A) {
+            bail!("rank {rank}: corrupted message from rank {}", r.source);
+        }
+    }
+    comm.barrier()?;
+    let secs = t0.elapsed().as_secs_f64();
+    if rank == 0 {
+        let bytes = (n * messages * size) as f64;
+        #[derive(Serialize)]
+        struct Tput<'a> {
+            benchmark: &'static str,
+            ranks: usize,
+            message_bytes: usize,
+            messages_per_rank: usize,
+            packet_bytes: usize,
+            fabric: Option<&'a str>,
+            seconds: f64,
+            bytes_per_s: f64,
+            packets_per_s: f64,
+        }
+        let packets = n * messages * mcast::engine::packet_count(size, comm.packet_bytes());
+        let t = Tput {
+            benchmark: "throughput",
+            ranks: n,
+            message_bytes: size,
+            messages_per_rank: messages,
+            packet_bytes: comm.packet_bytes(),
+            fabric: comm.fabric(),
+            seconds: secs,
+            bytes_per_s: bytes / secs,
+            packets_per_s: packets as f64 / secs,
+        };
+        if json {
+            println!("{}", serde_json::to_string_pretty(&t)?);
+        } else {
+            println!(
+                "# mcast throughput: {n} ranks, {messages} messages of {size} B per rank{}",
+                t.fabric.map(|f| format!(", fabric {f}")).unwrap_or_default()
+            );
+            println!(
+                "{:.3} MB/s aggregate ({:.0} packets/s of {} B) in {secs:.3} s",
+                t.bytes_per_s / 1e6,
+                t.packets_per_s,
+                t.packet_bytes
+            );
+        }
+    }
     Ok(())
 }
 
