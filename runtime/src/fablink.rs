@@ -246,9 +246,13 @@ pub(crate) async fn connect(
             .map_err(|e| io("reading welcome", e))?
         {
             Frame::Welcome(w) if w.version == FABRIC_VERSION && w.node as usize == rank => {
-                if w.packet_bytes == 0 {
+                if w.packet_bytes == 0
+                    || w.packet_bytes as usize > crate::config::MAX_PACKET_BYTES
+                    || !(w.cycle_ns.is_finite() && w.cycle_ns > 0.0)
+                {
                     return Err(Error::Protocol(format!(
-                        "fabric at {addr} announced packets of 0 bytes"
+                        "fabric at {addr} announced packets of {} bytes and cycles of {} ns",
+                        w.packet_bytes, w.cycle_ns
                     )));
                 }
                 Ok((s, w))
