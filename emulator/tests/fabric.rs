@@ -10,7 +10,8 @@ use mcast_emulator::cost::CostModel;
 use mcast_emulator::fabric::{FabricServer, FabricStats};
 use mcast_emulator::sim::fabric::SimFabric;
 use mcast_emulator::sim::{unicast, Happening, Net};
-use mcast_emulator::switch::Packet;
+use mcast_emulator::switch::routing::PathHeader;
+use mcast_emulator::switch::{Header, Packet};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -281,6 +282,82 @@ async fn worms_deliver_exactly_once() {
         })
         .collect();
     run_worms(spec, sends, &dests).await;
+}
+
+/// One worm in an idle fabric: every destination's stamp is the
+/// simulator's.
+async fn worm_stamps(spec: &str, sender: usize, kind: u8, route: Bytes, header: Header) {
+    let cost = CostModel::default();
+    let fab = SimFabric::parse(spec, cost.dateline).unwrap();
+    let n = fab.nodes();
+    let s = 5000;
+    let mut net: Net<()> = Net::new(fab.routing(), &cost).unwrap();
+    net.inject(sender, s + cost.t_ns, Packet { id: 0, header });
+    let mut want = BTreeSet::new();
+    while let Some(h) = net.step().unwrap() {
+        if let Happening::Arrived { node, at, .. } = h {
+            want.insert((node, at + cost.t_nr));
+        }
+    }
+    assert!(!want.is_empty(), "{spec}: the worm reaches someone");
+    let f = start(spec, cost, n);
+    let mut ranks = Vec::new();
+    for r in 0..n {
+        ranks.push(Rank::join(&f.host_addrs()[r], r as u32).await.0);
+    }
+    ranks[sender]
+        .send_packet(s, 0, kind, route, Bytes::from_static(b"w"))
+        .await;
+    let mut got = BTreeSet::new();
+    for &(d, _) in &want {
+        let (stamp, _, _) = ranks[d].recv_packet().await;
+        got.insert((d, stamp));
+    }
+    assert_eq!(got, want, "{spec}");
+    let st = settle(&f, 1).await;
+    assert_eq!(st.delivered, want.len() as u64);
+    f.shutdown();
+}
+
+#[tokio::test]
+async fn idle_worms_match_the_simulator() {
+    use mcast_algorithms::irregular::Scheme;
+    let fab = SimFabric::parse(IRREGULAR, true).unwrap();
+    let SimFabric::Irregular(irr) = &fab else {
+        unreachable!()
+    };
+    let dests = [1usize, 4, 9, 13, 20, 27, 31];
+    for scheme in [Scheme::TreeWorm, Scheme::PathGreedy, Scheme::SsrGreedy] {
+        let plan = irr.fabric().plan(scheme, 0, &dests).unwrap();
+        let w = &plan.sends[0];
+        worm_stamps(
+            IRREGULAR,
+            w.sender,
+            route_kind::IRREGULAR,
+            Bytes::from(w.header.encode()),
+            Header::Irregular(Box::new(w.header.clone())),
+        )
+        .await;
+    }
+    let spec = "torus:4x4:uni";
+    let fab = SimFabric::parse(spec, true).unwrap();
+    let pa: mcast_algorithms::path::PathAlgorithm = "storus".parse().unwrap();
+    let plan = mcast_algorithms::path::plan(fab.topology().unwrap(), pa, 3, &[2, 5, 7, 8, 11, 14])
+        .unwrap();
+    let w = &plan.sends[0];
+    let list: Vec<u32> = w.delivers().iter().map(|&d| d as u32).collect();
+    worm_stamps(
+        spec,
+        w.sender,
+        route_kind::PATH,
+        Bytes::from(mcast_algorithms::path::header::encode_simple(w.delivers()).unwrap()),
+        Header::Path(Box::new(PathHeader {
+            dests: list.into(),
+            pos: 0,
+            on_h: false,
+        })),
+    )
+    .await;
 }
 
 #[tokio::test]
