@@ -361,6 +361,61 @@ async fn idle_worms_match_the_simulator() {
 }
 
 #[tokio::test]
+async fn a_min_region_header_matches_the_simulator() {
+    let h = mcast_algorithms::min::RegionHeader::new(3, 2, 6).unwrap();
+    worm_stamps(
+        "min:3",
+        0,
+        route_kind::MIN,
+        Bytes::from(h.encode()),
+        Header::Min(h),
+    )
+    .await;
+}
+
+/// Every rank sends to rank 0 at once: all arrive, in increasing stamps
+/// (one NI serves them in turn).
+#[tokio::test]
+async fn a_hot_spot_drains() {
+    let spec = "torus:4x4";
+    let f = start(spec, CostModel::default(), 16);
+    let mut ranks = Vec::new();
+    for r in 0..16 {
+        ranks.push(Rank::join(&f.host_addrs()[r], r as u32).await.0);
+    }
+    let per = 150u64;
+    for (r, rank) in ranks.iter_mut().enumerate().skip(1) {
+        let mut buf = bytes::BytesMut::new();
+        for k in 0..per {
+            Frame::Packet {
+                vc: 0,
+                stamp: k,
+                post: r as u64,
+                route_kind: route_kind::UNICAST,
+                route: unicast_route(0),
+                data: Bytes::from(vec![r as u8; 64]),
+            }
+            .encode(&mut buf)
+            .unwrap();
+        }
+        rank.w.write_all(&buf).await.unwrap();
+    }
+    let mut last = 0;
+    let mut from = [0u64; 16];
+    for _ in 0..15 * per {
+        let (stamp, post, data) = ranks[0].recv_packet().await;
+        assert!(stamp > last, "stamps increase at one NI");
+        last = stamp;
+        assert_eq!(data[0] as u64, post);
+        from[post as usize] += 1;
+    }
+    assert!(from[1..].iter().all(|&c| c == per), "{from:?}");
+    let st = settle(&f, 15 * per).await;
+    assert_eq!(st.delivered, 15 * per);
+    f.shutdown();
+}
+
+#[tokio::test]
 async fn many_packets_under_load() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())

@@ -325,6 +325,7 @@ impl Shared {
 /// A running socket fabric. Dropping it shuts it down.
 pub struct FabricServer {
     host_addrs: Vec<String>,
+    nodes: usize,
     counters: Arc<Counters>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -508,6 +509,7 @@ impl FabricServer {
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(FabricServer {
                 host_addrs,
+                nodes,
                 counters,
                 stop: Some(stop_tx),
                 thread: Some(thread),
@@ -526,6 +528,11 @@ impl FabricServer {
     /// `127.0.0.1:PORT` of host port `i`, for `i` in `0..ranks`.
     pub fn host_addrs(&self) -> &[String] {
         &self.host_addrs
+    }
+
+    /// Host ports of the fabric (the ranks may be fewer).
+    pub fn nodes(&self) -> usize {
+        self.nodes
     }
 
     /// The counters so far.
