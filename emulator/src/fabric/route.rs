@@ -296,6 +296,52 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// A rank's irregular header is untrusted: a well-formed header with
+        /// arbitrary ids, port masks and destination sets must route or
+        /// fail at every switch and input port, never panic (a panic would
+        /// take the whole fabric down).
+        #[test]
+        fn untrusted_irregular_headers_route_or_fail(
+            pick in 0u8..4,
+            flag in proptest::prelude::any::<bool>(),
+            ids in proptest::collection::vec(0u32..40, 1..4),
+            len in 0usize..12,
+            bits in proptest::collection::vec(0usize..48, 0..12),
+        ) {
+            use mcast_algorithms::irregular::{
+                BitStringHeader, IdForm, MultiDropHeader, NodeSet, PortMask, SsrHeader,
+                UnicastHeader,
+            };
+            let form = if flag { IdForm::Node } else { IdForm::Switch };
+            let mask = || PortMask::from_ports(len, bits.iter().copied()).unwrap();
+            let h = match pick {
+                0 => RouteHeader::Unicast(UnicastHeader { dest: ids[0] }),
+                1 => RouteHeader::Ssr(SsrHeader { form, multidest: !flag, id: ids[0], ports: mask() }),
+                2 => RouteHeader::MultiDrop(
+                    MultiDropHeader::new(form, ids.iter().map(|&i| (i, mask())).collect()).unwrap(),
+                ),
+                _ => RouteHeader::BitString(
+                    BitStringHeader::new(flag, NodeSet::from_nodes(len * 4, bits.iter().copied().filter(|&b| b < len * 4))).unwrap(),
+                ),
+            };
+            let f = crate::sim::fabric::SimFabric::parse(
+                "irregular:switches=8,ports=8,nodes=32,connectivity=0.8,seed=3",
+                true,
+            )
+            .unwrap();
+            let r = f.routing();
+            let bytes = h.encode();
+            if let Ok(h) = decode_rank_route(route_kind::IRREGULAR, &bytes, FabricKind::Irregular, 32) {
+                let mut out = Vec::new();
+                for sw in 0..r.switches() {
+                    for port in 0..r.ports() {
+                        out.clear();
+                        let _ = r.route(sw, port, &h, &mut out);
+                    }
+                }
+            }
+        }
+
         #[test]
         fn garbage_routes_never_panic(kind in 0u8..=255, b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
             let _ = decode_private(kind, &b, 16);
