@@ -18,7 +18,9 @@
 //!   `mcsim load`: load sweeps with BookSim's phases and a deadlock
 //!   watchdog).
 //!
-//! The socket fabric (`mclaunch --fabric`) will drive the same switch engines.
+//! [`fabric`] is the socket fabric (`mclaunch --fabric`): the same switch
+//! engines, one tokio task per switch, real sockets on every link, ranks on
+//! loopback TCP host ports.
 //!
 //! [`plan_path`] answers `mcsim plan` for the path-based (UTPR) worm
 //! planners on unidirectional tori; [`model_sci`] is `mcsim model sci`, the
@@ -29,6 +31,7 @@
 //! paper's throughput model ([`mcast_algorithms::min::model`]).
 
 pub mod cost;
+pub mod fabric;
 pub mod model_sci;
 pub mod plan_json;
 pub mod plan_mesh;
