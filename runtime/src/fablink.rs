@@ -9,20 +9,24 @@
 //!
 //! # Model time
 //! Each packet carries a virtual time in cycles of the fabric's cost model
-//! (see `mcast::fabric`). This side models the *host* (the digest-000 §2.5
-//! model, as `mcsim run` does): a message posted when this host's clock
-//! reads `c` has its packet `j` ready at the NI at `c + t_hs + (j+1)·dma`;
-//! a forwarded copy is ready when the NI finished receiving the packet it
-//! copies (the fabric adds `t_nr` on receipt and `t_ns` per copy sent); a
-//! delivered packet is DMA'd to host memory after the previous one
-//! (`max(dma_free, ready) + dma`) and the message completes `t_hr` after its
-//! last packet is in host memory. A message's model latency is its
-//! completion here minus the time it was posted at the source; it does not
-//! depend on how loaded this machine is.
+//! (see `mcast::fabric`). This side models the host and the NI processor
+//! (the digest-000 §2.5 model, exactly as `mcsim run` does); the fabric
+//! models the links and switches.
+//! * Host send: a message posted when the host clock reads `c` costs the
+//!   host `t_hs` (a worm scheme pays it per worm); its packets are DMA'd to
+//!   the NI one after another from `c + t_hs` (or when the DMA engine is
+//!   free).
+//! * NI: one processor for sends and receives: `t_ns` per copy
+//!   sent, from when its packet is in NI memory, and `t_nr` per packet
+//!   received, from its arrival. The engine's actions are charged in the
+//!   order it emits them (FPFS: every child's copy before the host's).
+//! * Host receive: a delivered packet is DMA'd to host memory after the
+//!   previous one; a message completes `t_hr` after its last packet is in.
 //!
-//! The host clock is the latest model time this host is known to be busy
-//! until: it moves to `post + t_hs` when it posts and to a delivered
-//! packet's completion time when one arrives (so a rank that waited for a
+//! A message's model latency is its completion here minus the time it was
+//! posted at the source; it does not depend on how loaded this machine is.
+//! The host clock moves to `c + t_hs` when the host posts and to a
+//! message's completion when one arrives (so a rank that waited for a
 //! message posts its next one after it, as the causal order requires).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,17 +38,22 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use crate::error::Error;
+use crate::fabric::Timeline;
 use crate::fabric::{packet_prefix, route_kind, FabricHello, FabricWelcome, Frame, FABRIC_VERSION};
 use crate::inbox::Stamp;
 use crate::outq::Out;
 use crate::wire::{Kind, Member, Packet, Route, HEADER_LEN};
 use crate::worms::{Worm, WormSend};
 
+/// The model time of untimed packets (control messages).
+pub(crate) const UNTIMED: u64 = 1 << 62;
+
 /// When the packets of one engine call are ready, in model time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ambient {
-    /// The host posted a message at this host-clock reading.
-    Post { at: u64 },
+    /// The host posted a message at `post`; its packet j is in NI memory
+    /// at `start + (j+1)·dma`.
+    Post { start: u64, post: u64 },
     /// The NI received a packet (ready at `ready`) of a message posted at
     /// `post`; what the engine does now is in answer to it.
     Forward { ready: u64, post: u64 },
@@ -52,10 +61,18 @@ pub(crate) enum Ambient {
     Idle,
 }
 
+/// The host's and NI's resources, as timelines: events reach this rank in
+/// wall-clock order, and a packet that is earlier in model time than one
+/// already handled must not queue behind it (see `mcast::fabric::Timeline`).
 #[derive(Debug, Default)]
 struct HostClock {
     clock: u64,
-    dma_free: u64,
+    /// Host -> NI DMA of posted messages.
+    dma_out: Timeline,
+    /// NI -> host DMA of delivered packets.
+    dma_in: Timeline,
+    /// The NI processor (sends and receives).
+    ni: Timeline,
 }
 
 /// The link to the fabric and the host's model time.
@@ -88,13 +105,24 @@ impl FabricState {
         }
     }
 
-    /// The host posts a message now: its post time (the host is then busy
-    /// for its send overhead).
-    pub(crate) fn post(&self) -> u64 {
+    /// The host posts `m` packets now (of a message first posted at
+    /// `post`, or now): the host pays `t_hs`, then DMAs them to the NI.
+    pub(crate) fn post(&self, m: usize, post: Option<u64>) -> Ambient {
+        let w = &self.welcome;
         let mut c = lock(&self.clock);
-        let at = c.clock;
-        c.clock = at + self.welcome.t_hs;
-        at
+        let post = post.unwrap_or(c.clock);
+        let h = c.clock + w.t_hs;
+        let dur = m as u64 * w.dma;
+        let start = c.dma_out.take(h, dur) - dur;
+        c.clock = h;
+        Ambient::Post { start, post }
+    }
+
+    /// A packet's tail reached the NI at `arrival`: when the NI is done
+    /// receiving it.
+    pub(crate) fn received(&self, arrival: u64) -> u64 {
+        let mut c = lock(&self.clock);
+        c.ni.take(arrival, self.welcome.t_nr)
     }
 
     /// Send `p` to rank `to` through the fabric, stamped per `amb`.
@@ -106,12 +134,22 @@ impl FabricState {
     /// `kind`), stamped per `amb`.
     pub(crate) fn send_routed(&self, p: Packet, kind: u8, route: &[u8], amb: Ambient) {
         let w = &self.welcome;
-        let (stamp, post) = match amb {
-            Ambient::Post { at } => (at + w.t_hs + (u64::from(p.header.pkt_idx) + 1) * w.dma, at),
-            Ambient::Forward { ready, post } => (ready, post),
-            Ambient::Idle => {
-                let c = lock(&self.clock).clock;
-                (c, c)
+        let (stamp, post) = {
+            let mut c = lock(&self.clock);
+            let (avail, post) = match amb {
+                Ambient::Post { start, post } => {
+                    (start + (u64::from(p.header.pkt_idx) + 1) * w.dma, post)
+                }
+                Ambient::Forward { ready, post } => (ready, post),
+                // Control messages take no model time: stamped far beyond any
+                // data packet, they use no link or NI time a data packet
+                // could want.
+                Ambient::Idle => (UNTIMED, UNTIMED),
+            };
+            if avail >= UNTIMED {
+                (avail, post)
+            } else {
+                (c.ni.take(avail, w.t_ns), post)
             }
         };
         let data_len = HEADER_LEN + p.route.encoded_len() + p.payload.len();
@@ -125,13 +163,23 @@ impl FabricState {
 
     /// Send this rank's worms of a message (as its source or as a later
     /// phase's sender): each worm is posted by the host in turn.
-    pub(crate) fn send_worms(&self, me: usize, plan: &[WormSend], packets: &[Packet]) {
+    pub(crate) fn send_worms(
+        &self,
+        me: usize,
+        plan: &[WormSend],
+        packets: &[Packet],
+        post: Option<u64>,
+    ) {
+        let mut post = post;
         for w in plan.iter().filter(|w| w.sender == me) {
-            let at = self.post();
+            let amb = self.post(packets.len(), post);
+            if let Ambient::Post { post: p, .. } = amb {
+                post = Some(p);
+            }
             for p in packets {
                 let mut p = p.clone();
                 p.header.source = me as u32;
-                self.send_routed(p, w.route_kind, &w.route, Ambient::Post { at });
+                self.send_routed(p, w.route_kind, &w.route, amb);
             }
         }
     }
@@ -145,6 +193,7 @@ impl FabricState {
         size: usize,
         worm: Worm,
         p: Packet,
+        post: u64,
     ) -> Result<Option<Packet>, String> {
         let h = p.header;
         let Route::List { tree, members } = &p.route else {
@@ -179,7 +228,7 @@ impl FabricState {
             };
             if let Some(mut packets) = whole {
                 packets.sort_by_key(|p| p.header.pkt_idx);
-                self.send_worms(me, &plan, &packets);
+                self.send_worms(me, &plan, &packets, Some(post));
             }
         }
         Ok(match h.kind {
@@ -200,8 +249,7 @@ impl FabricState {
     pub(crate) fn delivered(&self, ready: u64, post: u64) -> Stamp {
         let w = &self.welcome;
         let mut c = lock(&self.clock);
-        let in_host = c.dma_free.max(ready) + w.dma;
-        c.dma_free = in_host;
+        let in_host = c.dma_in.take(ready, w.dma);
         let done = in_host + w.t_hr;
         c.clock = c.clock.max(done);
         Stamp { done, post }

@@ -454,20 +454,30 @@ impl Net {
         inbox: Arc<Inbox>,
         addr: &str,
     ) -> Result<(Net, u32), Error> {
-        let reach = format!("fabric={addr}");
-        let (job_id, _) = rendezvous(job, &reach, cfg.timeout)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| io_err("starting the NI runtime", e))?;
+        // Join the fabric first: the rendezvous completes only when every
+        // rank has said hello, so by then every rank has its host port and
+        // no packet can reach a port nobody listens on yet.
         let (stream, welcome) =
             rt.block_on(fablink::connect(addr, &job.token, job.rank, cfg.timeout))?;
-        if (welcome.nodes as usize) < job.size {
-            return Err(Error::InvalidArgument(format!(
-                "the fabric `{}` has {} host ports, fewer than the job's {} ranks",
-                welcome.spec, welcome.nodes, job.size
-            )));
-        }
+        let guard = rt.enter();
+        let (rd, half) = Conn::Tcp(stream).split();
+        let out = Arc::new(Out::new(usize::MAX, half, None));
+        let beat = (cfg.failure_timeout / 4).max(Duration::from_millis(10));
+        // Heartbeats while the other ranks join, so the fabric does not
+        // take this rank for a silent one.
+        let writer = rt.spawn(out.clone().run(inbox.clone(), fablink::heartbeat(), beat));
+        drop(guard);
+        let reach = format!("fabric={addr}");
+        let (job_id, _) = rt.block_on(async {
+            let (job, reach, timeout) = (job.clone(), reach.clone(), cfg.timeout);
+            tokio::task::spawn_blocking(move || rendezvous(&job, &reach, timeout))
+                .await
+                .map_err(|e| Error::Stopped(format!("rendezvous task: {e}")))?
+        })?;
         let packet_bytes = welcome.packet_bytes as usize;
         // Topology-aware trees map rank i to node i of a direct fabric.
         let topology = cfg
@@ -475,8 +485,6 @@ impl Net {
             .clone()
             .or_else(|| welcome.spec.parse::<mcast_algorithms::Topology>().ok());
         let _guard = rt.enter();
-        let (rd, half) = Conn::Tcp(stream).split();
-        let out = Arc::new(Out::new(usize::MAX, half, None));
         let fabric = Arc::new(FabricState::new(out.clone(), welcome));
         let sh = Arc::new(Shared {
             me: job.rank,
@@ -491,8 +499,6 @@ impl Net {
             shm: None,
             fabric: Some(fabric.clone()),
         });
-        let beat = (cfg.failure_timeout / 4).max(Duration::from_millis(10));
-        let writer = rt.spawn(out.run(inbox.clone(), fablink::heartbeat(), beat));
         let rsh = sh.clone();
         rt.spawn(fablink::reader(
             rd,
@@ -502,14 +508,34 @@ impl Net {
             job_id,
             // The fabric beats every quarter of its own bound.
             cfg.failure_timeout.mul_f64(0.9),
-            move |from, p, ready, post| {
-                if let Some(worm) = crate::worms::Worm::of_route(&p.route) {
-                    let Some(f) = rsh.fabric.as_ref() else {
+            move |from, p, arrival, post| {
+                let Some(f) = rsh.fabric.as_ref() else {
+                    return;
+                };
+                match p.header.kind {
+                    Kind::Control => {
+                        // Untimed: control messages take no model time.
+                        match Control::decode(&p.payload) {
+                            Ok(msg) => {
+                                for notice in rsh.inbox.control(from, msg) {
+                                    send_control(&rsh, &notice);
+                                }
+                            }
+                            Err(e) => rsh.inbox.lost(
+                                from,
+                                format!("protocol violation: malformed control message: {e}"),
+                            ),
+                        }
                         return;
-                    };
+                    }
+                    Kind::Heartbeat | Kind::Bye => return,
+                    Kind::Bcast | Kind::Multicast | Kind::P2p => {}
+                }
+                let ready = f.received(arrival);
+                if let Some(worm) = crate::worms::Worm::of_route(&p.route) {
                     let got = worm
                         .map_err(|e| e.to_string())
-                        .and_then(|w| f.worm_in(rsh.me, rsh.size, w, p));
+                        .and_then(|w| f.worm_in(rsh.me, rsh.size, w, p, post));
                     match got {
                         Ok(Some(p)) => {
                             let stamp = f.delivered(ready, post);
@@ -608,10 +634,12 @@ impl Net {
         if self.closed {
             return Err(Error::Stopped("the NI has stopped".into()));
         }
+        let pb = self.packet_bytes;
         let amb = match (&self.sh.fabric, &cmd) {
-            (Some(f), Cmd::Bcast { .. } | Cmd::Multicast { .. } | Cmd::P2p { .. }) => {
-                Ambient::Post { at: f.post() }
+            (Some(f), Cmd::Bcast { data, .. } | Cmd::Multicast { data, .. }) => {
+                f.post(crate::engine::packet_count(data.len(), pb), None)
             }
+            (Some(f), Cmd::P2p { .. }) => f.post(1, None),
             _ => Ambient::Idle,
         };
         let res = match cmd {
@@ -638,7 +666,7 @@ impl Net {
                 let plan = f.planner.plan(worm, me, &dests)?;
                 let packets =
                     lock(&self.sh.engine).worm_packets(kind, seq, me, &data, &worm.route(&members));
-                f.send_worms(me, &plan, &packets);
+                f.send_worms(me, &plan, &packets, None);
                 Ok(())
             }
             cmd => with_engine(&self.sh, amb, |eng| match cmd {

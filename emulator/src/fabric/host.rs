@@ -26,8 +26,6 @@ struct Ni {
     ctx: Rc<Ctx>,
     shared: SharedRc,
     node: usize,
-    /// The NI processor is busy until then (sends and receives).
-    ni_free: Time,
     queue: VecDeque<Queued>,
     link_free: Time,
     credits: Vec<u32>,
@@ -61,10 +59,9 @@ impl Ni {
                         return;
                     }
                 };
-                let start = self.ni_free.max(stamp);
-                self.ni_free = start + self.ctx.t_ns;
+                // The rank paid the NI's t_ns (see the module docs).
                 self.queue.push_back(Queued {
-                    ready: self.ni_free,
+                    ready: stamp,
                     header,
                     payload: Payload {
                         origin: self.node as u32,
@@ -93,8 +90,8 @@ impl Ni {
                 self.try_inject();
             }
             HostEv::Deliver { at, payload } => {
-                let ready = self.ni_free.max(at) + self.ctx.t_nr;
-                self.ni_free = ready;
+                // The arrival at the NI; the rank adds t_nr.
+                let ready = at;
                 let c = &self.ctx.counters;
                 let mut s = self.shared.borrow_mut();
                 let writer = s.hosts.get(self.node).and_then(|h| h.writer.clone());
@@ -196,7 +193,6 @@ pub(super) async fn run_ni(
         ctx,
         shared,
         node,
-        ni_free: 0,
         queue: VecDeque::new(),
         link_free: 0,
         pending: Vec::new(),

@@ -26,18 +26,22 @@
 //!   of a host in one place; on a MIN they attach to different switches).
 //!
 //! # Timing (the simulator's, [`crate::sim::Net`])
-//! * NI send: a rank's packet is ready at its NI at `stamp`; the NI starts
-//!   it at `max(ni_free, stamp)` and spends `t_ns`; it is then queued for
-//!   the injection link, which holds `ser` cycles per packet and needs a
+//! * The NI processor (t_ns per copy sent, t_nr per packet received, one
+//!   `ni_free` for both) is modelled by the rank (`mcast`'s fabric mode),
+//!   because the rank's NI engine decides what it forwards and in which
+//!   order: a packet of a rank enters the injection queue at its `stamp`
+//!   (the NI is done with it), and a delivered packet's `stamp` is its
+//!   arrival at the NI. (Modelled here, the NI would see a forward only
+//!   when the rank's copy comes back over the socket, after packets that
+//!   arrived later in model time: the order would depend on the machine.)
+//! * NI send: a rank's packet is queued at `stamp` for the injection link, which holds `ser` cycles per packet and needs a
 //!   VC with credits for a whole packet towards the switch's input buffer
 //!   (round-robin over the VCs); the head reaches the switch `t_r` later.
 //! * Switch → switch: a `Send` at `at` reaches the next switch at
 //!   `at + t_w`, handed to its engine at `at + t_w + t_r`; credits are
 //!   usable upstream at `at + credit_delay`.
 //! * Delivery: a `Deliver` at `at` reaches the host's NI at
-//!   `at + t_w + ser`; the NI is done at `max(ni_free, arrival) + t_nr`
-//!   (`ni_free` is shared with sends), and that is the `stamp` of the
-//!   packet the rank receives (`route_kind` UNICAST, empty route, `post`
+//!   `at + t_w + ser`, the `stamp` of the packet the rank receives (`route_kind` UNICAST, empty route, `post`
 //!   and data unchanged).
 //!
 //! # Virtual time
@@ -241,8 +245,6 @@ struct Ctx {
     params: SwitchParams,
     t_w: Time,
     credit_delay: Time,
-    t_ns: Time,
-    t_nr: Time,
     nodes: usize,
     ranks: usize,
     kind: FabricKind,
@@ -444,6 +446,8 @@ impl FabricServer {
             t_hs: cost.t_hs,
             t_hr: cost.t_hr,
             dma: cost.dma_cycles(),
+            t_ns: cost.t_ns,
+            t_nr: cost.t_nr,
             packet_bytes,
         };
         let counters = Arc::new(Counters::default());
@@ -452,8 +456,6 @@ impl FabricServer {
             params,
             t_w: cost.link_delay,
             credit_delay: cost.credit_delay,
-            t_ns: cost.t_ns,
-            t_nr: cost.t_nr,
             nodes,
             ranks,
             kind,

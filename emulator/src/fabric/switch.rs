@@ -331,8 +331,12 @@ pub(super) async fn run_switch(
 ) {
     let ports = ctx.ports;
     let vcs = usize::from(ctx.params.vcs);
+    let mut engine = SwitchEngine::new(id, ctx.routing.clone(), ctx.params);
+    // Events come in wall-clock order: let a packet that is earlier in
+    // virtual time use a link before a later one's reservation.
+    engine.set_backfill(true);
     let mut sw = Sw {
-        engine: SwitchEngine::new(id, ctx.routing.clone(), ctx.params),
+        engine,
         ctx,
         shared,
         id,

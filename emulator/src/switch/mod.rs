@@ -181,6 +181,8 @@ struct Slot {
     branches: Branches,
     pending: u16,
     tail_free: Time,
+    /// When it was routed (its branches may leave from then).
+    ready: Time,
 }
 
 #[derive(Debug, Default)]
@@ -198,6 +200,8 @@ struct InputVc {
 struct OutputPort {
     link: Link,
     link_free: Time,
+    /// Backfilling only: the link's reservations.
+    resv: mcast::fabric::Timeline,
     credits: Vec<u32>,
     /// Waiting branches: (input VC index, branch index, VC class).
     waiters: VecDeque<(u32, u16, u8)>,
@@ -238,6 +242,9 @@ pub struct SwitchEngine {
     outputs: Vec<OutputPort>,
     actions: VecDeque<SwAction>,
     scratch: Vec<Out>,
+    /// Grant an output link in a gap before later reservations (socket
+    /// fabric; see [`SwitchEngine::set_backfill`]).
+    backfill: bool,
 }
 
 impl std::fmt::Debug for SwitchEngine {
@@ -259,6 +266,7 @@ impl SwitchEngine {
                 OutputPort {
                     link,
                     link_free: 0,
+                    resv: mcast::fabric::Timeline::default(),
                     credits: vec![p.buf; p.vcs as usize],
                     waiters: VecDeque::new(),
                     armed_at: Time::MAX,
@@ -284,7 +292,24 @@ impl SwitchEngine {
             outputs,
             actions: VecDeque::new(),
             scratch: Vec::new(),
+            backfill: false,
         }
+    }
+
+    /// Backfilling, for a driver that hands events over in wall-clock
+    /// order with virtual timestamps (the socket fabric): an output link is
+    /// granted in the earliest gap of its reservations at or after a
+    /// packet's ready time, a head is routed at its own arrival plus t_r
+    /// (not after the previous tail in its FIFO), and credits count buffer
+    /// space without a time. So a packet that is later in virtual time but
+    /// reached the switch first does not push earlier ones behind it, and
+    /// link contention is still charged in virtual time; what is lost is
+    /// the virtual-time cost of waiting for buffer space (the buffers still
+    /// bound the fabric, in wall time). With events in virtual-time order
+    /// (the simulator) a gap before a reservation never occurs, but the
+    /// other two rules differ, so the simulator leaves this off.
+    pub fn set_backfill(&mut self, on: bool) {
+        self.backfill = on;
     }
 
     /// The next action, if any.
@@ -326,6 +351,7 @@ impl SwitchEngine {
             branches: Branches::default(),
             pending: 0,
             tail_free: 0,
+            ready: 0,
         });
         if input.queue.len() == 1 {
             self.arm_route(idx, now);
@@ -338,10 +364,19 @@ impl SwitchEngine {
         let Some(front) = input.queue.front() else {
             return;
         };
-        let at = (front.arrived + t_r).max(input.busy_until).max(now);
+        // Backfilling: a head is not held behind the previous tail in
+        // virtual time (the FIFO is in wall-clock order, which need not be
+        // virtual-time order); the structural FIFO order stays.
+        let at = if self.backfill {
+            front.arrived + t_r
+        } else {
+            (front.arrived + t_r).max(input.busy_until).max(now)
+        };
         input.armed = true;
-        if at == now {
-            self.route(idx, now);
+        if at <= now {
+            // (Backfilling: routed at its own time, which may be before
+            // the event that let it reach the front.)
+            self.route(idx, at);
         } else {
             self.actions.push_back(SwAction::Timer {
                 at,
@@ -361,6 +396,10 @@ impl SwitchEngine {
     /// arrive saves an event per packet-hop; the timing is the same as
     /// [`SwitchEngine::credit_in`] at `at`.
     pub fn credit_in_at(&mut self, now: Time, at: Time, port: u16, vc: u16, flits: u32) {
+        // Backfilling: credits count buffer space in wall-clock order only
+        // (a credit freed by a packet later in virtual time must not hold
+        // back an earlier one); see `set_backfill`.
+        let at = if self.backfill { now } else { at };
         let Some(o) = self.outputs.get_mut(port as usize) else {
             return;
         };
@@ -373,7 +412,7 @@ impl SwitchEngine {
             self.try_output(port as usize, now);
         } else {
             o.pending.push((at, vc, flits));
-            if !o.waiters.is_empty() && o.link_free <= now {
+            if !o.waiters.is_empty() && (o.link_free <= now || self.backfill) {
                 self.arm(port as usize, at, now);
             }
         }
@@ -469,6 +508,7 @@ impl SwitchEngine {
         input.routed = true;
         front.pending = self.scratch.len() as u16;
         front.tail_free = now;
+        front.ready = now;
         front.branches = Branches::from_outs(&mut self.scratch);
         let count = front.branches.len();
         for b in 0..count {
@@ -536,7 +576,9 @@ impl SwitchEngine {
             if o.waiters.is_empty() {
                 return;
             }
-            if o.link_free > now {
+            // Backfilling grants each branch in the first gap at or after
+            // its packet's routing (see `set_backfill`); no waiting here.
+            if o.link_free > now && !self.backfill {
                 let at = o.link_free;
                 self.arm(port, at, now);
                 return;
@@ -599,8 +641,20 @@ impl SwitchEngine {
             }
             .expect("picked waiter");
             let ser = self.p.ser;
+            let now = if self.backfill {
+                let ready = self.inputs[idx as usize]
+                    .queue
+                    .front()
+                    .map_or(now, |s| s.ready);
+                self.outputs[port].resv.fit(ready, ser)
+            } else {
+                now
+            };
             let o = &mut self.outputs[port];
-            o.link_free = now + ser;
+            o.link_free = o.link_free.max(now + ser);
+            if self.backfill {
+                o.resv.reserve(now, now + ser);
+            }
             o.next_vc = o.next_vc.wrapping_add(1);
             if !host {
                 o.credits[vc as usize] -= self.p.flits;

@@ -252,7 +252,12 @@ fn run(args: Args) -> Result<()> {
     let (rank, nranks) = (comm.rank(), comm.size());
     if args.throughput {
         let size = *sizes.last().unwrap_or(&1);
-        throughput(&comm, size, args.iterations.unwrap_or(200).max(1), args.json)?;
+        throughput(
+            &comm,
+            size,
+            args.iterations.unwrap_or(200).max(1),
+            args.json,
+        )?;
         comm.finalize()?;
         return Ok(());
     }
@@ -466,7 +471,9 @@ fn throughput(comm: &Comm, size: usize, messages: usize, json: bool) -> Result<(
         } else {
             println!(
                 "# mcast throughput: {n} ranks, {messages} messages of {size} B per rank{}",
-                t.fabric.map(|f| format!(", fabric {f}")).unwrap_or_default()
+                t.fabric
+                    .map(|f| format!(", fabric {f}"))
+                    .unwrap_or_default()
             );
             println!(
                 "{:.3} MB/s aggregate ({:.0} packets/s of {} B) in {secs:.3} s",
