@@ -105,6 +105,15 @@ impl Comm {
                 (j.rank, j.size, job, Some(net))
             }
         };
+        let mut cfg = cfg;
+        // On a direct fabric, rank i is node i of its topology: the
+        // topology-aware algorithms plan on it.
+        if cfg.topology.is_none() {
+            cfg.topology = net
+                .as_ref()
+                .and_then(|n| n.fabric())
+                .and_then(|w| w.spec.parse().ok());
+        }
         tracing::debug!(rank, size, job, "mcast initialised");
         Ok(Comm {
             cfg,
