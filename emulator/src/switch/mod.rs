@@ -124,63 +124,11 @@ struct BranchState {
     granted: bool,
 }
 
-/// A packet's branches; the first is stored inline, so a unicast hop does
-/// not allocate.
-#[derive(Debug, Default)]
-struct Branches {
-    first: Option<BranchState>,
-    rest: Vec<BranchState>,
-}
-
-impl Branches {
-    fn from_outs(outs: &mut Vec<Out>) -> Branches {
-        let state = |out| BranchState {
-            out,
-            granted: false,
-        };
-        if outs.len() == 1 {
-            // The common case (unicast): no iterator machinery.
-            return Branches {
-                first: outs.pop().map(state),
-                rest: Vec::new(),
-            };
-        }
-        let mut it = outs.drain(..).map(state);
-        let first = it.next();
-        Branches {
-            first,
-            rest: it.collect(),
-        }
-    }
-    fn len(&self) -> usize {
-        usize::from(self.first.is_some()) + self.rest.len()
-    }
-    fn get(&self, b: usize) -> &BranchState {
-        if b == 0 {
-            self.first.as_ref().expect("branch 0")
-        } else {
-            &self.rest[b - 1]
-        }
-    }
-    fn get_mut(&mut self, b: usize) -> &mut BranchState {
-        if b == 0 {
-            self.first.as_mut().expect("branch 0")
-        } else {
-            &mut self.rest[b - 1]
-        }
-    }
-    fn iter(&self) -> impl Iterator<Item = &BranchState> {
-        self.first.iter().chain(self.rest.iter())
-    }
-}
-
+/// A buffered packet.
 #[derive(Debug)]
 struct Slot {
     packet: Packet,
     arrived: Time,
-    branches: Branches,
-    pending: u16,
-    tail_free: Time,
 }
 
 #[derive(Debug, Default)]
@@ -188,10 +136,14 @@ struct InputVc {
     queue: VecDeque<Slot>,
     /// The front slot has been routed (its branches wait at outputs).
     routed: bool,
-    /// The front slot's RouteDone timer is armed.
-    armed: bool,
     /// Earliest time the next head may be routed (the previous tail).
     busy_until: Time,
+    /// The routed front slot's branches (the vector is reused).
+    branches: Vec<BranchState>,
+    /// Of those, the ones not yet sent.
+    pending: u16,
+    /// When the front slot's tail has left on every sent branch.
+    tail_free: Time,
 }
 
 #[derive(Debug)]
@@ -238,7 +190,16 @@ pub struct SwitchEngine {
     outputs: Vec<OutputPort>,
     actions: VecDeque<SwAction>,
     scratch: Vec<Out>,
+    /// Cached [`Routing::unicast_fast`] decisions by destination: port |
+    /// class << 8, [`UNI_NONE`] for none (empty: not cached, ask the
+    /// routing function).
+    uni: Vec<u16>,
 }
+
+/// No cached unicast decision.
+const UNI_NONE: u16 = u16::MAX;
+/// Fabrics up to this many hosts get a per-switch unicast decision cache.
+const UNI_CACHE_MAX: usize = 1024;
 
 impl std::fmt::Debug for SwitchEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -272,9 +233,23 @@ impl SwitchEngine {
             let c = (c as u16).min(classes - 1);
             (c * v / classes, (c + 1) * v / classes)
         });
+        let nodes = routing.nodes();
+        let uni = if nodes <= UNI_CACHE_MAX {
+            (0..nodes)
+                .map(|d| match routing.unicast_fast(id, d) {
+                    Some((port, class)) if port < 0x100 && class < 0x7f => {
+                        port | u16::from(class) << 8
+                    }
+                    _ => UNI_NONE,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         SwitchEngine {
             id,
             routing,
+            uni,
             p,
             classes,
             ranges,
@@ -323,9 +298,6 @@ impl SwitchEngine {
         input.queue.push_back(Slot {
             packet,
             arrived: arrived.min(now),
-            branches: Branches::default(),
-            pending: 0,
-            tail_free: 0,
         });
         if input.queue.len() == 1 {
             self.arm_route(idx, now);
@@ -339,7 +311,6 @@ impl SwitchEngine {
             return;
         };
         let at = (front.arrived + t_r).max(input.busy_until).max(now);
-        input.armed = true;
         if at == now {
             self.route(idx, now);
         } else {
@@ -432,13 +403,42 @@ impl SwitchEngine {
         let vcs = self.p.vcs as usize;
         let in_port = idx / vcs;
         let input = &mut self.inputs[idx];
-        input.armed = false;
         if input.routed {
             return;
         }
-        let Some(front) = input.queue.front_mut() else {
+        let Some(front) = input.queue.front() else {
             return;
         };
+        if let Header::Unicast { dest } = front.packet.header {
+            let fast = if self.uni.is_empty() {
+                self.routing.unicast_fast(self.id, dest as usize)
+            } else {
+                match self.uni.get(dest as usize) {
+                    Some(&e) if e != UNI_NONE => Some((e & 0xff, (e >> 8) as u8)),
+                    _ => None,
+                }
+            };
+            if let Some((port, class)) = fast {
+                if (port as usize) < self.outputs.len() {
+                    input.routed = true;
+                    input.pending = 1;
+                    input.tail_free = now;
+                    input.branches.clear();
+                    input.branches.push(BranchState {
+                        out: Out {
+                            port,
+                            class,
+                            header: Header::Unicast { dest },
+                        },
+                        granted: false,
+                    });
+                    let port = port as usize;
+                    self.outputs[port].waiters.push_back((idx as u32, 0, class));
+                    self.try_output(port, now);
+                    return;
+                }
+            }
+        }
         self.scratch.clear();
         let r = self
             .routing
@@ -467,18 +467,18 @@ impl SwitchEngine {
             return;
         }
         input.routed = true;
-        front.pending = self.scratch.len() as u16;
-        front.tail_free = now;
-        front.branches = Branches::from_outs(&mut self.scratch);
-        let count = front.branches.len();
+        input.pending = self.scratch.len() as u16;
+        input.tail_free = now;
+        input.branches.clear();
+        input
+            .branches
+            .extend(self.scratch.drain(..).map(|out| BranchState {
+                out,
+                granted: false,
+            }));
+        let count = input.branches.len();
         for b in 0..count {
-            let out = &self.inputs[idx]
-                .queue
-                .front()
-                .expect("routed front")
-                .branches
-                .get(b)
-                .out;
+            let out = &self.inputs[idx].branches[b].out;
             let (port, class) = (out.port as usize, out.class);
             match self.outputs.get_mut(port) {
                 Some(o) => o.waiters.push_back((idx as u32, b as u16, class)),
@@ -490,13 +490,11 @@ impl SwitchEngine {
             }
         }
         for b in 0..count {
-            let Some(front) = self.inputs[idx].queue.front() else {
-                break;
-            };
-            if front.branches.len() <= b {
+            let input = &self.inputs[idx];
+            if input.queue.is_empty() || input.branches.len() <= b {
                 break;
             }
-            let port = front.branches.get(b).out.port as usize;
+            let port = input.branches[b].out.port as usize;
             if port < self.outputs.len() {
                 self.try_output(port, now);
             }
@@ -504,10 +502,10 @@ impl SwitchEngine {
     }
 
     fn grant_none(&mut self, idx: usize, b: u16, now: Time) {
-        let front = self.inputs[idx].queue.front_mut().expect("routed front");
-        front.branches.get_mut(b as usize).granted = true;
-        front.pending -= 1;
-        if front.pending == 0 {
+        let input = &mut self.inputs[idx];
+        input.branches[b as usize].granted = true;
+        input.pending -= 1;
+        if input.pending == 0 {
             self.finish(idx, now);
         }
     }
@@ -516,14 +514,15 @@ impl SwitchEngine {
     fn finish(&mut self, idx: usize, now: Time) {
         let vcs = self.p.vcs as usize;
         let input = &mut self.inputs[idx];
-        let slot = input.queue.pop_front().expect("front exists");
+        input.queue.pop_front().expect("front exists");
+        input.branches.clear();
         input.routed = false;
-        input.busy_until = slot.tail_free;
+        input.busy_until = input.tail_free;
         self.actions.push_back(SwAction::Credit {
             port: (idx / vcs) as u16,
             vc: (idx % vcs) as u16,
             flits: self.p.flits,
-            at: slot.tail_free,
+            at: input.tail_free,
         });
         if !self.inputs[idx].queue.is_empty() {
             self.arm_route(idx, now);
@@ -605,20 +604,17 @@ impl SwitchEngine {
             if !host {
                 o.credits[vc as usize] -= self.p.flits;
             }
-            let slot = self.inputs[idx as usize]
-                .queue
-                .front_mut()
-                .expect("routed front");
-            let br = slot.branches.get_mut(b as usize);
+            let input = &mut self.inputs[idx as usize];
+            let br = &mut input.branches[b as usize];
             br.granted = true;
             let header = std::mem::replace(&mut br.out.header, Header::Consumed);
             let packet = Packet {
-                id: slot.packet.id,
+                id: input.queue.front().expect("routed front").packet.id,
                 header,
             };
-            slot.pending -= 1;
-            slot.tail_free = slot.tail_free.max(now + ser);
-            let done = slot.pending == 0;
+            input.pending -= 1;
+            input.tail_free = input.tail_free.max(now + ser);
+            let done = input.pending == 0;
             self.actions.push_back(if host {
                 SwAction::Deliver {
                     port: port as u16,
@@ -647,8 +643,8 @@ impl SwitchEngine {
             if !input.routed {
                 continue;
             }
-            if let Some(front) = input.queue.front() {
-                for b in front.branches.iter().filter(|b| !b.granted) {
+            if !input.queue.is_empty() {
+                for b in input.branches.iter().filter(|b| !b.granted) {
                     out.push(Blocked {
                         switch: self.id,
                         in_port: (idx / vcs) as u16,
