@@ -133,6 +133,9 @@ struct Slot {
 
 #[derive(Debug, Default)]
 struct InputVc {
+    /// This VC's input port and number (no division per packet).
+    port: u16,
+    vc: u16,
     queue: VecDeque<Slot>,
     /// The front slot has been routed (its branches wait at outputs).
     routed: bool,
@@ -148,11 +151,12 @@ struct InputVc {
 
 #[derive(Debug)]
 struct OutputPort {
-    link: Link,
     link_free: Time,
     credits: Vec<u32>,
     /// Waiting branches: (input VC index, branch index, VC class).
-    waiters: VecDeque<(u32, u16, u8)>,
+    waiters: Vec<(u32, u16, u8)>,
+    /// The link leads to a host (no credits, no VCs).
+    host: bool,
     /// The earliest retry timer armed and not yet fired (Time::MAX: none).
     armed_at: Time,
     /// Credits announced ahead of time: (effective time, vc, flits).
@@ -176,6 +180,16 @@ pub struct Blocked {
 }
 
 const TOKEN_RETRY: u32 = 1 << 31;
+
+/// Drop a header, inline for the kinds that own nothing (the drop glue of
+/// [`Header`] is an out-of-line call on every hop otherwise).
+#[inline(always)]
+fn drop_header(h: Header) {
+    match h {
+        h @ (Header::Irregular(_) | Header::Path(_)) => drop(h),
+        h => std::mem::forget(h),
+    }
+}
 
 /// One switch.
 pub struct SwitchEngine {
@@ -218,10 +232,10 @@ impl SwitchEngine {
             .map(|port| {
                 let link = routing.link(id, port);
                 OutputPort {
-                    link,
                     link_free: 0,
                     credits: vec![p.buf; p.vcs as usize],
-                    waiters: VecDeque::new(),
+                    waiters: Vec::new(),
+                    host: matches!(link, Link::Host(_)),
                     armed_at: Time::MAX,
                     pending: Vec::new(),
                     next_vc: 0,
@@ -254,7 +268,11 @@ impl SwitchEngine {
             classes,
             ranges,
             inputs: (0..ports * p.vcs as usize)
-                .map(|_| InputVc::default())
+                .map(|idx| InputVc {
+                    port: (idx / p.vcs as usize) as u16,
+                    vc: (idx % p.vcs as usize) as u16,
+                    ..InputVc::default()
+                })
                 .collect(),
             outputs,
             actions: VecDeque::new(),
@@ -265,6 +283,12 @@ impl SwitchEngine {
     /// The next action, if any.
     pub fn poll_action(&mut self) -> Option<SwAction> {
         self.actions.pop_front()
+    }
+
+    /// Actions are waiting for [`SwitchEngine::poll_action`].
+    #[inline]
+    pub fn has_actions(&self) -> bool {
+        !self.actions.is_empty()
     }
 
     /// The VC range of class `c`.
@@ -400,9 +424,8 @@ impl SwitchEngine {
     }
 
     fn route(&mut self, idx: usize, now: Time) {
-        let vcs = self.p.vcs as usize;
-        let in_port = idx / vcs;
         let input = &mut self.inputs[idx];
+        let in_port = input.port as usize;
         if input.routed {
             return;
         }
@@ -433,7 +456,17 @@ impl SwitchEngine {
                         granted: false,
                     });
                     let port = port as usize;
-                    self.outputs[port].waiters.push_back((idx as u32, 0, class));
+                    // Nobody else waits and the link is free: go now if a
+                    // VC has credits (what try_output would pick).
+                    let o = &self.outputs[port];
+                    if o.waiters.is_empty() && o.link_free <= now {
+                        self.absorb(port, now);
+                        if let Some(vc) = self.free_vc(port, class) {
+                            self.grant(port, idx, 0, vc, now);
+                            return;
+                        }
+                    }
+                    self.outputs[port].waiters.push((idx as u32, 0, class));
                     self.try_output(port, now);
                     return;
                 }
@@ -458,7 +491,7 @@ impl SwitchEngine {
             });
             self.actions.push_back(SwAction::Credit {
                 port: in_port as u16,
-                vc: (idx % vcs) as u16,
+                vc: input.vc,
                 flits: self.p.flits,
                 at: now,
             });
@@ -481,7 +514,7 @@ impl SwitchEngine {
             let out = &self.inputs[idx].branches[b].out;
             let (port, class) = (out.port as usize, out.class);
             match self.outputs.get_mut(port) {
-                Some(o) => o.waiters.push_back((idx as u32, b as u16, class)),
+                Some(o) => o.waiters.push((idx as u32, b as u16, class)),
                 None => {
                     // Cannot happen with a well-formed routing function;
                     // treat the branch as sent to nowhere.
@@ -512,20 +545,123 @@ impl SwitchEngine {
 
     /// The front packet of input `idx` has sent its last branch: free it.
     fn finish(&mut self, idx: usize, now: Time) {
-        let vcs = self.p.vcs as usize;
         let input = &mut self.inputs[idx];
-        input.queue.pop_front().expect("front exists");
-        input.branches.clear();
+        let slot = input.queue.pop_front().expect("front exists");
+        drop_header(slot.packet.header);
+        while let Some(b) = input.branches.pop() {
+            drop_header(b.out.header);
+        }
         input.routed = false;
         input.busy_until = input.tail_free;
         self.actions.push_back(SwAction::Credit {
-            port: (idx / vcs) as u16,
-            vc: (idx % vcs) as u16,
+            port: input.port,
+            vc: input.vc,
             flits: self.p.flits,
             at: input.tail_free,
         });
         if !self.inputs[idx].queue.is_empty() {
             self.arm_route(idx, now);
+        }
+    }
+
+    /// A VC of class `class` at output `port` with credits for a packet
+    /// (round robin from the port's `next_vc` within the class); VC 0 on a
+    /// host port.
+    #[inline]
+    fn free_vc(&self, port: usize, class: u8) -> Option<u16> {
+        let o = &self.outputs[port];
+        if o.host {
+            return Some(0);
+        }
+        let flits = self.p.flits;
+        let (lo, hi) = self.class_range(class);
+        let credits = o.credits.get(lo as usize..hi as usize)?;
+        let span = credits.len();
+        if span == 0 {
+            return None;
+        }
+        // VCs lo + (start + i) % span for i in 0..span.
+        let start = if span.is_power_of_two() {
+            o.next_vc as usize & (span - 1)
+        } else {
+            o.next_vc as usize % span
+        };
+        let (before, after) = credits.split_at(start);
+        if let Some(k) = after.iter().position(|&c| c >= flits) {
+            return Some(lo + (start + k) as u16);
+        }
+        before
+            .iter()
+            .position(|&c| c >= flits)
+            .map(|k| lo + k as u16)
+    }
+
+    /// The first waiter at output `port` with a free VC of its class, and
+    /// that VC.
+    #[inline]
+    fn pick(&self, port: usize) -> Option<(usize, u16)> {
+        let o = &self.outputs[port];
+        if o.host {
+            return (!o.waiters.is_empty()).then_some((0, 0));
+        }
+        // Classes already found without a free VC in this scan (the
+        // credits do not change during it).
+        let mut full: u64 = 0;
+        for (w, &(_, _, class)) in o.waiters.iter().enumerate() {
+            let bit = 1u64.checked_shl(u32::from(class)).unwrap_or(0);
+            if full & bit != 0 {
+                continue;
+            }
+            if let Some(vc) = self.free_vc(port, class) {
+                return Some((w, vc));
+            }
+            let (lo, hi) = self.class_range(class);
+            if hi > lo {
+                full |= bit;
+            }
+        }
+        None
+    }
+
+    /// Branch `b` of input `idx`'s front packet leaves on output `port`,
+    /// VC `vc`, now.
+    #[inline]
+    fn grant(&mut self, port: usize, idx: usize, b: usize, vc: u16, now: Time) {
+        let ser = self.p.ser;
+        let o = &mut self.outputs[port];
+        let host = o.host;
+        o.link_free = now + ser;
+        o.next_vc = o.next_vc.wrapping_add(1);
+        if !host {
+            o.credits[vc as usize] -= self.p.flits;
+        }
+        let input = &mut self.inputs[idx];
+        let br = &mut input.branches[b];
+        br.granted = true;
+        let header = std::mem::replace(&mut br.out.header, Header::Consumed);
+        let packet = Packet {
+            id: input.queue.front().expect("routed front").packet.id,
+            header,
+        };
+        input.pending -= 1;
+        input.tail_free = input.tail_free.max(now + ser);
+        let done = input.pending == 0;
+        self.actions.push_back(if host {
+            SwAction::Deliver {
+                port: port as u16,
+                at: now,
+                packet,
+            }
+        } else {
+            SwAction::Send {
+                port: port as u16,
+                vc,
+                at: now,
+                packet,
+            }
+        });
+        if done {
+            self.finish(idx, now);
         }
     }
 
@@ -541,49 +677,7 @@ impl SwitchEngine {
                 return;
             }
             self.absorb(port, now);
-            let o = &self.outputs[port];
-            // The first waiter with a free VC of its class.
-            let host = matches!(o.link, Link::Host(_));
-            let mut pick = None;
-            // Classes already found without a free VC in this scan (the
-            // credits do not change during it).
-            let mut full: u64 = 0;
-            for (w, &(_, _, class)) in self.outputs[port].waiters.iter().enumerate() {
-                if host {
-                    pick = Some((w, 0u16));
-                    break;
-                }
-                let bit = 1u64.checked_shl(u32::from(class)).unwrap_or(0);
-                if full & bit != 0 {
-                    continue;
-                }
-                let (lo, hi) = self.class_range(class);
-                let o = &self.outputs[port];
-                let span = hi - lo;
-                if span == 0 {
-                    continue;
-                }
-                // VCs lo + (start + i) % span for i in 0..span, wrapping
-                // without a division per VC.
-                let mut k = if span == 1 { 0 } else { o.next_vc % span };
-                let mut found = None;
-                for _ in 0..span {
-                    if o.credits[(lo + k) as usize] >= self.p.flits {
-                        found = Some(lo + k);
-                        break;
-                    }
-                    k += 1;
-                    if k == span {
-                        k = 0;
-                    }
-                }
-                if let Some(v) = found {
-                    pick = Some((w, v));
-                    break;
-                }
-                full |= bit;
-            }
-            let Some((w, vc)) = pick else {
+            let Some((w, vc)) = self.pick(port) else {
                 // Wait for the earliest announced credit, if any.
                 if let Some(t) = self.outputs[port].pending.iter().map(|p| p.0).min() {
                     self.arm(port, t, now);
@@ -591,47 +685,12 @@ impl SwitchEngine {
                 return;
             };
             let waiters = &mut self.outputs[port].waiters;
-            let (idx, b, _) = if w == 0 {
-                waiters.pop_front()
+            let (idx, b, _) = if w + 1 == waiters.len() {
+                waiters.pop().expect("picked waiter")
             } else {
                 waiters.remove(w)
-            }
-            .expect("picked waiter");
-            let ser = self.p.ser;
-            let o = &mut self.outputs[port];
-            o.link_free = now + ser;
-            o.next_vc = o.next_vc.wrapping_add(1);
-            if !host {
-                o.credits[vc as usize] -= self.p.flits;
-            }
-            let input = &mut self.inputs[idx as usize];
-            let br = &mut input.branches[b as usize];
-            br.granted = true;
-            let header = std::mem::replace(&mut br.out.header, Header::Consumed);
-            let packet = Packet {
-                id: input.queue.front().expect("routed front").packet.id,
-                header,
             };
-            input.pending -= 1;
-            input.tail_free = input.tail_free.max(now + ser);
-            let done = input.pending == 0;
-            self.actions.push_back(if host {
-                SwAction::Deliver {
-                    port: port as u16,
-                    at: now,
-                    packet,
-                }
-            } else {
-                SwAction::Send {
-                    port: port as u16,
-                    vc,
-                    at: now,
-                    packet,
-                }
-            });
-            if done {
-                self.finish(idx as usize, now);
-            }
+            self.grant(port, idx as usize, b as usize, vc, now);
         }
     }
 
