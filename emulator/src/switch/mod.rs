@@ -389,6 +389,7 @@ impl SwitchEngine {
         });
     }
 
+    #[inline(always)]
     fn absorb(&mut self, port: usize, now: Time) {
         let buf = self.p.buf;
         let o = &mut self.outputs[port];
@@ -567,7 +568,7 @@ impl SwitchEngine {
     /// A VC of class `class` at output `port` with credits for a packet
     /// (round robin from the port's `next_vc` within the class); VC 0 on a
     /// host port.
-    #[inline]
+    #[inline(always)]
     fn free_vc(&self, port: usize, class: u8) -> Option<u16> {
         let o = &self.outputs[port];
         if o.host {
