@@ -205,9 +205,11 @@ pub struct SwitchEngine {
     actions: VecDeque<SwAction>,
     scratch: Vec<Out>,
     /// Cached [`Routing::unicast_fast`] decisions by destination: port |
-    /// class << 8, [`UNI_NONE`] for none (empty: not cached, ask the
-    /// routing function).
+    /// class << 8, [`UNI_NONE`] for none (empty: not cached).
     uni: Vec<u16>,
+    /// Not cached, but the routing function has a fast path: ask it per
+    /// hop.
+    uni_ask: bool,
 }
 
 /// No cached unicast decision.
@@ -248,22 +250,26 @@ impl SwitchEngine {
             (c * v / classes, (c + 1) * v / classes)
         });
         let nodes = routing.nodes();
-        let uni = if nodes <= UNI_CACHE_MAX {
-            (0..nodes)
+        // Fabrics without a fast path (the default) get neither a cache
+        // nor a call per hop.
+        let has_fast = (0..nodes.min(8)).any(|d| routing.unicast_fast(id, d).is_some());
+        let mut uni: Vec<u16> = Vec::new();
+        if has_fast && nodes <= UNI_CACHE_MAX {
+            uni = (0..nodes)
                 .map(|d| match routing.unicast_fast(id, d) {
                     Some((port, class)) if port < 0x100 && class < 0x7f => {
                         port | u16::from(class) << 8
                     }
                     _ => UNI_NONE,
                 })
-                .collect()
-        } else {
-            Vec::new()
-        };
+                .collect();
+        }
+        let uni_ask = has_fast && uni.is_empty();
         SwitchEngine {
             id,
             routing,
             uni,
+            uni_ask,
             p,
             classes,
             ranges,
@@ -434,7 +440,7 @@ impl SwitchEngine {
             return;
         };
         if let Header::Unicast { dest } = front.packet.header {
-            let fast = if self.uni.is_empty() {
+            let fast = if self.uni_ask {
                 self.routing.unicast_fast(self.id, dest as usize)
             } else {
                 match self.uni.get(dest as usize) {
