@@ -51,6 +51,7 @@ fn bcast(c: &mut Criterion) {
         seed: 0,
         source: 0,
         forwarding: Forwarding::Fpfs,
+        progress: false,
     };
     let hops = run(&f, &cost, &cfg).expect("run").network.hops;
     let mut g = c.benchmark_group("run");

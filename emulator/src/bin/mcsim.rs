@@ -645,6 +645,7 @@ fn run_run(args: &RunArgs) -> ExitCode {
         seed: args.seed,
         source: args.source,
         forwarding,
+        progress: true,
     };
     let t0 = std::time::Instant::now();
     let c0 = cpu_seconds();

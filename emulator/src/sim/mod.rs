@@ -78,12 +78,12 @@ fn show_blocked(b: &[Blocked]) -> String {
 
 #[derive(Debug)]
 enum Ev<U> {
-    /// Delivered to the switch `t_r` after the head arrived (at `arrived`).
+    /// Delivered to the switch `t_r` after the head arrived (the event's
+    /// time minus `t_r`; these events are never scheduled in the past).
     Head {
         sw: u32,
         port: u16,
         vc: u16,
-        arrived: Time,
         packet: Packet,
     },
     Credit {
@@ -116,6 +116,9 @@ enum Ev<U> {
 }
 
 struct NiPort {
+    /// The switch and input port the host injects into.
+    sw: u32,
+    port: u16,
     queue: VecDeque<Packet>,
     link_free: Time,
     credits: Vec<u32>,
@@ -240,7 +243,13 @@ impl<U> Net<U> {
             }
         }
         let nis = (0..routing.nodes())
-            .map(|_| NiPort {
+            .map(|node| {
+                let (sw, port) = routing.attach(node);
+                (sw as u32, port as u16)
+            })
+            .map(|(sw, port)| NiPort {
+                sw,
+                port,
                 queue: VecDeque::new(),
                 link_free: 0,
                 credits: vec![params.buf; params.vcs as usize],
@@ -347,7 +356,7 @@ impl<U> Net<U> {
         let ser = self.params.ser;
         let flits = self.params.flits;
         let buf = self.params.buf;
-        let (sw, port) = self.routing.attach(node);
+        let (sw, port) = (self.nis[node].sw, self.nis[node].port);
         loop {
             let ni = &mut self.nis[node];
             if ni.queue.is_empty() {
@@ -369,11 +378,15 @@ impl<U> Net<U> {
                     i += 1;
                 }
             }
+            // Round robin from next_vc.
+            let start = ni.next_vc as usize;
+            let (before, after) = ni.credits.split_at(start.min(ni.credits.len()));
+            let found = match after.iter().position(|&c| c >= flits) {
+                Some(k) => Some(start + k),
+                None => before.iter().position(|&c| c >= flits),
+            };
             let v = ni.credits.len() as u16;
-            let Some(vc) = (0..v)
-                .map(|i| (ni.next_vc + i) % v)
-                .find(|&c| ni.credits[c as usize] >= flits)
-            else {
+            let Some(vc) = found.map(|c| c as u16) else {
                 if let Some(t) = ni.pending.iter().map(|p| p.0).min() {
                     self.ni_arm(node, t);
                 }
@@ -387,10 +400,9 @@ impl<U> Net<U> {
             self.push(
                 now + self.params.t_r,
                 Ev::Head {
-                    sw: sw as u32,
-                    port: port as u16,
+                    sw,
+                    port,
                     vc,
-                    arrived: now,
                     packet,
                 },
             );
@@ -417,7 +429,6 @@ impl<U> Net<U> {
                                 sw: switch as u32,
                                 port: p as u16,
                                 vc,
-                                arrived: at + self.t_w,
                                 packet,
                             },
                         );
@@ -457,7 +468,9 @@ impl<U> Net<U> {
                             vc,
                             flits,
                         );
-                        self.drain(switch);
+                        if self.switches[switch].has_actions() {
+                            self.drain(switch);
+                        }
                     }
                     Link::Switch { switch, port: p } => self.push(
                         at + self.credit_delay,
@@ -544,9 +557,9 @@ impl<U> Net<U> {
                     sw,
                     port,
                     vc,
-                    arrived,
                     packet,
                 } => {
+                    let arrived = at - self.params.t_r;
                     self.switches[sw as usize].packet_in_at(at, arrived, port, vc, packet);
                     self.drain(sw as usize);
                 }

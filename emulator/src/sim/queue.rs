@@ -10,7 +10,9 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-const W: u64 = 256;
+/// The window: most events fall a few cycles ahead (t_r + t_w, credits,
+/// ser); a short window keeps the buckets in the L1/L2 caches.
+const W: u64 = 64;
 
 struct Far<E> {
     at: u64,

@@ -89,6 +89,62 @@ pub struct RunConfig {
     pub source: usize,
     /// FPFS or FCFS for NI-based trees.
     pub forwarding: Forwarding,
+    /// Show a progress bar of the deliveries (only if stderr is a
+    /// terminal).
+    pub progress: bool,
+}
+
+/// A progress bar over the copies delivered to hosts, out of one per
+/// destination and packet (relays of a two-pass MIN multicast count too,
+/// so the bar may fill early there). Drawn on stderr only.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    total: u64,
+    next: u64,
+}
+
+/// Redraw every this many deliveries.
+const PROGRESS_EVERY: u64 = 4096;
+
+impl Progress {
+    fn new(enabled: bool, total: u64) -> Progress {
+        use std::io::IsTerminal;
+        let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
+            let b = indicatif::ProgressBar::new(total);
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} deliveries {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+        Progress {
+            bar,
+            total,
+            next: PROGRESS_EVERY,
+        }
+    }
+
+    /// [`Net::step`], then update the bar.
+    fn step(&mut self, net: &mut Net<Ev>) -> Result<Option<Happening<Ev>>, SimError> {
+        let h = net.step()?;
+        if let Some(b) = &self.bar {
+            let d = net.stats.delivered;
+            if d >= self.next {
+                self.next = d + PROGRESS_EVERY;
+                b.set_position(d.min(self.total));
+            }
+        }
+        Ok(h)
+    }
+}
+
+impl Drop for Progress {
+    /// Clear the bar, whether the run succeeded or not.
+    fn drop(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
 }
 
 /// What a run measured.
@@ -207,6 +263,7 @@ pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunR
         })
         .collect();
     let m = cfg.packets;
+    let mut bar = Progress::new(cfg.progress, (dests.len() * m) as u64);
     let algo = cfg.algo.trim();
     let (name, injected) = if let Ok(scheme) = algo.parse::<Scheme>() {
         let SimFabric::Irregular(irr) = fabric else {
@@ -229,7 +286,7 @@ pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunR
                 )
             })
             .collect();
-        let inj = run_worms(&mut net, &mut nodes, cost, m, cfg.source, jobs)?;
+        let inj = run_worms(&mut net, &mut nodes, &mut bar, cost, m, cfg.source, jobs)?;
         (scheme.name().to_string(), inj)
     } else if let Some(start) = min_algo(algo, cfg.seed)? {
         let SimFabric::Min(mr) = fabric else {
@@ -240,7 +297,7 @@ pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunR
         let d64: Vec<u64> = dests.iter().map(|&d| d as u64).collect();
         let plan = mcast_algorithms::min::two_pass(mr.net(), cfg.source as u64, &d64, start)
             .map_err(|e| SimError::Input(format!("{algo}: {e}")))?;
-        let inj = run_min(&mut net, &mut nodes, cost, m, &plan)?;
+        let inj = run_min(&mut net, &mut nodes, &mut bar, cost, m, &plan)?;
         ("min-two-pass".to_string(), inj)
     } else if let Some(pa) = path_algo(algo)? {
         let topo = fabric.topology().ok_or_else(|| {
@@ -273,7 +330,7 @@ pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunR
                 })),
             ));
         }
-        let inj = run_worms(&mut net, &mut nodes, cost, m, cfg.source, jobs)?;
+        let inj = run_worms(&mut net, &mut nodes, &mut bar, cost, m, cfg.source, jobs)?;
         (pa.to_string(), inj)
     } else {
         // `separate` (the `mcsim plan` name) is the runtime's `flat`.
@@ -297,6 +354,7 @@ pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunR
         let inj = run_ni(
             &mut net,
             &mut nodes,
+            &mut bar,
             cost,
             m,
             cfg.source,
@@ -307,6 +365,7 @@ pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunR
         )?;
         (a.to_string(), inj)
     };
+    drop(bar);
     // The exactly-once oracle.
     for (i, node) in nodes.iter().enumerate() {
         let is_dest = dests.binary_search(&i).is_ok();
@@ -380,6 +439,7 @@ fn to_host(node: &mut Node, cost: &CostModel, m: usize, j: usize, t: Time) {
 fn run_ni(
     net: &mut Net<Ev>,
     nodes: &mut [Node],
+    bar: &mut Progress,
     cost: &CostModel,
     m: usize,
     source: usize,
@@ -448,7 +508,7 @@ fn run_ni(
         &|j| t_hs + (j as Time + 1) * dma,
         &mut wire,
     );
-    while let Some(h) = net.step()? {
+    while let Some(h) = bar.step(net)? {
         match h {
             Happening::Arrived { node, packet, at } => {
                 let Some((from, wp)) = wire.get_mut(packet.id as usize).and_then(Option::take)
@@ -473,9 +533,11 @@ fn run_ni(
 /// One worm to inject: (phase, sender, header).
 type WormJob = (usize, usize, Header);
 
+#[allow(clippy::too_many_arguments)]
 fn run_worms(
     net: &mut Net<Ev>,
     nodes: &mut [Node],
+    bar: &mut Progress,
     cost: &CostModel,
     m: usize,
     source: usize,
@@ -517,7 +579,7 @@ fn run_worms(
             }
         };
     send_all(net, &mut nodes[source], source, 0, &mut pkt_of);
-    while let Some(h) = net.step()? {
+    while let Some(h) = bar.step(net)? {
         match h {
             Happening::Arrived { node, packet, at } => {
                 let Some(&j) = pkt_of.get(packet.id as usize) else {
@@ -546,6 +608,7 @@ fn run_worms(
 fn run_min(
     net: &mut Net<Ev>,
     nodes: &mut [Node],
+    bar: &mut Progress,
     cost: &CostModel,
     m: usize,
     plan: &mcast_algorithms::min::TwoPassPlan,
@@ -589,7 +652,7 @@ fn run_min(
             }
         }
     }
-    while let Some(h) = net.step()? {
+    while let Some(h) = bar.step(net)? {
         match h {
             Happening::Arrived { node, packet, at } => {
                 let Some(&(pass, j)) = meta.get(packet.id as usize) else {
@@ -633,6 +696,7 @@ mod tests {
             seed: 1,
             source: 0,
             forwarding: Forwarding::Fpfs,
+            progress: false,
         }
     }
 

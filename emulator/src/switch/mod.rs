@@ -124,87 +124,43 @@ struct BranchState {
     granted: bool,
 }
 
-/// A packet's branches; the first is stored inline, so a unicast hop does
-/// not allocate.
-#[derive(Debug, Default)]
-struct Branches {
-    first: Option<BranchState>,
-    rest: Vec<BranchState>,
-}
-
-impl Branches {
-    fn from_outs(outs: &mut Vec<Out>) -> Branches {
-        let state = |out| BranchState {
-            out,
-            granted: false,
-        };
-        if outs.len() == 1 {
-            // The common case (unicast): no iterator machinery.
-            return Branches {
-                first: outs.pop().map(state),
-                rest: Vec::new(),
-            };
-        }
-        let mut it = outs.drain(..).map(state);
-        let first = it.next();
-        Branches {
-            first,
-            rest: it.collect(),
-        }
-    }
-    fn len(&self) -> usize {
-        usize::from(self.first.is_some()) + self.rest.len()
-    }
-    fn get(&self, b: usize) -> &BranchState {
-        if b == 0 {
-            self.first.as_ref().expect("branch 0")
-        } else {
-            &self.rest[b - 1]
-        }
-    }
-    fn get_mut(&mut self, b: usize) -> &mut BranchState {
-        if b == 0 {
-            self.first.as_mut().expect("branch 0")
-        } else {
-            &mut self.rest[b - 1]
-        }
-    }
-    fn iter(&self) -> impl Iterator<Item = &BranchState> {
-        self.first.iter().chain(self.rest.iter())
-    }
-}
-
+/// A buffered packet.
 #[derive(Debug)]
 struct Slot {
     packet: Packet,
     arrived: Time,
-    branches: Branches,
-    pending: u16,
-    tail_free: Time,
-    /// When it was routed (its branches may leave from then).
-    ready: Time,
 }
 
 #[derive(Debug, Default)]
 struct InputVc {
+    /// This VC's input port and number (no division per packet).
+    port: u16,
+    vc: u16,
     queue: VecDeque<Slot>,
     /// The front slot has been routed (its branches wait at outputs).
     routed: bool,
-    /// The front slot's RouteDone timer is armed.
-    armed: bool,
     /// Earliest time the next head may be routed (the previous tail).
     busy_until: Time,
+    /// The routed front slot's branches (the vector is reused).
+    branches: Vec<BranchState>,
+    /// Of those, the ones not yet sent.
+    pending: u16,
+    /// When the front slot's tail has left on every sent branch.
+    tail_free: Time,
+    /// When the front slot was routed (its branches may leave from then).
+    ready: Time,
 }
 
 #[derive(Debug)]
 struct OutputPort {
-    link: Link,
     link_free: Time,
     /// Backfilling only: the link's reservations.
     resv: mcast::fabric::Timeline,
     credits: Vec<u32>,
     /// Waiting branches: (input VC index, branch index, VC class).
-    waiters: VecDeque<(u32, u16, u8)>,
+    waiters: Vec<(u32, u16, u8)>,
+    /// The link leads to a host (no credits, no VCs).
+    host: bool,
     /// The earliest retry timer armed and not yet fired (Time::MAX: none).
     armed_at: Time,
     /// Credits announced ahead of time: (effective time, vc, flits).
@@ -229,6 +185,16 @@ pub struct Blocked {
 
 const TOKEN_RETRY: u32 = 1 << 31;
 
+/// Drop a header, inline for the kinds that own nothing (the drop glue of
+/// [`Header`] is an out-of-line call on every hop otherwise).
+#[inline(always)]
+fn drop_header(h: Header) {
+    match h {
+        h @ (Header::Irregular(_) | Header::Path(_)) => drop(h),
+        h => std::mem::forget(h),
+    }
+}
+
 /// One switch.
 pub struct SwitchEngine {
     id: usize,
@@ -242,10 +208,21 @@ pub struct SwitchEngine {
     outputs: Vec<OutputPort>,
     actions: VecDeque<SwAction>,
     scratch: Vec<Out>,
+    /// Cached [`Routing::unicast_fast`] decisions by destination: port |
+    /// class << 8, [`UNI_NONE`] for none (empty: not cached).
+    uni: Vec<u16>,
+    /// Not cached, but the routing function has a fast path: ask it per
+    /// hop.
+    uni_ask: bool,
     /// Grant an output link in a gap before later reservations (socket
     /// fabric; see [`SwitchEngine::set_backfill`]).
     backfill: bool,
 }
+
+/// No cached unicast decision.
+const UNI_NONE: u16 = u16::MAX;
+/// Fabrics up to this many hosts get a per-switch unicast decision cache.
+const UNI_CACHE_MAX: usize = 1024;
 
 impl std::fmt::Debug for SwitchEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -264,11 +241,11 @@ impl SwitchEngine {
             .map(|port| {
                 let link = routing.link(id, port);
                 OutputPort {
-                    link,
                     link_free: 0,
                     resv: mcast::fabric::Timeline::default(),
                     credits: vec![p.buf; p.vcs as usize],
-                    waiters: VecDeque::new(),
+                    waiters: Vec::new(),
+                    host: matches!(link, Link::Host(_)),
                     armed_at: Time::MAX,
                     pending: Vec::new(),
                     next_vc: 0,
@@ -280,28 +257,50 @@ impl SwitchEngine {
             let c = (c as u16).min(classes - 1);
             (c * v / classes, (c + 1) * v / classes)
         });
+        let nodes = routing.nodes();
+        // Fabrics without a fast path (the default) get neither a cache
+        // nor a call per hop.
+        let has_fast = (0..nodes.min(8)).any(|d| routing.unicast_fast(id, d).is_some());
+        let mut uni: Vec<u16> = Vec::new();
+        if has_fast && nodes <= UNI_CACHE_MAX {
+            uni = (0..nodes)
+                .map(|d| match routing.unicast_fast(id, d) {
+                    Some((port, class)) if port < 0x100 && class < 0x7f => {
+                        port | u16::from(class) << 8
+                    }
+                    _ => UNI_NONE,
+                })
+                .collect();
+        }
+        let uni_ask = has_fast && uni.is_empty();
         SwitchEngine {
             id,
             routing,
+            uni,
+            uni_ask,
+            backfill: false,
             p,
             classes,
             ranges,
             inputs: (0..ports * p.vcs as usize)
-                .map(|_| InputVc::default())
+                .map(|idx| InputVc {
+                    port: (idx / p.vcs as usize) as u16,
+                    vc: (idx % p.vcs as usize) as u16,
+                    ..InputVc::default()
+                })
                 .collect(),
             outputs,
             actions: VecDeque::new(),
             scratch: Vec::new(),
-            backfill: false,
         }
     }
 
     /// Backfilling, for a driver that hands events over in wall-clock
     /// order with virtual timestamps (the socket fabric): an output link is
     /// granted in the earliest gap of its reservations at or after a
-    /// packet's ready time, a head is routed at its own arrival plus t_r
-    /// (not after the previous tail in its FIFO), and credits count buffer
-    /// space without a time. So a packet that is later in virtual time but
+    /// packet's routing, a head is routed at its own arrival plus t_r (not
+    /// after the previous tail in its FIFO), and credits count buffer space
+    /// without a time. So a packet that is later in virtual time but
     /// reached the switch first does not push earlier ones behind it, and
     /// link contention is still charged in virtual time; what is lost is
     /// the virtual-time cost of waiting for buffer space (the buffers still
@@ -315,6 +314,12 @@ impl SwitchEngine {
     /// The next action, if any.
     pub fn poll_action(&mut self) -> Option<SwAction> {
         self.actions.pop_front()
+    }
+
+    /// Actions are waiting for [`SwitchEngine::poll_action`].
+    #[inline]
+    pub fn has_actions(&self) -> bool {
+        !self.actions.is_empty()
     }
 
     /// The VC range of class `c`.
@@ -348,10 +353,6 @@ impl SwitchEngine {
         input.queue.push_back(Slot {
             packet,
             arrived: arrived.min(now),
-            branches: Branches::default(),
-            pending: 0,
-            tail_free: 0,
-            ready: 0,
         });
         if input.queue.len() == 1 {
             self.arm_route(idx, now);
@@ -364,19 +365,23 @@ impl SwitchEngine {
         let Some(front) = input.queue.front() else {
             return;
         };
-        // Backfilling: a head is not held behind the previous tail in
-        // virtual time (the FIFO is in wall-clock order, which need not be
-        // virtual-time order); the structural FIFO order stays.
-        let at = if self.backfill {
-            front.arrived + t_r
-        } else {
-            (front.arrived + t_r).max(input.busy_until).max(now)
-        };
-        input.armed = true;
-        if at <= now {
-            // (Backfilling: routed at its own time, which may be before
-            // the event that let it reach the front.)
-            self.route(idx, at);
+        if self.backfill {
+            // Routed at its own time, which may be before the event that
+            // let it reach the front (the FIFO is in wall-clock order).
+            let at = front.arrived + t_r;
+            if at <= now {
+                self.route(idx, at);
+            } else {
+                self.actions.push_back(SwAction::Timer {
+                    at,
+                    token: idx as u32,
+                });
+            }
+            return;
+        }
+        let at = (front.arrived + t_r).max(input.busy_until).max(now);
+        if at == now {
+            self.route(idx, now);
         } else {
             self.actions.push_back(SwAction::Timer {
                 at,
@@ -396,9 +401,7 @@ impl SwitchEngine {
     /// arrive saves an event per packet-hop; the timing is the same as
     /// [`SwitchEngine::credit_in`] at `at`.
     pub fn credit_in_at(&mut self, now: Time, at: Time, port: u16, vc: u16, flits: u32) {
-        // Backfilling: credits count buffer space in wall-clock order only
-        // (a credit freed by a packet later in virtual time must not hold
-        // back an earlier one); see `set_backfill`.
+        // Backfilling: credits count buffer space in wall-clock order only.
         let at = if self.backfill { now } else { at };
         let Some(o) = self.outputs.get_mut(port as usize) else {
             return;
@@ -433,6 +436,7 @@ impl SwitchEngine {
         });
     }
 
+    #[inline(always)]
     fn absorb(&mut self, port: usize, now: Time) {
         let buf = self.p.buf;
         let o = &mut self.outputs[port];
@@ -468,16 +472,55 @@ impl SwitchEngine {
     }
 
     fn route(&mut self, idx: usize, now: Time) {
-        let vcs = self.p.vcs as usize;
-        let in_port = idx / vcs;
         let input = &mut self.inputs[idx];
-        input.armed = false;
+        let in_port = input.port as usize;
         if input.routed {
             return;
         }
-        let Some(front) = input.queue.front_mut() else {
+        let Some(front) = input.queue.front() else {
             return;
         };
+        if let Header::Unicast { dest } = front.packet.header {
+            let fast = if self.uni_ask {
+                self.routing.unicast_fast(self.id, dest as usize)
+            } else {
+                match self.uni.get(dest as usize) {
+                    Some(&e) if e != UNI_NONE => Some((e & 0xff, (e >> 8) as u8)),
+                    _ => None,
+                }
+            };
+            if let Some((port, class)) = fast {
+                if (port as usize) < self.outputs.len() {
+                    input.routed = true;
+                    input.pending = 1;
+                    input.tail_free = now;
+                    input.ready = now;
+                    input.branches.clear();
+                    input.branches.push(BranchState {
+                        out: Out {
+                            port,
+                            class,
+                            header: Header::Unicast { dest },
+                        },
+                        granted: false,
+                    });
+                    let port = port as usize;
+                    // Nobody else waits and the link is free: go now if a
+                    // VC has credits (what try_output would pick).
+                    let o = &self.outputs[port];
+                    if o.waiters.is_empty() && (o.link_free <= now || self.backfill) {
+                        self.absorb(port, now);
+                        if let Some(vc) = self.free_vc(port, class) {
+                            self.grant(port, idx, 0, vc, now);
+                            return;
+                        }
+                    }
+                    self.outputs[port].waiters.push((idx as u32, 0, class));
+                    self.try_output(port, now);
+                    return;
+                }
+            }
+        }
         self.scratch.clear();
         let r = self
             .routing
@@ -497,7 +540,7 @@ impl SwitchEngine {
             });
             self.actions.push_back(SwAction::Credit {
                 port: in_port as u16,
-                vc: (idx % vcs) as u16,
+                vc: input.vc,
                 flits: self.p.flits,
                 at: now,
             });
@@ -506,22 +549,22 @@ impl SwitchEngine {
             return;
         }
         input.routed = true;
-        front.pending = self.scratch.len() as u16;
-        front.tail_free = now;
-        front.ready = now;
-        front.branches = Branches::from_outs(&mut self.scratch);
-        let count = front.branches.len();
+        input.pending = self.scratch.len() as u16;
+        input.tail_free = now;
+        input.ready = now;
+        input.branches.clear();
+        input
+            .branches
+            .extend(self.scratch.drain(..).map(|out| BranchState {
+                out,
+                granted: false,
+            }));
+        let count = input.branches.len();
         for b in 0..count {
-            let out = &self.inputs[idx]
-                .queue
-                .front()
-                .expect("routed front")
-                .branches
-                .get(b)
-                .out;
+            let out = &self.inputs[idx].branches[b].out;
             let (port, class) = (out.port as usize, out.class);
             match self.outputs.get_mut(port) {
-                Some(o) => o.waiters.push_back((idx as u32, b as u16, class)),
+                Some(o) => o.waiters.push((idx as u32, b as u16, class)),
                 None => {
                     // Cannot happen with a well-formed routing function;
                     // treat the branch as sent to nowhere.
@@ -530,13 +573,11 @@ impl SwitchEngine {
             }
         }
         for b in 0..count {
-            let Some(front) = self.inputs[idx].queue.front() else {
-                break;
-            };
-            if front.branches.len() <= b {
+            let input = &self.inputs[idx];
+            if input.queue.is_empty() || input.branches.len() <= b {
                 break;
             }
-            let port = front.branches.get(b).out.port as usize;
+            let port = input.branches[b].out.port as usize;
             if port < self.outputs.len() {
                 self.try_output(port, now);
             }
@@ -544,29 +585,143 @@ impl SwitchEngine {
     }
 
     fn grant_none(&mut self, idx: usize, b: u16, now: Time) {
-        let front = self.inputs[idx].queue.front_mut().expect("routed front");
-        front.branches.get_mut(b as usize).granted = true;
-        front.pending -= 1;
-        if front.pending == 0 {
+        let input = &mut self.inputs[idx];
+        input.branches[b as usize].granted = true;
+        input.pending -= 1;
+        if input.pending == 0 {
             self.finish(idx, now);
         }
     }
 
     /// The front packet of input `idx` has sent its last branch: free it.
     fn finish(&mut self, idx: usize, now: Time) {
-        let vcs = self.p.vcs as usize;
         let input = &mut self.inputs[idx];
         let slot = input.queue.pop_front().expect("front exists");
+        drop_header(slot.packet.header);
+        while let Some(b) = input.branches.pop() {
+            drop_header(b.out.header);
+        }
         input.routed = false;
-        input.busy_until = slot.tail_free;
+        input.busy_until = input.tail_free;
         self.actions.push_back(SwAction::Credit {
-            port: (idx / vcs) as u16,
-            vc: (idx % vcs) as u16,
+            port: input.port,
+            vc: input.vc,
             flits: self.p.flits,
-            at: slot.tail_free,
+            at: input.tail_free,
         });
         if !self.inputs[idx].queue.is_empty() {
             self.arm_route(idx, now);
+        }
+    }
+
+    /// A VC of class `class` at output `port` with credits for a packet
+    /// (round robin from the port's `next_vc` within the class); VC 0 on a
+    /// host port.
+    #[inline(always)]
+    fn free_vc(&self, port: usize, class: u8) -> Option<u16> {
+        let o = &self.outputs[port];
+        if o.host {
+            return Some(0);
+        }
+        let flits = self.p.flits;
+        let (lo, hi) = self.class_range(class);
+        let credits = o.credits.get(lo as usize..hi as usize)?;
+        let span = credits.len();
+        if span == 0 {
+            return None;
+        }
+        // VCs lo + (start + i) % span for i in 0..span.
+        let start = if span.is_power_of_two() {
+            o.next_vc as usize & (span - 1)
+        } else {
+            o.next_vc as usize % span
+        };
+        let (before, after) = credits.split_at(start);
+        if let Some(k) = after.iter().position(|&c| c >= flits) {
+            return Some(lo + (start + k) as u16);
+        }
+        before
+            .iter()
+            .position(|&c| c >= flits)
+            .map(|k| lo + k as u16)
+    }
+
+    /// The first waiter at output `port` with a free VC of its class, and
+    /// that VC.
+    #[inline]
+    fn pick(&self, port: usize) -> Option<(usize, u16)> {
+        let o = &self.outputs[port];
+        if o.host {
+            return (!o.waiters.is_empty()).then_some((0, 0));
+        }
+        // Classes already found without a free VC in this scan (the
+        // credits do not change during it).
+        let mut full: u64 = 0;
+        for (w, &(_, _, class)) in o.waiters.iter().enumerate() {
+            let bit = 1u64.checked_shl(u32::from(class)).unwrap_or(0);
+            if full & bit != 0 {
+                continue;
+            }
+            if let Some(vc) = self.free_vc(port, class) {
+                return Some((w, vc));
+            }
+            let (lo, hi) = self.class_range(class);
+            if hi > lo {
+                full |= bit;
+            }
+        }
+        None
+    }
+
+    /// Branch `b` of input `idx`'s front packet leaves on output `port`,
+    /// VC `vc`, now.
+    #[inline]
+    fn grant(&mut self, port: usize, idx: usize, b: usize, vc: u16, now: Time) {
+        let ser = self.p.ser;
+        // Backfilling: the first gap at or after the packet's routing.
+        let now = if self.backfill {
+            let ready = self.inputs[idx].ready;
+            self.outputs[port].resv.fit(ready, ser)
+        } else {
+            now
+        };
+        let o = &mut self.outputs[port];
+        let host = o.host;
+        o.link_free = o.link_free.max(now + ser);
+        if self.backfill {
+            o.resv.reserve(now, now + ser);
+        }
+        o.next_vc = o.next_vc.wrapping_add(1);
+        if !host {
+            o.credits[vc as usize] -= self.p.flits;
+        }
+        let input = &mut self.inputs[idx];
+        let br = &mut input.branches[b];
+        br.granted = true;
+        let header = std::mem::replace(&mut br.out.header, Header::Consumed);
+        let packet = Packet {
+            id: input.queue.front().expect("routed front").packet.id,
+            header,
+        };
+        input.pending -= 1;
+        input.tail_free = input.tail_free.max(now + ser);
+        let done = input.pending == 0;
+        self.actions.push_back(if host {
+            SwAction::Deliver {
+                port: port as u16,
+                at: now,
+                packet,
+            }
+        } else {
+            SwAction::Send {
+                port: port as u16,
+                vc,
+                at: now,
+                packet,
+            }
+        });
+        if done {
+            self.finish(idx, now);
         }
     }
 
@@ -577,56 +732,14 @@ impl SwitchEngine {
                 return;
             }
             // Backfilling grants each branch in the first gap at or after
-            // its packet's routing (see `set_backfill`); no waiting here.
+            // its packet's routing (see `set_backfill`): no waiting here.
             if o.link_free > now && !self.backfill {
                 let at = o.link_free;
                 self.arm(port, at, now);
                 return;
             }
             self.absorb(port, now);
-            let o = &self.outputs[port];
-            // The first waiter with a free VC of its class.
-            let host = matches!(o.link, Link::Host(_));
-            let mut pick = None;
-            // Classes already found without a free VC in this scan (the
-            // credits do not change during it).
-            let mut full: u64 = 0;
-            for (w, &(_, _, class)) in self.outputs[port].waiters.iter().enumerate() {
-                if host {
-                    pick = Some((w, 0u16));
-                    break;
-                }
-                let bit = 1u64.checked_shl(u32::from(class)).unwrap_or(0);
-                if full & bit != 0 {
-                    continue;
-                }
-                let (lo, hi) = self.class_range(class);
-                let o = &self.outputs[port];
-                let span = hi - lo;
-                if span == 0 {
-                    continue;
-                }
-                // VCs lo + (start + i) % span for i in 0..span, wrapping
-                // without a division per VC.
-                let mut k = if span == 1 { 0 } else { o.next_vc % span };
-                let mut found = None;
-                for _ in 0..span {
-                    if o.credits[(lo + k) as usize] >= self.p.flits {
-                        found = Some(lo + k);
-                        break;
-                    }
-                    k += 1;
-                    if k == span {
-                        k = 0;
-                    }
-                }
-                if let Some(v) = found {
-                    pick = Some((w, v));
-                    break;
-                }
-                full |= bit;
-            }
-            let Some((w, vc)) = pick else {
+            let Some((w, vc)) = self.pick(port) else {
                 // Wait for the earliest announced credit, if any.
                 if let Some(t) = self.outputs[port].pending.iter().map(|p| p.0).min() {
                     self.arm(port, t, now);
@@ -634,62 +747,12 @@ impl SwitchEngine {
                 return;
             };
             let waiters = &mut self.outputs[port].waiters;
-            let (idx, b, _) = if w == 0 {
-                waiters.pop_front()
+            let (idx, b, _) = if w + 1 == waiters.len() {
+                waiters.pop().expect("picked waiter")
             } else {
                 waiters.remove(w)
-            }
-            .expect("picked waiter");
-            let ser = self.p.ser;
-            let now = if self.backfill {
-                let ready = self.inputs[idx as usize]
-                    .queue
-                    .front()
-                    .map_or(now, |s| s.ready);
-                self.outputs[port].resv.fit(ready, ser)
-            } else {
-                now
             };
-            let o = &mut self.outputs[port];
-            o.link_free = o.link_free.max(now + ser);
-            if self.backfill {
-                o.resv.reserve(now, now + ser);
-            }
-            o.next_vc = o.next_vc.wrapping_add(1);
-            if !host {
-                o.credits[vc as usize] -= self.p.flits;
-            }
-            let slot = self.inputs[idx as usize]
-                .queue
-                .front_mut()
-                .expect("routed front");
-            let br = slot.branches.get_mut(b as usize);
-            br.granted = true;
-            let header = std::mem::replace(&mut br.out.header, Header::Consumed);
-            let packet = Packet {
-                id: slot.packet.id,
-                header,
-            };
-            slot.pending -= 1;
-            slot.tail_free = slot.tail_free.max(now + ser);
-            let done = slot.pending == 0;
-            self.actions.push_back(if host {
-                SwAction::Deliver {
-                    port: port as u16,
-                    at: now,
-                    packet,
-                }
-            } else {
-                SwAction::Send {
-                    port: port as u16,
-                    vc,
-                    at: now,
-                    packet,
-                }
-            });
-            if done {
-                self.finish(idx as usize, now);
-            }
+            self.grant(port, idx as usize, b as usize, vc, now);
         }
     }
 
@@ -701,8 +764,8 @@ impl SwitchEngine {
             if !input.routed {
                 continue;
             }
-            if let Some(front) = input.queue.front() {
-                for b in front.branches.iter().filter(|b| !b.granted) {
+            if !input.queue.is_empty() {
+                for b in input.branches.iter().filter(|b| !b.granted) {
                     out.push(Blocked {
                         switch: self.id,
                         in_port: (idx / vcs) as u16,

@@ -127,6 +127,13 @@ pub trait Routing: Send + Sync {
     /// Switches a unicast from `from` to `to` traverses (for the zero-load
     /// formula); `None` if unknown.
     fn switch_hops(&self, from: usize, to: usize) -> Option<usize>;
+    /// A fast path for [`Header::Unicast`]: `Some((port, class))` when
+    /// [`Routing::route`] would give exactly one branch on `port` in
+    /// `class`, carrying the header unchanged. `None` (the default): call
+    /// [`Routing::route`]. Engines may cache these decisions.
+    fn unicast_fast(&self, _switch: usize, _dest: usize) -> Option<(u16, u8)> {
+        None
+    }
 }
 
 /// Tori, meshes and hypercubes.
@@ -407,6 +414,20 @@ impl Routing for DirectRouting {
     }
     fn switch_hops(&self, from: usize, to: usize) -> Option<usize> {
         self.topo.distance(from, to).ok().map(|d| d + 1)
+    }
+    #[inline]
+    fn unicast_fast(&self, switch: usize, dest: usize) -> Option<(u16, u8)> {
+        let n = self.topo.nodes();
+        if switch >= n || dest >= n {
+            return None;
+        }
+        let (port, class) = if let Some(f) = &self.full {
+            let e = f[switch * n + dest];
+            ((e & 0xff) as usize, (e >> 8) as u8)
+        } else {
+            self.table.as_ref()?.step(switch, dest)
+        };
+        Some((port as u16, class))
     }
 }
 
