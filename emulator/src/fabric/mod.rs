@@ -49,13 +49,17 @@
 //! virtual time. After a batch of external events (frames in), a switch
 //! runs its engine to quiescence: the batch and every timer the engine arms
 //! go through one min-heap in virtual-time order until it is empty — no
-//! waiting in wall time. The model time is **exact** when packets meet
-//! every resource (links, VC buffers, NIs) in virtual-time order, e.g. a
-//! single unicast or worm in an unloaded fabric: then the delivered stamp
-//! equals the simulator's. Otherwise it is an approximation: contention is
-//! resolved in wall-clock order, so a packet that arrives later in wall
-//! time but earlier in virtual time may queue behind one that is later in
-//! virtual time.
+//! waiting in wall time. Because events come in wall-clock order, the
+//! engines run with [`crate::switch::SwitchEngine::set_backfill`]: each
+//! link keeps its reservations in virtual time and a packet takes the
+//! first gap at or after its routing, heads are routed at their own
+//! arrival plus t_r, and credits count buffer space without a time. So a
+//! packet that is later in virtual time but got to a switch first does not
+//! delay earlier ones, and the model time is **exact** whenever uses of a
+//! link do not truly overlap in virtual time (a unicast, a worm, one bcast
+//! in an idle fabric: the delivered stamps equal the simulator's). When
+//! they do overlap, the first in wall time wins; waiting for buffer space
+//! costs no virtual time (the buffers still bound the fabric in wall time).
 //!
 //! # Payloads
 //! The engines only see `Packet { id, header }`. Each switch keeps the
