@@ -168,3 +168,19 @@ fn mcbench_reports_model_latency_beside_wall_time() {
     let m = |i: usize| rows[i]["model_max_us"].as_f64().unwrap_or(0.0);
     assert!(m(8) > m(0), "{out}");
 }
+
+#[test]
+fn a_dead_rank_is_named_through_the_fabric() {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["--fabric", "crossbar:4", "-n", "4", "--timeout", "60"])
+        .args(["--on-failure", "continue"])
+        .arg(bin("mcast-selftest"))
+        .args(["--crash-rank", "2", "--sizes", "1"]);
+    let out = run_bounded(cmd, Duration::from_secs(90));
+    let (o, e) = text(&out);
+    assert!(!out.status.success(), "{o}\n{e}");
+    assert!(
+        e.contains("rank 2 was lost") && e.contains("reported by the fabric"),
+        "{e}"
+    );
+}
