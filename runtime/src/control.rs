@@ -125,6 +125,8 @@ pub fn tree_name((code, k): (u8, u16)) -> String {
         4 => "maxport".into(),
         5 => "combine".into(),
         6 => "wsort".into(),
+        crate::worms::WORM_TREE_CODE => crate::worms::Worm::from_code(u32::from(k))
+            .map_or_else(|| format!("worm scheme {k}"), |w| w.to_string()),
         other => format!("tree code {other}"),
     }
 }

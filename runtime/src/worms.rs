@@ -326,6 +326,11 @@ mod tests {
             }]);
             assert_eq!(Worm::of_route(&r).unwrap().unwrap(), w);
         }
+        let w: Worm = "tree-worm".parse().unwrap();
+        assert_eq!(
+            crate::control::tree_name((WORM_TREE_CODE, w.code() as u16)),
+            "tree-worm"
+        );
         assert!("ssr-bogus".parse::<Worm>().is_err());
         assert!("mtorus-u:1".parse::<Worm>().is_err());
         assert_eq!(Worm::from_code(9), None);
