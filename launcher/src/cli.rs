@@ -86,7 +86,7 @@ pub struct Cli {
     /// Run every packet through an emulated switch fabric: mclaunch starts
     /// the switches and attaches rank i to host port i. SPEC is
     /// `torus:4x4[:uni]`, `mesh:4x4`, `hypercube:4`, `irregular:...`,
-    /// `min:5` (an omega network of 32 nodes) or `crossbar:N`, optionally
+    /// `min:5` (a 5-stage banyan MIN of 32 nodes; `min:5:omega` for the omega wiring) or `crossbar:N`, optionally
     /// with cost knobs (`torus:4x4@preset=ncube2,num_vcs=4`). Messages then
     /// carry a model latency (`Received::model_latency`), and the worm
     /// algorithms the fabric supports become usable. Sets MCAST_FABRIC.
