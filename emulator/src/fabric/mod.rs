@@ -389,58 +389,20 @@ impl FabricServer {
             SimFabric::Crossbar(_) => FabricKind::Crossbar,
             SimFabric::Min(m) => FabricKind::Min(m.net().stages()),
         };
-        let classes = routing.vc_classes().max(1) as u64;
-        let vcs = if cost.num_vcs == 0 {
-            classes
-        } else {
-            cost.num_vcs
-        };
-        if vcs < classes || vcs > u64::from(u16::MAX) {
-            return Err(FabricError::Spec(format!(
-                "num_vcs = {vcs} but the fabric's routing uses {classes} VC classes"
-            )));
-        }
+        let params =
+            SwitchParams::from_cost(&cost, routing.vc_classes()).map_err(FabricError::Spec)?;
         let to_u32 = |x: u64, what: &str| {
             u32::try_from(x).map_err(|_| FabricError::Spec(format!("{what} = {x} is too large")))
-        };
-        let params = SwitchParams {
-            t_r: cost.t_r(),
-            ser: cost.serialization(),
-            flits: to_u32(cost.packet_flits, "packet_flits")?,
-            buf: to_u32(cost.vc_buf_flits, "vc_buf_flits")?,
-            vcs: vcs as u16,
         };
         let packet_bytes = to_u32(
             cost.packet_flits.saturating_mul(cost.flit_bytes),
             "packet bytes",
         )?;
-        let n_sw = routing.switches();
         let ports = routing.ports();
         if ports > usize::from(u16::MAX) {
             return Err(FabricError::Spec(format!("{ports} ports per switch")));
         }
-        let mut links = Vec::with_capacity(n_sw * ports);
-        for s in 0..n_sw {
-            for p in 0..ports {
-                links.push(routing.link(s, p));
-            }
-        }
-        let mut ups = vec![Link::Open; n_sw * ports];
-        for s in 0..n_sw {
-            for p in 0..ports {
-                if let Link::Switch { switch, port } = links[s * ports + p] {
-                    if switch < n_sw && port < ports {
-                        ups[switch * ports + port] = Link::Switch { switch: s, port: p };
-                    }
-                }
-            }
-        }
-        for node in 0..nodes {
-            let (s, p) = routing.attach(node);
-            if s < n_sw && p < ports {
-                ups[s * ports + p] = Link::Host(node);
-            }
-        }
+        let (links, ups) = crate::switch::link_tables(routing.as_ref());
         let welcome = FabricWelcome {
             version: FABRIC_VERSION,
             node: 0,

@@ -193,55 +193,14 @@ impl<U> Net<U> {
     /// An inconsistent cost model, or fewer VCs than the fabric's classes.
     pub fn new(routing: Arc<dyn Routing>, cost: &CostModel) -> Result<Net<U>, SimError> {
         cost.validate()?;
-        let classes = routing.vc_classes().max(1) as u64;
-        let vcs = if cost.num_vcs == 0 {
-            classes
-        } else {
-            cost.num_vcs
-        };
-        if vcs < classes {
-            return Err(SimError::Input(format!(
-                "num_vcs = {vcs} but the fabric's routing uses {classes} VC classes \
-                 (set dateline = 0 to run with one class, which may deadlock)"
-            )));
-        }
-        let to_u32 = |x: u64, what: &str| {
-            u32::try_from(x).map_err(|_| SimError::Input(format!("{what} = {x} is too large")))
-        };
-        let params = SwitchParams {
-            t_r: cost.t_r(),
-            ser: cost.serialization(),
-            flits: to_u32(cost.packet_flits, "packet_flits")?,
-            buf: to_u32(cost.vc_buf_flits, "vc_buf_flits")?,
-            vcs: vcs as u16,
-        };
+        let params =
+            SwitchParams::from_cost(cost, routing.vc_classes()).map_err(SimError::Input)?;
         let n_sw = routing.switches();
         let ports = routing.ports();
         let switches = (0..n_sw)
             .map(|s| SwitchEngine::new(s, routing.clone(), params))
             .collect();
-        let links: Vec<Vec<Link>> = (0..n_sw)
-            .map(|s| (0..ports).map(|p| routing.link(s, p)).collect())
-            .collect();
-        // Who feeds each input port: the upstream switch of a link, or the
-        // host attached there (hosts inject where `attach` says, which on a
-        // MIN is not where they receive).
-        let mut ups = vec![vec![Link::Open; ports]; n_sw];
-        for (s, row) in links.iter().enumerate() {
-            for (p, l) in row.iter().enumerate() {
-                if let Link::Switch { switch, port } = *l {
-                    if switch < n_sw && port < ports {
-                        ups[switch][port] = Link::Switch { switch: s, port: p };
-                    }
-                }
-            }
-        }
-        for node in 0..routing.nodes() {
-            let (s, p) = routing.attach(node);
-            if s < n_sw && p < ports {
-                ups[s][p] = Link::Host(node);
-            }
-        }
+        let (links, ups) = crate::switch::link_tables(routing.as_ref());
         let nis = (0..routing.nodes())
             .map(|node| {
                 let (sw, port) = routing.attach(node);
@@ -267,8 +226,8 @@ impl<U> Net<U> {
             switches,
             nis,
             ports,
-            links: links.concat(),
-            ups: ups.concat(),
+            links,
+            ups,
             queue: queue::EventQueue::new(),
             now: 0,
             last_progress: 0,
