@@ -294,13 +294,14 @@ impl Inbox {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// NI side: deliver a batch of packets. Returns the mismatch notices to
-    /// send to every peer.
+    /// [`Inbox::deliver_stamped`] without model time (the tests' shorthand).
+    #[cfg(test)]
     pub fn deliver(&self, packets: impl IntoIterator<Item = Packet>) -> Vec<Control> {
         self.deliver_stamped(packets.into_iter().map(|p| (p, None)))
     }
 
-    /// [`Inbox::deliver`], with each packet's model time (fabric mode).
+    /// NI side: deliver a batch of packets, each with its model time in
+    /// fabric mode. Returns the mismatch notices to send to every peer.
     pub fn deliver_stamped(
         &self,
         packets: impl IntoIterator<Item = (Packet, Option<Stamp>)>,

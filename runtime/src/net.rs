@@ -508,58 +508,7 @@ impl Net {
             job_id,
             // The fabric beats every quarter of its own bound.
             cfg.failure_timeout.mul_f64(0.9),
-            move |from, p, arrival, post| {
-                let Some(f) = rsh.fabric.as_ref() else {
-                    return;
-                };
-                match p.header.kind {
-                    Kind::Control => {
-                        // Untimed: control messages take no model time.
-                        match Control::decode(&p.payload) {
-                            Ok(msg) => {
-                                for notice in rsh.inbox.control(from, msg) {
-                                    send_control(&rsh, &notice);
-                                }
-                            }
-                            Err(e) => rsh.inbox.lost(
-                                from,
-                                format!("protocol violation: malformed control message: {e}"),
-                            ),
-                        }
-                        return;
-                    }
-                    Kind::Heartbeat | Kind::Bye => return,
-                    Kind::Bcast | Kind::Multicast | Kind::P2p => {}
-                }
-                let ready = f.received(arrival);
-                if let Some(worm) = crate::worms::Worm::of_route(&p.route) {
-                    let got = worm
-                        .map_err(|e| e.to_string())
-                        .and_then(|w| f.worm_in(rsh.me, rsh.size, w, p, post));
-                    match got {
-                        Ok(Some(p)) => {
-                            let stamp = f.delivered(ready, post);
-                            for notice in rsh.inbox.deliver_stamped([(p, Some(stamp))]) {
-                                send_control(&rsh, &notice);
-                            }
-                        }
-                        Ok(None) => {}
-                        Err(e) => rsh
-                            .inbox
-                            .lost(from, format!("protocol violation: bad worm packet: {e}")),
-                    }
-                    return;
-                }
-                let res = with_engine(&rsh, Ambient::Forward { ready, post }, |eng| {
-                    eng.packet_in(from, p)
-                });
-                if let Err(e) = res {
-                    rsh.inbox.lost(
-                        from,
-                        format!("protocol violation: bad packet through the fabric: {e}"),
-                    );
-                }
-            },
+            move |from, p, arrival, post| fabric_packet_in(&rsh, from, p, arrival, post),
         ));
         drop(_guard);
         let drive = Arc::new(Drive::new(rt, cfg.spin));
@@ -1016,6 +965,64 @@ fn send_control(sh: &Shared, msg: &Control) {
     }
 }
 
+/// Fabric mode: packet `p` from rank `from` reached this NI at `arrival`
+/// (model time) for a message posted at `post`.
+fn fabric_packet_in(sh: &Shared, from: usize, p: Packet, arrival: u64, post: u64) {
+    let Some(f) = sh.fabric.as_ref() else {
+        return;
+    };
+    match p.header.kind {
+        // Untimed: control messages take no model time.
+        Kind::Control => {
+            if let Err(e) = control_in(sh, from, &p.payload) {
+                sh.inbox.lost(from, format!("protocol violation: {e}"));
+            }
+            return;
+        }
+        Kind::Heartbeat | Kind::Bye => return,
+        Kind::Bcast | Kind::Multicast | Kind::P2p => {}
+    }
+    let ready = f.received(arrival);
+    if let Some(worm) = crate::worms::Worm::of_route(&p.route) {
+        let got = worm
+            .map_err(|e| e.to_string())
+            .and_then(|w| f.worm_in(sh.me, sh.size, w, p, post));
+        match got {
+            Ok(Some(p)) => deliver(sh, [(p, Some(f.delivered(ready, post)))]),
+            Ok(None) => {}
+            Err(e) => sh
+                .inbox
+                .lost(from, format!("protocol violation: bad worm packet: {e}")),
+        }
+        return;
+    }
+    let res = with_engine(sh, Ambient::Forward { ready, post }, |eng| {
+        eng.packet_in(from, p)
+    });
+    if let Err(e) = res {
+        sh.inbox.lost(
+            from,
+            format!("protocol violation: bad packet through the fabric: {e}"),
+        );
+    }
+}
+
+/// A control message from rank `from`; `Err` says why it is malformed.
+fn control_in(sh: &Shared, from: usize, payload: &[u8]) -> Result<(), String> {
+    let msg = Control::decode(payload).map_err(|e| format!("malformed control message: {e}"))?;
+    for notice in sh.inbox.control(from, msg) {
+        send_control(sh, &notice);
+    }
+    Ok(())
+}
+
+/// Hand packets to the host, announcing any mismatch they reveal.
+fn deliver(sh: &Shared, packets: impl IntoIterator<Item = (Packet, Option<crate::inbox::Stamp>)>) {
+    for notice in sh.inbox.deliver_stamped(packets) {
+        send_control(sh, &notice);
+    }
+}
+
 /// Run `f` on the engine, then carry out what it queued: the sends on the
 /// writers, then the deliveries to the host in one batch (and announce any
 /// mismatch the delivery revealed). `amb` says when, in model time, the
@@ -1044,12 +1051,7 @@ fn with_engine<T>(sh: &Shared, amb: Ambient, f: impl FnOnce(&mut NiEngine) -> T)
                 Ambient::Forward { ready, post } => Some(fab.delivered(ready, post)),
                 _ => None,
             };
-            let notices = sh
-                .inbox
-                .deliver_stamped(deliveries.into_iter().map(|p| (p, stamp)));
-            for notice in notices {
-                send_control(sh, &notice);
-            }
+            deliver(sh, deliveries.into_iter().map(|p| (p, stamp)));
         }
         return r;
     }
@@ -1063,9 +1065,7 @@ fn with_engine<T>(sh: &Shared, amb: Ambient, f: impl FnOnce(&mut NiEngine) -> T)
         }
     }
     if !deliveries.is_empty() {
-        for notice in sh.inbox.deliver(deliveries) {
-            send_control(sh, &notice);
-        }
+        deliver(sh, deliveries.into_iter().map(|p| (p, None)));
     }
     r
 }
@@ -1286,12 +1286,8 @@ async fn reader(
                 continue;
             }
             Kind::Control => {
-                let msg = match Control::decode(&payload) {
-                    Ok(m) => m,
-                    Err(e) => return violation(format!("malformed control message: {e}")),
-                };
-                for notice in inbox.control(peer, msg) {
-                    send_control(&sh, &notice);
+                if let Err(e) = control_in(&sh, peer, &payload) {
+                    return violation(e);
                 }
                 continue;
             }
