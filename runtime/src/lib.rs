@@ -21,7 +21,6 @@ pub mod control;
 mod drive;
 pub mod engine;
 pub mod error;
-mod fablink;
 pub mod fabric;
 mod inbox;
 mod net;
