@@ -7,6 +7,10 @@
 //! fed to the engine as if it came from its sender. So every packet crosses
 //! emulated switches and links over real sockets.
 //!
+//! [`FabricState`] is this transport's [`Links`]; [`join`] starts it, and its
+//! reader hands every packet to the intake (`super::intake`) like the
+//! mesh's readers do, with model time charged on the way in.
+//!
 //! # Model time
 //! Each packet carries a virtual time in cycles of the fabric's cost model
 //! (see `mcast::fabric`). This side models the host and the NI processor

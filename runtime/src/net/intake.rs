@@ -8,8 +8,9 @@
 //! (opening a shared-memory descriptor, charging model time), which passes it
 //! on to the engine through [`Host`].
 //!
-//! The driver implements [`Host`]; this module and the transports know it
-//! only by that trait, so no transport imports the driver.
+//! The driver implements [`Host`] (defined with the seam in `link`); this
+//! module and the transports know it only by that trait, so no transport
+//! imports the driver.
 //!
 //! Heartbeat and Bye packets are built here too ([`signal`]), the only place.
 
@@ -17,22 +18,9 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use super::link::Ambient;
-use crate::inbox::{Inbox, Stamp};
+pub(crate) use super::link::Host;
+use crate::inbox::Inbox;
 use crate::wire::{Header, Kind, Packet, Route};
-
-/// What the intake needs from the driver.
-pub(crate) trait Host: Send + Sync {
-    /// The host memory of this rank.
-    fn inbox(&self) -> &Inbox;
-    /// A control message from rank `from`; `Err` says why it is malformed.
-    fn control_in(&self, from: usize, payload: &[u8]) -> Result<(), String>;
-    /// A data packet from rank `from` for the engine, ready at `amb`; `Err`
-    /// is the engine's complaint.
-    fn engine_in(&self, from: usize, p: Packet, amb: Ambient) -> Result<(), String>;
-    /// Hand a packet straight to the host (a worm addressed here).
-    fn deliver(&self, p: Packet, stamp: Option<Stamp>);
-}
 
 /// Checks and dispatches the packets of one job.
 #[derive(Clone)]

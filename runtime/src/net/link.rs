@@ -20,7 +20,10 @@
 //! built once the job id and the packet size are known: `join` (each
 //! transport's own function: bind, rendezvous, learn the packet size) gives
 //! a [`Joined`]; its `connect` then starts the readers, which hand packets
-//! to the driver through `super::intake`.
+//! to the driver ([`Host`]) through `super::intake`.
+//!
+//! This module imports nothing from the rest of `net`, so the driver, the
+//! intake and every transport can all depend on it without a loop.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -28,11 +31,10 @@ use mcast_algorithms::Topology;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
-use super::intake::Host;
 use crate::algorithm::Medium;
 use crate::error::Error;
 use crate::fabric::FabricWelcome;
-use crate::inbox::Stamp;
+use crate::inbox::{Inbox, Stamp};
 use crate::shm::Shm;
 use crate::wire::Packet;
 use crate::worms::{Worm, WormSend};
@@ -134,6 +136,20 @@ pub(crate) trait Links: Send + Sync {
     }
 }
 
+/// The other side of the seam: what a transport's readers need from the
+/// driver (through `super::intake`), which implements it.
+pub(crate) trait Host: Send + Sync {
+    /// The host memory of this rank.
+    fn inbox(&self) -> &Inbox;
+    /// A control message from rank `from`; `Err` says why it is malformed.
+    fn control_in(&self, from: usize, payload: &[u8]) -> Result<(), String>;
+    /// A data packet from rank `from` for the engine, ready at `amb`; `Err`
+    /// is the engine's complaint.
+    fn engine_in(&self, from: usize, p: Packet, amb: Ambient) -> Result<(), String>;
+    /// Hand a packet straight to the host (a worm addressed here).
+    fn deliver(&self, p: Packet, stamp: Option<Stamp>);
+}
+
 /// What `connect` gives: the link to each peer and the writer tasks.
 pub(crate) type Connected = (Vec<Option<Link>>, Vec<JoinHandle<()>>);
 
@@ -159,6 +175,10 @@ pub(crate) struct Joined<'a> {
     pub(crate) tasks: Vec<JoinHandle<()>>,
     pub(crate) connect: Connect<'a>,
 }
+
+/// How long an orderly shutdown may take to flush (and a peer that said
+/// goodbye, to close).
+pub(crate) const SHUTDOWN_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub(crate) fn io_err(what: &str, e: std::io::Error) -> Error {
     Error::Io(std::io::Error::new(e.kind(), format!("{what}: {e}")))

@@ -18,7 +18,7 @@ use tokio::runtime::Runtime;
 
 use super::connect::{self, Conn, Listeners, Reach};
 use super::intake::{self, Host, Intake};
-use super::link::{io_err, Ambient, Joined, Link, Links};
+use super::link::{io_err, Ambient, Connected, Joined, Link, Links, SHUTDOWN_FLUSH};
 use super::read::{self, Rd, ReadFail, Silence, Stop};
 use crate::algorithm::Medium;
 use crate::config::{Config, JobEnv, Transport};
@@ -28,8 +28,6 @@ use crate::outq::Out;
 use crate::shm::{Arena, Shm};
 use crate::wire::{Kind, Packet, ShmDesc, FLAG_SHM};
 
-/// How long a peer may take to close after its goodbye.
-const SHUTDOWN_FLUSH: Duration = super::SHUTDOWN_FLUSH;
 /// The reader's buffer: many small packets per read system call, while a
 /// payload larger than this is read straight into its own buffer.
 const READ_BUFFER: usize = 16 * 1024;
@@ -201,7 +199,7 @@ async fn setup(
     addrs: &[Reach],
     links: &Arc<Mesh>,
     intake: Intake,
-) -> Result<super::link::Connected, Error> {
+) -> Result<Connected, Error> {
     listeners.tcp.set_nonblocking(true)?;
     let listener = TcpListener::from_std(listeners.tcp)?;
     let unix = match listeners.unix {

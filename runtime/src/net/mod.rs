@@ -31,7 +31,6 @@ mod mesh;
 mod read;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -45,7 +44,7 @@ use crate::inbox::{Inbox, Stamp};
 use crate::wire::{Header, Kind, Member, Packet, Route};
 use intake::Host;
 pub use link::Link;
-use link::{io_err, lock, Ambient, Links};
+use link::{io_err, lock, Ambient, Links, SHUTDOWN_FLUSH};
 
 /// A request from the host to its NI.
 #[derive(Debug)]
@@ -96,9 +95,6 @@ pub(crate) struct Net {
     writer_tasks: Vec<tokio::task::JoinHandle<()>>,
     closed: bool,
 }
-
-/// How long an orderly shutdown may take to flush.
-const SHUTDOWN_FLUSH: Duration = Duration::from_secs(10);
 
 impl Net {
     /// Join the job and connect to every peer, over the fabric if `cfg`
