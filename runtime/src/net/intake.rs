@@ -91,3 +91,85 @@ pub(crate) fn signal(kind: Kind, job: u32, me: usize) -> Bytes {
     p.encode_head(&mut b);
     b.freeze()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inbox::Stamp;
+    use crate::net::link::Ambient;
+    use std::sync::Mutex;
+
+    /// A driver that records what reaches it.
+    struct Probe {
+        inbox: Inbox,
+        data: Mutex<Vec<(usize, Kind)>>,
+    }
+
+    impl Host for Probe {
+        fn inbox(&self) -> &Inbox {
+            &self.inbox
+        }
+        fn control_in(&self, _from: usize, _payload: &[u8]) -> Result<(), String> {
+            Err("no control here".into())
+        }
+        fn engine_in(&self, from: usize, p: Packet, _amb: Ambient) -> Result<(), String> {
+            self.data.lock().unwrap().push((from, p.header.kind));
+            Ok(())
+        }
+        fn deliver(&self, _p: Packet, _stamp: Option<Stamp>) {}
+    }
+
+    fn intake() -> (Arc<Probe>, Intake) {
+        let probe = Arc::new(Probe {
+            inbox: Inbox::new(0, 1 << 20),
+            data: Mutex::new(Vec::new()),
+        });
+        (probe.clone(), Intake::new(probe, 7, 4))
+    }
+
+    fn packet(kind: Kind, job: u32, source: u32) -> Packet {
+        Packet {
+            header: Header::new(kind, job, 0, source, source, 0),
+            route: Route::None,
+            payload: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn headers_are_checked_for_job_source_and_connection() {
+        let (_, i) = intake();
+        let h = |job, src| packet(Kind::P2p, job, src).header;
+        assert_eq!(i.check(&h(7, 2), Some(2)), Ok(2));
+        assert!(i.check(&h(7, 2), Some(3)).is_err());
+        assert!(i.check(&h(8, 2), Some(2)).is_err());
+        assert_eq!(i.check(&h(7, 3), None), Ok(3));
+        assert!(i.check(&h(7, 4), None).is_err());
+        assert!(i.check(&h(6, 1), None).is_err());
+    }
+
+    #[test]
+    fn each_kind_is_dispatched_once_to_its_place() {
+        let (probe, i) = intake();
+        let data = |host: &dyn Host, p: Packet| host.engine_in(1, p, Ambient::Idle);
+        assert_eq!(
+            i.dispatch(1, packet(Kind::Heartbeat, 7, 1), data),
+            Ok(Kind::Heartbeat)
+        );
+        assert!(!probe.inbox.said_bye(1));
+        assert_eq!(i.dispatch(1, packet(Kind::Bye, 7, 1), data), Ok(Kind::Bye));
+        assert!(probe.inbox.said_bye(1));
+        assert!(i.dispatch(1, packet(Kind::Control, 7, 1), data).is_err());
+        assert_eq!(i.dispatch(1, packet(Kind::P2p, 7, 1), data), Ok(Kind::P2p));
+        assert_eq!(*probe.data.lock().unwrap(), vec![(1, Kind::P2p)]);
+    }
+
+    #[test]
+    fn heartbeat_and_bye_packets_decode_as_sent() {
+        for kind in [Kind::Heartbeat, Kind::Bye] {
+            let p = Packet::decode(&signal(kind, 7, 3)).unwrap();
+            assert_eq!(p.header.kind, kind);
+            assert_eq!((p.header.job, p.header.source, p.header.root), (7, 3, 3));
+            assert!(p.payload.is_empty() && p.route == Route::None);
+        }
+    }
+}
