@@ -10,8 +10,9 @@
 //! ```
 //!
 //! Layout: [`comm`] is the API; [`engine`] the sans-IO smart-NI engine;
-//! [`wire`] the packet format; `net` the tokio/TCP driver; [`bootstrap`] the
-//! control plane with mclaunch; [`config`] every `MCAST_*` setting.
+//! [`wire`] the packet format; `net` the tokio driver and its transports
+//! (socket mesh, fabric link); [`bootstrap`] the control plane with
+//! mclaunch; [`config`] every `MCAST_*` setting.
 
 pub mod algorithm;
 pub mod bootstrap;
@@ -21,7 +22,6 @@ pub mod control;
 mod drive;
 pub mod engine;
 pub mod error;
-mod fablink;
 pub mod fabric;
 mod inbox;
 mod net;

@@ -7,6 +7,10 @@
 //! fed to the engine as if it came from its sender. So every packet crosses
 //! emulated switches and links over real sockets.
 //!
+//! [`FabricState`] is this transport's [`Links`]; [`join`] starts it, and its
+//! reader hands every packet to the intake (`super::intake`) like the
+//! mesh's readers do, with model time charged on the way in.
+//!
 //! # Model time
 //! Each packet carries a virtual time in cycles of the fabric's cost model
 //! (see `mcast::fabric`). This side models the host and the NI processor
@@ -36,30 +40,24 @@ use std::time::Duration;
 use bytes::BytesMut;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
+use tokio::runtime::Runtime;
 
+use super::connect::{self, Conn};
+use super::intake::{Host, Intake};
+use super::link::{lock, Ambient, Joined, Link, Links};
+use super::read::{Rd, ReadFail, Silence};
+use crate::algorithm::Medium;
+use crate::config::{Config, JobEnv};
 use crate::error::Error;
 use crate::fabric::Timeline;
 use crate::fabric::{packet_prefix, route_kind, FabricHello, FabricWelcome, Frame, FABRIC_VERSION};
-use crate::inbox::Stamp;
+use crate::inbox::{Inbox, Stamp};
 use crate::outq::Out;
 use crate::wire::{Kind, Member, Packet, Route, HEADER_LEN};
 use crate::worms::{Worm, WormSend};
 
 /// The model time of untimed packets (control messages).
 pub(crate) const UNTIMED: u64 = 1 << 62;
-
-/// When the packets of one engine call are ready, in model time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ambient {
-    /// The host posted a message at `post`; its packet j is in NI memory
-    /// at `start + (j+1)·dma`.
-    Post { start: u64, post: u64 },
-    /// The NI received a packet (ready at `ready`) of a message posted at
-    /// `post`; what the engine does now is in answer to it.
-    Forward { ready: u64, post: u64 },
-    /// Nothing timed (control messages, direct mode).
-    Idle,
-}
 
 /// The host's and NI's resources, as timelines: events reach this rank in
 /// wall-clock order, and a packet that is earlier in model time than one
@@ -77,26 +75,29 @@ struct HostClock {
 
 /// The link to the fabric and the host's model time.
 pub(crate) struct FabricState {
-    pub(crate) out: Arc<Out>,
-    pub(crate) welcome: FabricWelcome,
+    /// This rank and the job's size.
+    me: usize,
+    size: usize,
+    out: Arc<Out>,
+    welcome: FabricWelcome,
+    inbox: Arc<Inbox>,
     /// Worm plans on this fabric.
-    pub(crate) planner: crate::worms::Planner,
+    planner: crate::worms::Planner,
     /// Worm messages this rank must send on once it has them whole:
     /// (kind, root, seq) → the packets so far.
     relay: Mutex<std::collections::HashMap<(u8, u32, u64), Vec<Packet>>>,
     clock: Mutex<HostClock>,
     /// This rank said goodbye: the fabric's close is expected.
-    pub(crate) closing: AtomicBool,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    closing: AtomicBool,
 }
 
 impl FabricState {
-    pub(crate) fn new(out: Arc<Out>, welcome: FabricWelcome) -> FabricState {
+    fn new(job: &JobEnv, out: Arc<Out>, welcome: FabricWelcome, inbox: Arc<Inbox>) -> FabricState {
         FabricState {
+            me: job.rank,
+            size: job.size,
             out,
+            inbox,
             planner: crate::worms::Planner::new(&welcome.spec),
             relay: Mutex::new(std::collections::HashMap::new()),
             welcome,
@@ -107,7 +108,7 @@ impl FabricState {
 
     /// The host posts `m` packets now (of a message first posted at
     /// `post`, or now): the host pays `t_hs`, then DMAs them to the NI.
-    pub(crate) fn post(&self, m: usize, post: Option<u64>) -> Ambient {
+    fn post_at(&self, m: usize, post: Option<u64>) -> Ambient {
         let w = &self.welcome;
         let mut c = lock(&self.clock);
         let post = post.unwrap_or(c.clock);
@@ -120,19 +121,14 @@ impl FabricState {
 
     /// A packet's tail reached the NI at `arrival`: when the NI is done
     /// receiving it.
-    pub(crate) fn received(&self, arrival: u64) -> u64 {
+    fn received(&self, arrival: u64) -> u64 {
         let mut c = lock(&self.clock);
         c.ni.take(arrival, self.welcome.t_nr)
     }
 
-    /// Send `p` to rank `to` through the fabric, stamped per `amb`.
-    pub(crate) fn send(&self, to: usize, p: Packet, amb: Ambient) {
-        self.send_routed(p, route_kind::UNICAST, &(to as u32).to_le_bytes(), amb);
-    }
-
     /// Send `p` into the fabric with the switch route `route` (of kind
     /// `kind`), stamped per `amb`.
-    pub(crate) fn send_routed(&self, p: Packet, kind: u8, route: &[u8], amb: Ambient) {
+    fn send_routed(&self, p: Packet, kind: u8, route: &[u8], amb: Ambient) {
         let w = &self.welcome;
         let (stamp, post) = {
             let mut c = lock(&self.clock);
@@ -163,16 +159,10 @@ impl FabricState {
 
     /// Send this rank's worms of a message (as its source or as a later
     /// phase's sender): each worm is posted by the host in turn.
-    pub(crate) fn send_worms(
-        &self,
-        me: usize,
-        plan: &[WormSend],
-        packets: &[Packet],
-        post: Option<u64>,
-    ) {
+    fn send_worms_at(&self, me: usize, plan: &[WormSend], packets: &[Packet], post: Option<u64>) {
         let mut post = post;
         for w in plan.iter().filter(|w| w.sender == me) {
-            let amb = self.post(packets.len(), post);
+            let amb = self.post_at(packets.len(), post);
             if let Ambient::Post { post: p, .. } = amb {
                 post = Some(p);
             }
@@ -187,7 +177,7 @@ impl FabricState {
     /// A worm packet arrived (its scheme is `worm`): the copy for this
     /// host (`None` if it is not addressed here), and — once the message
     /// is whole, if the plan makes this rank a later sender — its worms on.
-    pub(crate) fn worm_in(
+    fn worm_in(
         &self,
         me: usize,
         size: usize,
@@ -228,7 +218,7 @@ impl FabricState {
             };
             if let Some(mut packets) = whole {
                 packets.sort_by_key(|p| p.header.pkt_idx);
-                self.send_worms(me, &plan, &packets, Some(post));
+                self.send_worms_at(me, &plan, &packets, Some(post));
             }
         }
         Ok(match h.kind {
@@ -246,7 +236,7 @@ impl FabricState {
 
     /// A packet the NI finished receiving at `ready` was delivered to the
     /// host: its DMA to host memory, and the model time of its message.
-    pub(crate) fn delivered(&self, ready: u64, post: u64) -> Stamp {
+    fn delivered(&self, ready: u64, post: u64) -> Stamp {
         let w = &self.welcome;
         let mut c = lock(&self.clock);
         let in_host = c.dma_in.take(ready, w.dma);
@@ -254,16 +244,138 @@ impl FabricState {
         c.clock = c.clock.max(done);
         Stamp { done, post }
     }
+}
+
+impl Links for FabricState {
+    /// Send `p` to rank `to` through the fabric, stamped per `amb`.
+    fn send(&self, to: usize, p: Packet, amb: Ambient) {
+        self.send_routed(p, route_kind::UNICAST, &(to as u32).to_le_bytes(), amb);
+    }
+
+    fn flushed(&self) -> bool {
+        self.out.is_flushed()
+    }
+
+    fn close(&self) {
+        self.closing.store(true, Ordering::Release);
+        self.out.close(frame(Frame::Bye {
+            rank: self.me as u32,
+        }));
+    }
+
+    /// The one link to the fabric carries every peer: when it breaks, the
+    /// whole job is unreachable (the fabric reports a lost rank itself).
+    fn broken(&self, _link: usize, why: String) {
+        if self.closing.load(Ordering::Acquire) {
+            return;
+        }
+        self.inbox.fatal(Error::Stopped(format!(
+            "lost the link to the switch fabric: {why}"
+        )));
+    }
+
+    fn post(&self, packets: usize) -> Ambient {
+        self.post_at(packets, None)
+    }
+
+    fn stamp(&self, amb: Ambient) -> Option<Stamp> {
+        match amb {
+            Ambient::Forward { ready, post } => Some(self.delivered(ready, post)),
+            _ => None,
+        }
+    }
+
+    fn worm_plan(
+        &self,
+        worm: Worm,
+        me: usize,
+        dests: &[usize],
+    ) -> Result<Arc<Vec<WormSend>>, Error> {
+        self.planner.plan(worm, me, dests)
+    }
+
+    fn send_worms(&self, me: usize, plan: &[WormSend], packets: &[Packet]) {
+        self.send_worms_at(me, plan, packets, None);
+    }
+
+    fn carries(&self, worm: Worm) -> bool {
+        self.planner.supports(worm)
+    }
+
+    fn welcome(&self) -> Option<&FabricWelcome> {
+        Some(&self.welcome)
+    }
 
     /// Model cycles as a duration.
-    pub(crate) fn cycle_ps(&self) -> u64 {
-        (self.welcome.cycle_ns * 1000.0).round().max(0.0) as u64
+    fn cycle_ps(&self) -> Option<u64> {
+        Some((self.welcome.cycle_ns * 1000.0).round().max(0.0) as u64)
     }
+}
+
+/// Fabric mode: connect to host port `addr` of the emulated switch fabric,
+/// then join the job; `connect` starts the reader. Every packet goes
+/// through the fabric.
+pub(crate) fn join<'a>(
+    cfg: &'a Config,
+    job: &'a JobEnv,
+    inbox: &Arc<Inbox>,
+    rt: &Runtime,
+    addr: &str,
+) -> Result<Joined<'a>, Error> {
+    // Join the fabric first: the rendezvous completes only when every
+    // rank has said hello, so by then every rank has its host port and
+    // no packet can reach a port nobody listens on yet.
+    let (stream, welcome) = rt.block_on(connect(addr, &job.token, job.rank, cfg.timeout))?;
+    let guard = rt.enter();
+    let (rd, half) = Conn::Tcp(stream).split();
+    let out = Arc::new(Out::new(usize::MAX, half, None));
+    let beat = (cfg.failure_timeout / 4).max(Duration::from_millis(10));
+    // Heartbeats while the other ranks join, so the fabric does not
+    // take this rank for a silent one.
+    let heartbeat = frame(Frame::Heartbeat);
+    let writer = rt.spawn(out.clone().run(inbox.clone(), heartbeat, beat));
+    drop(guard);
+    let reach = format!("fabric={addr}");
+    let (job_id, _) = rt.block_on(async {
+        let (job, reach, timeout) = (job.clone(), reach.clone(), cfg.timeout);
+        tokio::task::spawn_blocking(move || connect::rendezvous(&job, &reach, timeout))
+            .await
+            .map_err(|e| Error::Stopped(format!("rendezvous task: {e}")))?
+    })?;
+    let packet_bytes = welcome.packet_bytes as usize;
+    // Topology-aware trees map rank i to node i of a direct fabric.
+    let topology = cfg
+        .topology
+        .clone()
+        .or_else(|| welcome.spec.parse::<mcast_algorithms::Topology>().ok());
+    let fabric = Arc::new(FabricState::new(job, out, welcome, inbox.clone()));
+    let links = fabric.clone();
+    let size = job.size;
+    // The fabric beats every quarter of its own bound.
+    let within = cfg.failure_timeout.mul_f64(0.9);
+    Ok(Joined {
+        job: job_id,
+        medium: Medium::Network,
+        packet_bytes,
+        data_addr: addr.to_string(),
+        topology,
+        links,
+        tasks: vec![writer],
+        connect: Box::new(move |rt: &Runtime, host: Arc<dyn Host>| {
+            let intake = Intake::new(host, job_id, size);
+            let _guard = rt.enter();
+            rt.spawn(reader(rd, fabric, intake, size, within));
+            let kinds = (0..size)
+                .map(|r| (r != job.rank).then_some(Link::Fabric))
+                .collect();
+            Ok((kinds, Vec::new()))
+        }),
+    })
 }
 
 /// Connect to host port `addr` as `rank` of the job with `token`; returns
 /// the stream and the fabric's welcome.
-pub(crate) async fn connect(
+async fn connect(
     addr: &str,
     token: &str,
     rank: usize,
@@ -327,52 +439,31 @@ pub(crate) async fn connect(
         })?
 }
 
-/// The encoded goodbye and heartbeat frames of `rank`.
-pub(crate) fn bye(rank: usize) -> bytes::Bytes {
-    Frame::Bye { rank: rank as u32 }
-        .to_bytes()
-        .unwrap_or_default()
-}
-
-/// The encoded heartbeat frame.
-pub(crate) fn heartbeat() -> bytes::Bytes {
-    Frame::Heartbeat.to_bytes().unwrap_or_default()
+/// An encoded fabric frame without a body (goodbye, heartbeat).
+fn frame(f: Frame) -> bytes::Bytes {
+    f.to_bytes().unwrap_or_default()
 }
 
 /// Read buffer of the fabric link.
 const READ_BUFFER: usize = 64 * 1024;
 
-/// Read frames from the fabric until it closes; `handle` gets each packet
-/// (sender rank, packet, ready, post).
-pub(crate) async fn reader(
-    rd: crate::net::Rd,
-    fabric: Arc<FabricState>,
-    inbox: Arc<crate::inbox::Inbox>,
-    size: usize,
-    job: u32,
-    within: Duration,
-    mut handle: impl FnMut(usize, Packet, u64, u64),
-) {
+/// Read frames from the fabric until it closes; each packet goes through
+/// `intake` as if it came from its sender.
+async fn reader(rd: Rd, fabric: Arc<FabricState>, intake: Intake, size: usize, within: Duration) {
     let mut r = BufReader::with_capacity(READ_BUFFER, rd);
-    let mut silence = crate::net::Silence::new(within);
-    let broken = |why: String| {
-        if fabric.closing.load(Ordering::Acquire) {
-            return;
-        }
-        inbox.fatal(Error::Stopped(format!(
-            "lost the link to the switch fabric: {why}"
-        )));
-    };
+    let mut silence = Silence::new(within);
+    let broken = |why: String| fabric.broken(0, why);
+    let inbox = intake.inbox();
     loop {
         let frame = match silence.guard(Frame::read(&mut r)).await {
             Ok(f) => f,
-            Err(crate::net::ReadFail::Silent) => {
+            Err(ReadFail::Silent) => {
                 return broken(format!("the fabric was silent for {within:?}"))
             }
-            Err(crate::net::ReadFail::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            Err(ReadFail::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                 return broken("the fabric closed the connection".into())
             }
-            Err(crate::net::ReadFail::Io(e)) => return broken(e.to_string()),
+            Err(ReadFail::Io(e)) => return broken(e.to_string()),
         };
         silence.heard();
         match frame {
@@ -383,14 +474,15 @@ pub(crate) async fn reader(
                     Ok(p) => p,
                     Err(e) => return broken(format!("malformed packet from the fabric: {e}")),
                 };
-                let from = p.header.source as usize;
-                if p.header.job != job || from >= size {
-                    return broken(format!(
-                        "a packet of job {:#x} from rank {from} (this is job {job:#x} of {size} ranks)",
-                        p.header.job
-                    ));
+                let from = match intake.check(&p.header, None) {
+                    Ok(from) => from,
+                    Err(e) => return broken(e),
+                };
+                let data =
+                    |host: &dyn Host, p: Packet| packet_in(&fabric, host, from, p, stamp, post);
+                if let Err(e) = intake.dispatch(from, p, data) {
+                    inbox.lost(from, format!("protocol violation: {e}"));
                 }
-                handle(from, p, stamp, post);
             }
             Frame::Lost { rank, reason } if (rank as usize) < size => {
                 inbox.lost(rank as usize, format!("{reason} (reported by the fabric)"));
@@ -401,4 +493,33 @@ pub(crate) async fn reader(
             other => return broken(format!("unexpected frame {other:?}")),
         }
     }
+}
+
+/// Data packet `p` from rank `from` reached this NI at `arrival` (model
+/// time) for a message posted at `post`: the NI receives it, then it is a
+/// worm's copy for this host or goes to the engine.
+fn packet_in(
+    f: &FabricState,
+    host: &dyn Host,
+    from: usize,
+    p: Packet,
+    arrival: u64,
+    post: u64,
+) -> Result<(), String> {
+    let ready = f.received(arrival);
+    if let Some(worm) = Worm::of_route(&p.route) {
+        let got = worm
+            .map_err(|e| e.to_string())
+            .and_then(|w| f.worm_in(f.me, f.size, w, p, post));
+        return match got {
+            Ok(Some(p)) => {
+                host.deliver(p, Some(f.delivered(ready, post)));
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(format!("bad worm packet: {e}")),
+        };
+    }
+    host.engine_in(from, p, Ambient::Forward { ready, post })
+        .map_err(|e| format!("bad packet through the fabric: {e}"))
 }

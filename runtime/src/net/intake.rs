@@ -1,0 +1,175 @@
+//! One intake for every packet a link hands over, whatever the transport.
+//!
+//! A reader first has the header checked ([`Intake::check`]: this job, a
+//! rank of it, and on a per-peer connection the peer the connection belongs
+//! to), once, as soon as it has the header; then it hands the whole packet to
+//! [`Intake::dispatch`], which takes heartbeats, goodbyes and control
+//! messages itself and gives a data packet to the reader's own last step
+//! (opening a shared-memory descriptor, charging model time), which passes it
+//! on to the engine through [`Host`].
+//!
+//! The driver implements [`Host`] (defined with the seam in `link`); this
+//! module and the transports know it only by that trait, so no transport
+//! imports the driver.
+//!
+//! Heartbeat and Bye packets are built here too ([`signal`]), the only place.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+
+pub(crate) use super::link::Host;
+use crate::inbox::Inbox;
+use crate::wire::{Header, Kind, Packet, Route};
+
+/// Checks and dispatches the packets of one job.
+#[derive(Clone)]
+pub(crate) struct Intake {
+    host: Arc<dyn Host>,
+    job: u32,
+    size: usize,
+}
+
+impl Intake {
+    pub(crate) fn new(host: Arc<dyn Host>, job: u32, size: usize) -> Intake {
+        Intake { host, job, size }
+    }
+
+    pub(crate) fn inbox(&self) -> &Inbox {
+        self.host.inbox()
+    }
+
+    /// Check a header before anything else of its packet is read: returns
+    /// the sending rank. `peer` is the rank a per-peer connection belongs to
+    /// (`None` on a link that carries every peer's packets).
+    pub(crate) fn check(&self, h: &Header, peer: Option<usize>) -> Result<usize, String> {
+        let from = h.source as usize;
+        match peer {
+            Some(peer) if h.job != self.job || from != peer => Err(format!(
+                "header of job {:#x} from rank {} on rank {peer}'s connection",
+                h.job, h.source
+            )),
+            None if h.job != self.job || from >= self.size => Err(format!(
+                "a packet of job {:#x} from rank {from} (this is job {:#x} of {} ranks)",
+                h.job, self.job, self.size
+            )),
+            _ => Ok(from),
+        }
+    }
+
+    /// Take a checked packet from rank `from`: heartbeats and goodbyes are
+    /// noted, control messages go to the host memory, and a data packet goes
+    /// through `data` (the reader's last step, which ends in
+    /// [`Host::engine_in`] or [`Host::deliver`]). Returns the packet's kind;
+    /// `Err` says how the sender broke the protocol.
+    pub(crate) fn dispatch(
+        &self,
+        from: usize,
+        p: Packet,
+        data: impl FnOnce(&dyn Host, Packet) -> Result<(), String>,
+    ) -> Result<Kind, String> {
+        let kind = p.header.kind;
+        match kind {
+            Kind::Heartbeat => {}
+            Kind::Bye => self.inbox().mark_bye(from),
+            Kind::Control => self.host.control_in(from, &p.payload)?,
+            Kind::Bcast | Kind::Multicast | Kind::P2p => data(&*self.host, p)?,
+        }
+        Ok(kind)
+    }
+}
+
+/// The encoded Heartbeat or Bye packet of rank `me` in job `job`.
+pub(crate) fn signal(kind: Kind, job: u32, me: usize) -> Bytes {
+    debug_assert!(matches!(kind, Kind::Heartbeat | Kind::Bye));
+    let p = Packet {
+        header: Header::new(kind, job, 0, me as u32, me as u32, 0),
+        route: Route::None,
+        payload: Bytes::new(),
+    };
+    let mut b = BytesMut::new();
+    p.encode_head(&mut b);
+    b.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inbox::Stamp;
+    use crate::net::link::Ambient;
+    use std::sync::Mutex;
+
+    /// A driver that records what reaches it.
+    struct Probe {
+        inbox: Inbox,
+        data: Mutex<Vec<(usize, Kind)>>,
+    }
+
+    impl Host for Probe {
+        fn inbox(&self) -> &Inbox {
+            &self.inbox
+        }
+        fn control_in(&self, _from: usize, _payload: &[u8]) -> Result<(), String> {
+            Err("no control here".into())
+        }
+        fn engine_in(&self, from: usize, p: Packet, _amb: Ambient) -> Result<(), String> {
+            self.data.lock().unwrap().push((from, p.header.kind));
+            Ok(())
+        }
+        fn deliver(&self, _p: Packet, _stamp: Option<Stamp>) {}
+    }
+
+    fn intake() -> (Arc<Probe>, Intake) {
+        let probe = Arc::new(Probe {
+            inbox: Inbox::new(0, 1 << 20),
+            data: Mutex::new(Vec::new()),
+        });
+        (probe.clone(), Intake::new(probe, 7, 4))
+    }
+
+    fn packet(kind: Kind, job: u32, source: u32) -> Packet {
+        Packet {
+            header: Header::new(kind, job, 0, source, source, 0),
+            route: Route::None,
+            payload: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn headers_are_checked_for_job_source_and_connection() {
+        let (_, i) = intake();
+        let h = |job, src| packet(Kind::P2p, job, src).header;
+        assert_eq!(i.check(&h(7, 2), Some(2)), Ok(2));
+        assert!(i.check(&h(7, 2), Some(3)).is_err());
+        assert!(i.check(&h(8, 2), Some(2)).is_err());
+        assert_eq!(i.check(&h(7, 3), None), Ok(3));
+        assert!(i.check(&h(7, 4), None).is_err());
+        assert!(i.check(&h(6, 1), None).is_err());
+    }
+
+    #[test]
+    fn each_kind_is_dispatched_once_to_its_place() {
+        let (probe, i) = intake();
+        let data = |host: &dyn Host, p: Packet| host.engine_in(1, p, Ambient::Idle);
+        assert_eq!(
+            i.dispatch(1, packet(Kind::Heartbeat, 7, 1), data),
+            Ok(Kind::Heartbeat)
+        );
+        assert!(!probe.inbox.said_bye(1));
+        assert_eq!(i.dispatch(1, packet(Kind::Bye, 7, 1), data), Ok(Kind::Bye));
+        assert!(probe.inbox.said_bye(1));
+        assert!(i.dispatch(1, packet(Kind::Control, 7, 1), data).is_err());
+        assert_eq!(i.dispatch(1, packet(Kind::P2p, 7, 1), data), Ok(Kind::P2p));
+        assert_eq!(*probe.data.lock().unwrap(), vec![(1, Kind::P2p)]);
+    }
+
+    #[test]
+    fn heartbeat_and_bye_packets_decode_as_sent() {
+        for kind in [Kind::Heartbeat, Kind::Bye] {
+            let p = Packet::decode(&signal(kind, 7, 3)).unwrap();
+            assert_eq!(p.header.kind, kind);
+            assert_eq!((p.header.job, p.header.source, p.header.root), (7, 3, 3));
+            assert!(p.payload.is_empty() && p.route == Route::None);
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! The socket mesh: one connection per peer, a Unix-domain stream socket in
+//! the abstract namespace to a peer on the same host (same boot id and
+//! network namespace), TCP with TCP_NODELAY to any other
+//! (`MCAST_TRANSPORT=tcp` forces TCP); and the host's shared-memory arenas,
+//! through which large payloads go to the ranks of this host as descriptors.
+//!
+//! Each connection has a reader task and a writer ([`Out`]: vectored writes
+//! of header, route and payload straight from the shared `Bytes`, on the
+//! sender's thread when the socket takes them; its task flushes the rest,
+//! beats when idle and sends the goodbye).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio::io::BufReader;
+use tokio::net::{TcpListener, UnixListener};
+use tokio::runtime::Runtime;
+
+use super::connect::{self, Conn, Listeners, Reach};
+use super::intake::{self, Host, Intake};
+use super::link::{io_err, Ambient, Connected, Joined, Link, Links, SHUTDOWN_FLUSH};
+use super::read::{self, Rd, ReadFail, Silence, Stop};
+use crate::algorithm::Medium;
+use crate::config::{Config, JobEnv, Transport};
+use crate::error::Error;
+use crate::inbox::Inbox;
+use crate::outq::Out;
+use crate::shm::{Arena, Shm};
+use crate::wire::{Kind, Packet, ShmDesc, FLAG_SHM};
+
+/// The reader's buffer: many small packets per read system call, while a
+/// payload larger than this is read straight into its own buffer.
+const READ_BUFFER: usize = 16 * 1024;
+
+/// The mesh's links: a writer per connected peer.
+pub(crate) struct Mesh {
+    me: usize,
+    job: u32,
+    inbox: Arc<Inbox>,
+    /// Set once the mesh is built (before that, nothing is sent).
+    writers: OnceLock<Vec<Option<Arc<Out>>>>,
+    /// The host's shared-memory arenas (none without Unix sockets).
+    shm: Option<Arc<Shm>>,
+}
+
+impl Mesh {
+    fn writers(&self) -> impl Iterator<Item = &Arc<Out>> {
+        self.writers.get().into_iter().flatten().flatten()
+    }
+}
+
+impl Links for Mesh {
+    fn send(&self, to: usize, p: Packet, _amb: Ambient) {
+        if let Some(Some(out)) = self.writers.get().and_then(|w| w.get(to)) {
+            out.send(p);
+        }
+    }
+
+    fn flushed(&self) -> bool {
+        self.writers().all(|o| o.is_flushed())
+    }
+
+    fn close(&self) {
+        let bye = intake::signal(Kind::Bye, self.job, self.me);
+        for out in self.writers() {
+            out.close(bye.clone());
+        }
+    }
+
+    fn broken(&self, peer: usize, why: String) {
+        if !self.inbox.said_bye(peer) {
+            self.inbox.lost(peer, why);
+        }
+    }
+
+    fn shm(&self) -> Option<&Arc<Shm>> {
+        self.shm.as_ref()
+    }
+}
+
+/// Bind the listeners (and the shared-memory arena), tell mclaunch's
+/// rendezvous (blocking, from this thread) how to reach this rank, and get
+/// every rank's address; `connect` then builds the mesh.
+pub(crate) fn join<'a>(
+    cfg: &'a Config,
+    job: &'a JobEnv,
+    inbox: &Arc<Inbox>,
+) -> Result<Joined<'a>, Error> {
+    let listener = std::net::TcpListener::bind((cfg.bind.as_str(), 0))
+        .map_err(|e| io_err(&format!("binding {}", cfg.bind), e))?;
+    let data_addr = listener.local_addr()?.to_string();
+    let unix = match cfg.transport {
+        Transport::Auto => connect::bind_unix(job.rank),
+        Transport::Tcp => None,
+    };
+    // Our shared-memory arena, if we have Unix sockets and it is wanted.
+    let arena = match (&unix, cfg.shm_bytes) {
+        (Some(_), bytes) if bytes > 0 => match Arena::create(job.rank, bytes) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                tracing::warn!("no shared-memory arena, large payloads go inline: {e}");
+                None
+            }
+        },
+        _ => None,
+    };
+    let reach = Reach {
+        tcp: data_addr.clone(),
+        unix: unix.as_ref().map(|(_, n, h)| (n.clone(), h.clone())),
+        shm: arena.as_ref().map(|(_, p)| p.clone()),
+    };
+    let host = unix.as_ref().map(|(_, _, h)| h.clone());
+    let unix_listener = unix.map(|(l, _, _)| l);
+    let (job_id, addrs) = connect::rendezvous(job, &reach.encode(), cfg.timeout)?;
+    let addrs: Vec<Reach> = addrs.iter().map(|a| Reach::parse(a)).collect();
+    let mine = host.as_deref();
+    let medium = if addrs
+        .iter()
+        .all(|a| a.unix_on(mine).is_some() && a.shm.is_some())
+    {
+        Medium::SharedMemory
+    } else {
+        Medium::Network
+    };
+    let packet_bytes = match medium {
+        Medium::SharedMemory => cfg.shm_packet_bytes,
+        Medium::Network => cfg.packet_bytes,
+    };
+    let shm = match arena {
+        Some((own, _)) => Some(Arc::new(open_arenas(job.rank, own, &addrs, mine)?)),
+        None => None,
+    };
+    let listeners = Listeners {
+        tcp: listener,
+        unix: unix_listener,
+        host,
+    };
+    let mesh = Arc::new(Mesh {
+        me: job.rank,
+        job: job_id,
+        inbox: inbox.clone(),
+        writers: OnceLock::new(),
+        shm,
+    });
+    let links = mesh.clone();
+    Ok(Joined {
+        job: job_id,
+        medium,
+        packet_bytes,
+        data_addr,
+        topology: cfg.topology.clone(),
+        links,
+        tasks: Vec::new(),
+        connect: Box::new(move |rt: &Runtime, host: Arc<dyn Host>| {
+            // Connect on this thread; the tasks then wait for whoever drives.
+            let intake = Intake::new(host, job_id, job.size);
+            let connected = rt.block_on(setup(cfg, job, listeners, &addrs, &mesh, intake))?;
+            // Every peer opened every arena before its handshake with us.
+            if let Some(shm) = &mesh.shm {
+                shm.unlink_own();
+            }
+            Ok(connected)
+        }),
+    })
+}
+
+/// Map the arena of every rank of this host that published one (ours is
+/// `own`). Failing to map one is an error: a descriptor into it could not be
+/// read.
+fn open_arenas(me: usize, own: Arena, addrs: &[Reach], host: Option<&str>) -> Result<Shm, Error> {
+    let mut arenas: Vec<Option<Arc<Arena>>> = (0..addrs.len()).map(|_| None).collect();
+    arenas[me] = Some(Arc::new(own));
+    for (r, a) in addrs.iter().enumerate() {
+        if r == me || a.unix_on(host).is_none() {
+            continue;
+        }
+        if let Some(path) = &a.shm {
+            let arena = Arena::open(path).map_err(|e| {
+                Error::Io(std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "mapping rank {r}'s shared-memory arena: {e} \
+                         (MCAST_SHM_BYTES=0 turns shared memory off)"
+                    ),
+                ))
+            })?;
+            arenas[r] = Some(Arc::new(arena));
+        }
+    }
+    Ok(Shm::new(me, arenas))
+}
+
+/// Connect to every peer, then start the gatekeeper, and a reader and a
+/// writer per peer. Returns the links and the writers' tasks.
+async fn setup(
+    cfg: &Config,
+    job: &JobEnv,
+    listeners: Listeners,
+    addrs: &[Reach],
+    links: &Arc<Mesh>,
+    intake: Intake,
+) -> Result<Connected, Error> {
+    listeners.tcp.set_nonblocking(true)?;
+    let listener = TcpListener::from_std(listeners.tcp)?;
+    let unix = match listeners.unix {
+        Some(l) => {
+            l.set_nonblocking(true)?;
+            Some(UnixListener::from_std(l)?)
+        }
+        None => None,
+    };
+    let host = listeners.host.as_deref();
+    let conns = tokio::time::timeout(
+        cfg.timeout,
+        connect::mesh(job, &listener, unix.as_ref(), host, addrs),
+    )
+    .await
+    .map_err(|_| Error::Timeout {
+        op: "connecting to peers".into(),
+        after: cfg.timeout,
+        detail: format!("rank {} of {}", job.rank, job.size),
+    })??;
+    tokio::spawn(connect::gatekeeper(listener, unix, job.clone()));
+    let beat = (cfg.failure_timeout / 4).max(Duration::from_millis(10));
+    let kinds: Vec<Option<Link>> = conns
+        .iter()
+        .map(|c| {
+            c.as_ref().map(|c| match c {
+                Conn::Tcp(_) => Link::Tcp,
+                Conn::Unix(_) => Link::Unix,
+            })
+        })
+        .collect();
+    let heartbeat = intake::signal(Kind::Heartbeat, links.job, job.rank);
+    let mut writers: Vec<Option<Arc<Out>>> = (0..job.size).map(|_| None).collect();
+    let mut writer_tasks = Vec::new();
+    for (peer, conn) in conns.into_iter().enumerate() {
+        let Some(conn) = conn else { continue };
+        // Descriptors go only to a Unix peer that mapped the host's arenas
+        // (it published one of its own); it may send us some in return.
+        let shm = match conn {
+            Conn::Unix(_) => links.shm.clone(),
+            Conn::Tcp(_) => None,
+        };
+        let shm_out = shm.clone().filter(|_| addrs[peer].shm.is_some());
+        let (rd, half) = conn.split();
+        let out = Arc::new(Out::new(peer, half, shm_out));
+        writers[peer] = Some(out.clone());
+        writer_tasks.push(tokio::spawn(out.run(
+            links.inbox.clone(),
+            heartbeat.clone(),
+            beat,
+        )));
+        // Silence for 90% of the bound declares the peer lost, leaving the
+        // rest for waking the waiting call.
+        let silence = cfg.failure_timeout.mul_f64(0.9);
+        let (links, intake) = (links.clone(), intake.clone());
+        tokio::spawn(reader(peer, rd, links, intake, silence, shm));
+    }
+    // Readers forward only once the runtime is driven, after this.
+    let _ = links.writers.set(writers);
+    Ok((kinds, writer_tasks))
+}
+
+/// Read packets from `peer` until its connection ends.
+async fn reader(
+    peer: usize,
+    rd: Rd,
+    links: Arc<Mesh>,
+    intake: Intake,
+    failure_timeout: Duration,
+    shm: Option<Arc<Shm>>,
+) {
+    let mut r = BufReader::with_capacity(READ_BUFFER, rd);
+    // A peer that broke the protocol is cut off like a dead one: its bytes can
+    // no longer be trusted to line up.
+    let violation = |what: String| {
+        intake
+            .inbox()
+            .lost(peer, format!("protocol violation: {what}"))
+    };
+    let mut silence = Silence::new(failure_timeout);
+    loop {
+        let check = |h: &_| intake.check(h, Some(peer));
+        let (from, packet, flags) = match read::next_packet(&mut r, &mut silence, check).await {
+            Ok(x) => x,
+            Err(Stop::Violation(what)) => return violation(what),
+            Err(Stop::Read(f)) => {
+                let reason = match f {
+                    ReadFail::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                        "connection closed without goodbye (process died?)".to_string()
+                    }
+                    ReadFail::Io(e) => format!("connection failed: {e}"),
+                    ReadFail::Silent => format!(
+                        "no data and no heartbeat for {failure_timeout:?} (hung or unreachable)"
+                    ),
+                };
+                return links.broken(peer, reason);
+            }
+        };
+        let data = |host: &dyn Host, p: Packet| {
+            let p = if flags == FLAG_SHM {
+                open_shm(p, shm.as_ref())?
+            } else {
+                p
+            };
+            host.engine_in(from, p, Ambient::Idle)
+                .map_err(|e| format!("bad packet: {e}"))
+        };
+        match intake.dispatch(from, packet, data) {
+            // No heartbeats follow a goodbye; the close comes soon.
+            Ok(Kind::Bye) => silence.allow(SHUTDOWN_FLUSH.max(failure_timeout)),
+            Ok(_) => {}
+            Err(e) => return violation(e),
+        }
+    }
+}
+
+/// Turn a packet whose payload is a shared-memory descriptor back into one
+/// with the payload itself (pointing into the owner's arena).
+fn open_shm(mut p: Packet, shm: Option<&Arc<Shm>>) -> Result<Packet, String> {
+    let h = &mut p.header;
+    let b = match shm {
+        Some(s) => ShmDesc::decode(&p.payload)
+            .map_err(|e| e.to_string())
+            .and_then(|d| s.open_desc(&d))?,
+        None => return Err("a shared-memory descriptor on a link without one".into()),
+    };
+    // The same bound `Header::decode` puts on inline payloads.
+    let fits = h
+        .offset
+        .checked_add(b.len() as u64)
+        .is_some_and(|e| e <= h.msg_len);
+    if !fits {
+        return Err(format!(
+            "shared-memory payload of {} bytes at offset {} of a {}-byte message",
+            b.len(),
+            h.offset,
+            h.msg_len
+        ));
+    }
+    h.payload_len = b.len() as u32;
+    p.payload = b;
+    Ok(p)
+}

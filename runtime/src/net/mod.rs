@@ -1,0 +1,385 @@
+//! The tokio driver of the NI engine: the engine, its commands from the host,
+//! and the links that carry its packets.
+//!
+//! The NI lives in one current-thread tokio runtime: the engine, the links'
+//! reader and writer tasks, and (on a socket mesh) the gatekeeper. Which
+//! thread drives that runtime is `drive`'s business: the host while it waits
+//! in mcast, a background thread while the host is away. Nothing busy-spins
+//! for long: a waiting host polls for `MCAST_SPIN_US`, then sleeps in epoll,
+//! so ranks may outnumber cores.
+//!
+//! Layout:
+//! * `link` — the transport seam ([`Links`](link::Links)) and what starting
+//!   a transport yields;
+//! * `intake` — the one intake of every incoming packet (checked once, then
+//!   heartbeat, goodbye, control or data), and the Heartbeat/Bye packets;
+//! * `read` — framing on a byte stream, silence timers, payload reads;
+//! * `connect` — rendezvous, mesh set-up and handshake screening;
+//! * `mesh` — transport: TCP and Unix-domain sockets, one per peer, with
+//!   the host's shared-memory arenas;
+//! * `fablink` — transport: one link to an emulated switch fabric, and the
+//!   host's part of its cost model.
+//!
+//! Only this file knows the engine; the transports reach it through
+//! `intake::Host`, so no transport imports the driver.
+
+mod connect;
+mod fablink;
+mod intake;
+mod link;
+mod mesh;
+mod read;
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use crate::algorithm::{Medium, TreeKind};
+use crate::config::{Config, JobEnv};
+use crate::control::Control;
+use crate::drive::Drive;
+use crate::engine::{Action, NiEngine};
+use crate::error::Error;
+use crate::inbox::{Inbox, Stamp};
+use crate::wire::{Header, Kind, Member, Packet, Route};
+use intake::Host;
+pub use link::Link;
+use link::{io_err, lock, Ambient, Links, SHUTDOWN_FLUSH};
+
+/// A request from the host to its NI.
+#[derive(Debug)]
+pub(crate) enum Cmd {
+    Bcast {
+        seq: u64,
+        data: Bytes,
+        tree: TreeKind,
+    },
+    Multicast {
+        seq: u64,
+        dests: Vec<Member>,
+        data: Bytes,
+        tree: TreeKind,
+    },
+    P2p {
+        to: usize,
+        seq: u64,
+        data: Bytes,
+    },
+    /// Send a control message to every peer.
+    Control(Control),
+    /// Fabric mode: a bcast (`members` empty) or multicast as switch-based
+    /// worms.
+    Worm {
+        kind: Kind,
+        seq: u64,
+        members: Vec<Member>,
+        data: Bytes,
+        worm: crate::worms::Worm,
+    },
+}
+
+/// Handle to the NI: its runtime, its shared state and the background thread.
+pub(crate) struct Net {
+    /// The link to every peer (`None` for this rank).
+    pub(crate) links: Vec<Option<Link>>,
+    /// Shared memory when every rank of the job is on this host with an
+    /// arena (a fact of the address table, so every rank agrees).
+    pub(crate) medium: Medium,
+    /// Payload bytes per packet (the shared-memory size in shared memory).
+    pub(crate) packet_bytes: usize,
+    /// `ip:port` this rank accepts peer connections on.
+    pub(crate) data_addr: String,
+    sh: Arc<Shared>,
+    drive: Arc<Drive>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    writer_tasks: Vec<tokio::task::JoinHandle<()>>,
+    closed: bool,
+}
+
+impl Net {
+    /// Join the job and connect to every peer, over the fabric if `cfg`
+    /// names one, else over a socket mesh. Returns the handle and the job id.
+    pub(crate) fn start(
+        cfg: &Config,
+        job: &JobEnv,
+        inbox: Arc<Inbox>,
+    ) -> Result<(Net, u32), Error> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| io_err("starting the NI runtime", e))?;
+        let joined = match &cfg.fabric {
+            Some(addr) => fablink::join(cfg, job, &inbox, &rt, addr)?,
+            None => mesh::join(cfg, job, &inbox)?,
+        };
+        let sh = Arc::new(Shared {
+            me: job.rank,
+            size: job.size,
+            job: joined.job,
+            engine: Mutex::new(
+                NiEngine::new(
+                    job.rank,
+                    job.size,
+                    joined.job,
+                    cfg.forwarding,
+                    joined.packet_bytes,
+                )
+                .with_topology(joined.topology.map(Arc::new)),
+            ),
+            inbox: inbox.clone(),
+            links: joined.links,
+        });
+        let mut writer_tasks = joined.tasks;
+        let (links, tasks) = (joined.connect)(&rt, sh.clone())?;
+        writer_tasks.extend(tasks);
+        let drive = Arc::new(Drive::new(rt, cfg.spin));
+        let bg = drive.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("mcast-ni-{}", job.rank))
+            .spawn(move || bg.background())
+            .map_err(|e| io_err("spawning the background thread that drives the NI", e))?;
+        inbox.set_driver(Some(drive.clone()));
+        Ok((
+            Net {
+                links,
+                medium: joined.medium,
+                packet_bytes: joined.packet_bytes,
+                data_addr: joined.data_addr,
+                sh,
+                drive,
+                thread: Some(thread),
+                writer_tasks,
+                closed: false,
+            },
+            joined.job,
+        ))
+    }
+
+    /// Fabric mode: refuse a worm scheme this fabric does not carry.
+    pub(crate) fn check_worm(&self, w: crate::worms::Worm) -> Result<(), Error> {
+        if self.sh.links.carries(w) {
+            Ok(())
+        } else {
+            Err(w.refusal())
+        }
+    }
+
+    /// The fabric's welcome, in fabric mode.
+    pub(crate) fn fabric(&self) -> Option<&crate::fabric::FabricWelcome> {
+        self.sh.links.welcome()
+    }
+
+    /// A model time in cycles, with the fabric's cycle length.
+    pub(crate) fn model_latency(&self, s: Stamp) -> Option<crate::ModelLatency> {
+        self.sh
+            .links
+            .cycle_ps()
+            .map(|cycle_ps| crate::ModelLatency {
+                cycles: s.latency(),
+                cycle_ps,
+            })
+    }
+
+    /// Packets this rank sent as shared-memory descriptors so far.
+    pub(crate) fn shm_sent(&self) -> u64 {
+        self.sh
+            .links
+            .shm()
+            .map_or(0, |s| s.sent.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// The bytes of a message this rank originates: in its shared-memory
+    /// arena when that can serve (a large payload, room in the arena), so
+    /// receivers on this host read them in place; otherwise a plain copy.
+    pub(crate) fn payload(&self, data: &[u8]) -> Bytes {
+        self.sh
+            .links
+            .shm()
+            .and_then(|s| s.copy_in(data))
+            .unwrap_or_else(|| Bytes::copy_from_slice(data))
+    }
+
+    /// Hand a request to the NI engine (on this thread), then let the
+    /// writers put what it queued on the wire.
+    pub(crate) fn send(&self, cmd: Cmd) -> Result<(), Error> {
+        if self.closed {
+            return Err(Error::Stopped("the NI has stopped".into()));
+        }
+        let links = &self.sh.links;
+        let pb = self.packet_bytes;
+        let amb = match &cmd {
+            Cmd::Bcast { data, .. } | Cmd::Multicast { data, .. } => {
+                links.post(crate::engine::packet_count(data.len(), pb))
+            }
+            Cmd::P2p { .. } => links.post(1),
+            _ => Ambient::Idle,
+        };
+        let res = match cmd {
+            Cmd::Control(msg) => {
+                send_control(&self.sh, &msg);
+                Ok(())
+            }
+            Cmd::Worm {
+                kind,
+                seq,
+                members,
+                data,
+                worm,
+            } => {
+                if !links.carries(worm) {
+                    return Err(worm.refusal());
+                }
+                let me = self.sh.me;
+                let dests: Vec<usize> = if members.is_empty() {
+                    (0..self.sh.size).filter(|&r| r != me).collect()
+                } else {
+                    members.iter().map(|m| m.rank as usize).collect()
+                };
+                let plan = links.worm_plan(worm, me, &dests)?;
+                let packets =
+                    lock(&self.sh.engine).worm_packets(kind, seq, me, &data, &worm.route(&members));
+                links.send_worms(me, &plan, &packets);
+                Ok(())
+            }
+            cmd => with_engine(&self.sh, amb, |eng| match cmd {
+                Cmd::Bcast { seq, data, tree } => eng.post_bcast(seq, data, tree),
+                Cmd::Multicast {
+                    seq,
+                    dests,
+                    data,
+                    tree,
+                } => eng.post_multicast(seq, &dests, data, tree),
+                Cmd::P2p { to, seq, data } => eng.post_p2p(to, seq, data),
+                Cmd::Control(_) | Cmd::Worm { .. } => Ok(()),
+            }),
+        };
+        if let Err(e) = res {
+            self.sh
+                .inbox
+                .fatal(Error::Protocol(format!("NI refused a host request: {e}")));
+        }
+        // Small packets went out from this thread; what the sockets could
+        // not take waits for the writer tasks, which need the runtime run.
+        if !links.flushed() {
+            self.drive.tick();
+        }
+        Ok(())
+    }
+
+    /// Flush every link, say goodbye to every peer, and stop the NI.
+    pub(crate) fn shutdown(&mut self) {
+        if std::mem::replace(&mut self.closed, true) {
+            return;
+        }
+        // Orderly close: every writer flushes what it has, sends its
+        // goodbye, and shuts its half of the connection down.
+        self.sh.links.close();
+        let tasks = std::mem::take(&mut self.writer_tasks);
+        self.drive.run(async {
+            let _ = tokio::time::timeout(SHUTDOWN_FLUSH, async {
+                for t in tasks {
+                    let _ = t.await;
+                }
+            })
+            .await;
+        });
+        self.sh.inbox.set_driver(None);
+        self.drive.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// What the host, the readers and the writers share.
+struct Shared {
+    me: usize,
+    size: usize,
+    job: u32,
+    engine: Mutex<NiEngine>,
+    inbox: Arc<Inbox>,
+    links: Arc<dyn Links>,
+}
+
+impl Host for Shared {
+    fn inbox(&self) -> &Inbox {
+        &self.inbox
+    }
+
+    fn control_in(&self, from: usize, payload: &[u8]) -> Result<(), String> {
+        let msg =
+            Control::decode(payload).map_err(|e| format!("malformed control message: {e}"))?;
+        for notice in self.inbox.control(from, msg) {
+            send_control(self, &notice);
+        }
+        Ok(())
+    }
+
+    fn engine_in(&self, from: usize, p: Packet, amb: Ambient) -> Result<(), String> {
+        with_engine(self, amb, |eng| eng.packet_in(from, p)).map_err(|e| e.to_string())
+    }
+
+    fn deliver(&self, p: Packet, stamp: Option<Stamp>) {
+        deliver(self, [(p, stamp)]);
+    }
+}
+
+/// Send a control message to every peer.
+fn send_control(sh: &Shared, msg: &Control) {
+    let payload = Bytes::from(msg.encode());
+    let seq = match msg {
+        Control::Probe { seq, .. } | Control::Mismatch { seq, .. } => *seq,
+    };
+    let me = sh.me as u32;
+    let header = Header::new(Kind::Control, sh.job, seq, me, me, payload.len() as u64);
+    for peer in (0..sh.size).filter(|&p| p != sh.me) {
+        let packet = Packet {
+            header,
+            route: Route::None,
+            payload: payload.clone(),
+        };
+        sh.links.send(peer, packet, Ambient::Idle);
+    }
+}
+
+/// Hand packets to the host, announcing any mismatch they reveal.
+fn deliver(sh: &Shared, packets: impl IntoIterator<Item = (Packet, Option<Stamp>)>) {
+    for notice in sh.inbox.deliver_stamped(packets) {
+        send_control(sh, &notice);
+    }
+}
+
+/// Run `f` on the engine, then carry out what it queued: the sends on the
+/// links, then the deliveries to the host in one batch (and announce any
+/// mismatch the delivery revealed). `amb` says when, in model time, the
+/// packets are ready (ignored by links without model time).
+fn with_engine<T>(sh: &Shared, amb: Ambient, f: impl FnOnce(&mut NiEngine) -> T) -> T {
+    let mut deliveries = Vec::new();
+    let mut sends = Vec::new();
+    let r = {
+        let mut eng = lock(&sh.engine);
+        let r = f(&mut eng);
+        while let Some(a) = eng.poll_action() {
+            match a {
+                Action::Send { to, packet } => sends.push((to, packet)),
+                Action::Deliver(p) => deliveries.push(p),
+            }
+        }
+        r
+    };
+    // Sent outside the engine's lock: a send may write to the socket.
+    for (to, packet) in sends {
+        sh.links.send(to, packet, amb);
+    }
+    if !deliveries.is_empty() {
+        let stamp = sh.links.stamp(amb);
+        deliver(sh, deliveries.into_iter().map(|p| (p, stamp)));
+    }
+    r
+}

@@ -1,0 +1,136 @@
+//! Reading from a link: packet framing on a byte stream, the silence timer
+//! that declares a quiet peer lost, and payload reads without extra copies.
+
+use std::time::Duration;
+
+use bytes::{BufMut, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::wire::{Header, Packet, Route, HEADER_LEN};
+
+/// The read half of a connection (TCP or Unix-domain).
+pub(crate) type Rd = Box<dyn AsyncRead + Unpin + Send>;
+
+/// Why a read from a peer stopped.
+pub(crate) enum ReadFail {
+    Io(std::io::Error),
+    Silent,
+}
+
+/// Declares a peer silent when nothing has come from it for `within`.
+///
+/// One timer per connection, pushed back lazily: a completed read only
+/// notes the time, and when the timer fires early it is re-armed for the
+/// real deadline (a timer per read cost a timer-wheel insertion and removal
+/// for every packet).
+pub(crate) struct Silence {
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+    heard: tokio::time::Instant,
+    within: Duration,
+}
+
+impl Silence {
+    pub(crate) fn new(within: Duration) -> Silence {
+        let now = tokio::time::Instant::now();
+        Silence {
+            sleep: Box::pin(tokio::time::sleep_until(now + within)),
+            heard: now,
+            within,
+        }
+    }
+
+    /// Something arrived.
+    pub(crate) fn heard(&mut self) {
+        self.heard = tokio::time::Instant::now();
+    }
+
+    /// From now on, silence for `within` counts.
+    pub(crate) fn allow(&mut self, within: Duration) {
+        self.within = within;
+    }
+
+    /// Run `read` to its end, unless the peer goes silent first. (`read`
+    /// need not be cancel-safe: it is dropped only when the peer is given up.)
+    pub(crate) async fn guard<T>(
+        &mut self,
+        read: impl std::future::Future<Output = std::io::Result<T>>,
+    ) -> Result<T, ReadFail> {
+        tokio::pin!(read);
+        loop {
+            tokio::select! {
+                biased;
+                r = &mut read => return r.map_err(ReadFail::Io),
+                _ = self.sleep.as_mut() => {
+                    let due = self.heard + self.within;
+                    if tokio::time::Instant::now() >= due {
+                        return Err(ReadFail::Silent);
+                    }
+                    self.sleep.as_mut().reset(due);
+                }
+            }
+        }
+    }
+}
+
+/// Read exactly `n` bytes into `buf`'s spare capacity (no zeroing first;
+/// a large payload bypasses the reader's buffer, so it is copied only once).
+pub(crate) async fn read_payload<R: AsyncReadExt + Unpin>(
+    r: &mut R,
+    buf: &mut BytesMut,
+    n: usize,
+) -> std::io::Result<()> {
+    while buf.len() < n {
+        let want = n - buf.len();
+        if r.read_buf(&mut (&mut *buf).limit(want)).await? == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+        }
+    }
+    Ok(())
+}
+
+/// Why no packet came out of a stream.
+pub(crate) enum Stop {
+    /// The stream failed or went silent.
+    Read(ReadFail),
+    /// The peer broke the protocol: its bytes no longer line up.
+    Violation(String),
+}
+
+/// Read the next packet of a byte stream (header, route, payload), with its
+/// wire flags; `check` vets the header before the rest is read and returns
+/// the sender's rank.
+pub(crate) async fn next_packet<R: AsyncRead + Unpin>(
+    r: &mut R,
+    silence: &mut Silence,
+    check: impl FnOnce(&Header) -> Result<usize, String>,
+) -> Result<(usize, Packet, u8), Stop> {
+    let mut hb = [0u8; HEADER_LEN];
+    silence
+        .guard(r.read_exact(&mut hb))
+        .await
+        .map_err(Stop::Read)?;
+    silence.heard();
+    let (header, flags) = Header::decode_flagged(&hb)
+        .map_err(|e| Stop::Violation(format!("malformed header: {e}")))?;
+    let from = check(&header).map_err(Stop::Violation)?;
+    let mut rb = vec![0u8; header.route_len as usize];
+    silence
+        .guard(r.read_exact(&mut rb))
+        .await
+        .map_err(Stop::Read)?;
+    let route = Route::decode(header.route_kind, &rb)
+        .map_err(|e| Stop::Violation(format!("malformed route header: {e}")))?;
+    let n = header.payload_len as usize;
+    let mut payload = BytesMut::with_capacity(n);
+    silence
+        .guard(read_payload(r, &mut payload, n))
+        .await
+        .map_err(Stop::Read)?;
+    silence.heard();
+    let packet = Packet {
+        header,
+        route,
+        payload: payload.freeze(),
+    };
+    Ok((from, packet, flags))
+}
