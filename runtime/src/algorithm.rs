@@ -4,10 +4,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use mcast_algorithms::topo::Kind;
-use mcast_algorithms::trees;
 use mcast_algorithms::{ceil_log2, optimal_k, Shape, Topology};
 
 use crate::error::Error;
+pub use crate::tree_kind::{TopoTree, TreeKind};
 
 /// Which tree a bcast or multicast uses.
 ///
@@ -48,42 +48,6 @@ pub enum Algorithm {
     /// A switch-based worm scheme: only under an emulated fabric that
     /// supports it (`mclaunch --fabric`); see [`crate::worms`].
     Worm(crate::worms::Worm),
-}
-
-/// A topology-aware tree an NI computes from the address field D alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TopoTree {
-    UTorus,
-    UCube,
-    Maxport,
-    Combine,
-    WSort,
-}
-
-impl TopoTree {
-    /// The planner in `mcast-algorithms`.
-    pub fn planner(self) -> trees::Algorithm {
-        match self {
-            TopoTree::UTorus => trees::Algorithm::UTorus,
-            TopoTree::UCube => trees::Algorithm::UCube,
-            TopoTree::Maxport => trees::Algorithm::Maxport,
-            TopoTree::Combine => trees::Algorithm::Combine,
-            TopoTree::WSort => trees::Algorithm::WSort,
-        }
-    }
-
-    fn hypercube_only(self) -> bool {
-        !matches!(self, TopoTree::UTorus)
-    }
-}
-
-/// What a source resolves an [`Algorithm`] to for one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TreeKind {
-    /// A tree over a chain (flat or k-binomial): `mcast_algorithms::split`.
-    Chain(Shape),
-    /// A topology-aware planner run on the header's member list.
-    Topo(TopoTree),
 }
 
 /// What carries a job's packets, as far as [`Algorithm::Auto`] cares.

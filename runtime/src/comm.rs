@@ -21,6 +21,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::algorithm::Medium;
 use crate::control::{Control, Fingerprint};
 use crate::engine::packet_count;
+pub use crate::fabric::ModelLatency;
 use crate::inbox::{Inbox, Stall, Stamp};
 pub use crate::net::Link;
 use crate::net::{Cmd, Net};
@@ -38,23 +39,6 @@ pub struct Received {
     /// latency, from its post at the source to its completion here, in the
     /// fabric's cost model. `None` outside a fabric.
     pub model_latency: Option<ModelLatency>,
-}
-
-/// A latency in the cost model of an emulated fabric: independent of how
-/// loaded the machine running the emulation is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ModelLatency {
-    /// Cycles of the cost model.
-    pub cycles: u64,
-    /// Length of a cycle in picoseconds.
-    pub cycle_ps: u64,
-}
-
-impl ModelLatency {
-    /// The latency in microseconds.
-    pub fn as_micros_f64(&self) -> f64 {
-        self.cycles as f64 * self.cycle_ps as f64 / 1e6
-    }
 }
 
 /// A communicator over all ranks of the job.

@@ -73,17 +73,10 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 1 << 32;
 pub const DEFAULT_PACKET_BYTES: usize = 64 * 1024;
 /// Largest accepted packet payload (the wire format's payload length is u32, but
 /// anything this big defeats pipelining).
-pub const MAX_PACKET_BYTES: usize = 16 * 1024 * 1024;
+pub const MAX_PACKET_BYTES: usize = crate::wire::MAX_PAYLOAD;
 
-/// The NI forwarding discipline (digest §4.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Forwarding {
-    /// First-Packet-First-Served: each packet goes to every child as it arrives.
-    #[default]
-    Fpfs,
-    /// First-Child-First-Served: the whole message goes to child 1, then child 2, …
-    Fcfs,
-}
+/// The NI forwarding discipline: defined by the engine, named and parsed here.
+pub use crate::engine::Forwarding;
 
 impl std::str::FromStr for Forwarding {
     type Err = Error;

@@ -26,7 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::algorithm::TreeKind;
+use crate::tree_kind::TreeKind;
 use crate::wire::{self, WireError};
 
 /// Which collective a call is.

@@ -24,9 +24,18 @@ use bytes::Bytes;
 use mcast_algorithms::trees;
 use mcast_algorithms::{split, Shape, ShapeError, Topology};
 
-use crate::algorithm::{TopoTree, TreeKind};
-use crate::config::Forwarding;
+use crate::tree_kind::{TopoTree, TreeKind};
 use crate::wire::{Header, Kind, Member, Packet, Route};
+
+/// The NI forwarding discipline (digest §4.2); `MCAST_FORWARDING`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Forwarding {
+    /// First-Packet-First-Served: each packet goes to every child as it arrives.
+    #[default]
+    Fpfs,
+    /// First-Child-First-Served: the whole message goes to child 1, then child 2, …
+    Fcfs,
+}
 
 /// What the engine asks its driver to do.
 #[derive(Debug, Clone, PartialEq, Eq)]

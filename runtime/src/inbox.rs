@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -32,6 +32,7 @@ use bytes::Bytes;
 use crate::control::{Control, Fingerprint};
 use crate::drive::Drive;
 use crate::error::Error;
+use crate::sync::lock;
 use crate::wire::{Kind, Packet, Route};
 
 /// How many of this rank's past collective calls are kept for checking late
@@ -248,14 +249,11 @@ impl Inbox {
     /// From now on a waiting host drives the NI runtime itself (`None`:
     /// it sleeps on the condvar while the NI runs elsewhere).
     pub(crate) fn set_driver(&self, d: Option<Arc<Drive>>) {
-        *self.driver.lock().unwrap_or_else(|e| e.into_inner()) = d;
+        *lock(&self.driver) = d;
     }
 
     fn driver(&self) -> Option<Arc<Drive>> {
-        self.driver
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.driver).clone()
     }
 
     /// Drive the NI (on the caller's thread) until the pulse moves from
@@ -291,7 +289,7 @@ impl Inbox {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A poisoned lock only means another thread panicked mid-update; the
         // state is still the best we have.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// [`Inbox::deliver_stamped`] without model time (the tests' shorthand).
@@ -578,7 +576,7 @@ impl Inbox {
             st = self
                 .cv
                 .wait_timeout(st, wake - now)
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(PoisonError::into_inner)
                 .0;
             self.sleepers.fetch_sub(1, Ordering::AcqRel);
         }
@@ -724,7 +722,7 @@ pub struct Stall<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::TreeKind;
+    use crate::tree_kind::TreeKind;
     use crate::wire::Header;
     use mcast_algorithms::Shape;
 

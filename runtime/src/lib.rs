@@ -27,10 +27,13 @@ mod inbox;
 mod net;
 mod outq;
 mod shm;
+mod sync;
+mod tree_kind;
 pub mod wire;
 pub mod worms;
 
 pub use algorithm::{Algorithm, Medium};
-pub use comm::{init, Comm, Link, ModelLatency, Received};
+pub use comm::{init, Comm, Link, Received};
 pub use config::{Config, Forwarding, Transport};
 pub use error::Error;
+pub use fabric::ModelLatency;

@@ -29,10 +29,11 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
+use crate::sync::lock;
 use crate::wire::ShmDesc;
 
 /// Bytes of a slot's header: the reference count (u32), then the length of
@@ -164,7 +165,7 @@ impl Arena {
 
     /// Remove our arena's file (the mappings stay valid).
     pub(crate) fn unlink(&self) {
-        if let Some(c) = self.path.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(c) = lock(&self.path).take() {
             // SAFETY: unlinking our own file.
             unsafe {
                 libc::unlink(c.as_ptr());
@@ -245,10 +246,6 @@ impl std::fmt::Debug for Shm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Shm").field("me", &self.me).finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The owner of `Bytes` that point into an arena: drops its slot reference

@@ -49,7 +49,8 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use mcast_algorithms::Shape;
 
-use crate::algorithm::{TopoTree, TreeKind};
+use crate::tree_kind::{shape_code, shape_of_code, tree_of_code, BadTree, TreeKind};
+pub use crate::tree_kind::{tree_code, MAX_K};
 
 /// Header magic.
 pub const MAGIC: [u8; 4] = *b"MCST";
@@ -57,12 +58,11 @@ pub const MAGIC: [u8; 4] = *b"MCST";
 pub const WIRE_VERSION: u8 = 3;
 /// Size of the fixed header.
 pub const HEADER_LEN: usize = 64;
-/// Largest payload one packet may carry.
-pub const MAX_PAYLOAD: usize = crate::config::MAX_PACKET_BYTES;
+/// Largest payload one packet may carry (the wire format's payload length is
+/// u32, but anything this big defeats pipelining); `config::MAX_PACKET_BYTES`.
+pub const MAX_PAYLOAD: usize = 16 * 1024 * 1024;
 /// Largest route header accepted (a list of ~1M ranks).
 pub const MAX_ROUTE: usize = 8 * 1024 * 1024;
-/// Largest k accepted on the wire.
-pub const MAX_K: usize = u16::MAX as usize;
 
 /// Header flag: the payload is a shared-memory descriptor.
 pub const FLAG_SHM: u8 = 1;
@@ -350,53 +350,21 @@ impl Header {
     }
 }
 
-fn shape_code(shape: Shape) -> (u8, u16) {
-    match shape {
-        Shape::Flat => (0, 0),
-        Shape::KBinomial { k } => (1, k.min(MAX_K) as u16),
-    }
-}
-
-/// The (code, k) pair a route header carries for a tree.
-pub fn tree_code(tree: TreeKind) -> (u8, u16) {
-    match tree {
-        TreeKind::Chain(shape) => shape_code(shape),
-        TreeKind::Topo(t) => (
-            match t {
-                TopoTree::UTorus => 2,
-                TopoTree::UCube => 3,
-                TopoTree::Maxport => 4,
-                TopoTree::Combine => 5,
-                TopoTree::WSort => 6,
-            },
-            0,
-        ),
+impl From<BadTree> for WireError {
+    fn from(e: BadTree) -> WireError {
+        match e {
+            BadTree::Code(c) => WireError::Shape(c),
+            BadTree::K(s) => WireError::Field(s),
+        }
     }
 }
 
 fn decode_tree(code: u8, k: u16) -> Result<TreeKind, WireError> {
-    if code > 1 && k != 0 {
-        return Err(WireError::Field(format!("k = {k} with tree code {code}")));
-    }
-    Ok(match code {
-        0 | 1 => TreeKind::Chain(decode_shape(code, k)?),
-        2 => TreeKind::Topo(TopoTree::UTorus),
-        3 => TreeKind::Topo(TopoTree::UCube),
-        4 => TreeKind::Topo(TopoTree::Maxport),
-        5 => TreeKind::Topo(TopoTree::Combine),
-        6 => TreeKind::Topo(TopoTree::WSort),
-        other => return Err(WireError::Shape(other)),
-    })
+    Ok(tree_of_code(code, k)?)
 }
 
 fn decode_shape(code: u8, k: u16) -> Result<Shape, WireError> {
-    match code {
-        0 if k == 0 => Ok(Shape::Flat),
-        0 => Err(WireError::Field(format!("flat tree with k = {k}"))),
-        1 if k >= 1 => Ok(Shape::KBinomial { k: k as usize }),
-        1 => Err(WireError::Field("k-binomial with k = 0".into())),
-        other => Err(WireError::Shape(other)),
-    }
+    Ok(shape_of_code(code, k)?)
 }
 
 impl Route {
@@ -588,6 +556,7 @@ impl Packet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree_kind::TopoTree;
 
     fn sample(route: Route, payload: &'static [u8]) -> Packet {
         Packet {

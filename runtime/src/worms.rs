@@ -38,18 +38,17 @@ use mcast_algorithms::irregular::{Fabric, IrregularSpec, Scheme};
 use mcast_algorithms::path::PathAlgorithm;
 use mcast_algorithms::Topology;
 
-use crate::algorithm::TreeKind;
 use crate::error::Error;
 use crate::fabric::route_kind;
+use crate::sync::lock;
+use crate::tree_kind::TreeKind;
 use crate::wire::{Member, Route};
 use mcast_algorithms::Shape;
 
 /// The rank of a worm route's marker member.
 pub const WORM_MARK: u32 = u32::MAX;
 
-/// The tree code a worm bcast's fingerprint carries (its k is the scheme's
-/// [`Worm::code`]).
-pub const WORM_TREE_CODE: u8 = 0xFF;
+pub use crate::tree_kind::WORM_TREE_CODE;
 
 /// A worm scheme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -224,7 +223,7 @@ impl Planner {
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, PlanCache> {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.cache)
     }
 
     /// Whether this fabric carries `w`.
