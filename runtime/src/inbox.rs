@@ -29,11 +29,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::control::{Control, Fingerprint};
+use crate::control::{Control, Fingerprint, OpKind};
 use crate::drive::Drive;
 use crate::error::Error;
 use crate::sync::lock;
 use crate::wire::{Kind, Packet, Route};
+use crate::worms::Worm;
 
 /// How many of this rank's past collective calls are kept for checking late
 /// packets and probes.
@@ -198,14 +199,15 @@ impl State {
 
     /// The call a bcast packet was sent for (the root's).
     fn bcast_fp(p: &Packet) -> Fingerprint {
+        let tree = match Worm::of_route(&p.route) {
+            Some(Ok(w)) => w.tree_code(),
+            _ => p.route.tree_code().unwrap_or((u8::MAX, 0)),
+        };
         Fingerprint {
-            op: crate::control::OpKind::Bcast,
+            op: OpKind::Bcast,
             root: p.header.root,
             len: p.header.msg_len,
-            tree: match crate::worms::Worm::of_route(&p.route) {
-                Some(Ok(w)) => (crate::worms::WORM_TREE_CODE, w.code() as u16),
-                _ => p.route.tree_code().unwrap_or((u8::MAX, 0)),
-            },
+            tree,
         }
     }
 }

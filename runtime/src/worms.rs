@@ -103,6 +103,11 @@ impl Worm {
         }
     }
 
+    /// The (code, k) pair a worm bcast's fingerprint carries.
+    pub fn tree_code(self) -> (u8, u16) {
+        (WORM_TREE_CODE, self.code() as u16)
+    }
+
     /// The scheme of a marker's number.
     pub fn from_code(c: u32) -> Option<Worm> {
         match c {
@@ -326,10 +331,7 @@ mod tests {
             assert_eq!(Worm::of_route(&r).unwrap().unwrap(), w);
         }
         let w: Worm = "tree-worm".parse().unwrap();
-        assert_eq!(
-            crate::control::tree_name((WORM_TREE_CODE, w.code() as u16)),
-            "tree-worm"
-        );
+        assert_eq!(crate::control::tree_name(w.tree_code()), "tree-worm");
         assert!("ssr-bogus".parse::<Worm>().is_err());
         assert!("mtorus-u:1".parse::<Worm>().is_err());
         assert_eq!(Worm::from_code(9), None);
