@@ -16,7 +16,7 @@
 //! | `MCAST_TRANSPORT` | `auto`: Unix-domain sockets to peers on the same host (same boot and network namespace), TCP to the others; `tcp`: TCP to every peer | `auto` |
 //! | `MCAST_SHM_PACKET_BYTES` | payload bytes per packet when every rank of the job shares one host's memory (descriptors cost per packet, not per byte, so packets are larger) | `MCAST_PACKET_BYTES` if that is set, else 262144 |
 //! | `MCAST_SHM_BYTES` | size of this rank's shared-memory arena for large payloads to ranks of the same host (Unix-domain links; pages are allocated when first used); 0 turns shared memory off | 67108864 |
-//! | `MCAST_SPIN_US` | how long a waiting rank (its host thread and its NI thread) polls, yielding the CPU between polls, before it sleeps; 0 never polls | 1000 |
+//! | `MCAST_SPIN_US` | how long a host thread waiting in mcast, which drives the NI runtime itself, polls for packets (yielding the CPU between polls) before it sleeps in epoll; 0 never polls | 1000 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
 //! | `MCAST_FABRIC` | `ip:port` of this rank's host port on an emulated switch fabric (set by `mclaunch --fabric`): every packet then goes through the fabric, packets are the fabric's model packets, and messages carry model latency | none |
 //! | `MCAST_TOPOLOGY` | logical topology, rank i = node i (`torus:5x5`, `torus:5x5:uni`, `mesh:4x4`, `hypercube:4`; set by `mclaunch --topology`) | none |
@@ -157,7 +157,7 @@ pub struct Config {
     pub probe_after: Duration,
     /// Largest multicast message this rank reassembles.
     pub max_message_bytes: u64,
-    /// How long a waiting rank polls before it sleeps (host and NI).
+    /// How long a waiting host, driving the NI runtime, polls before it sleeps.
     pub spin: Duration,
     /// Unix-domain sockets to same-host peers, or TCP only.
     pub transport: Transport,
