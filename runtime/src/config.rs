@@ -211,6 +211,12 @@ fn positive_secs(name: &str, v: &str) -> Result<Duration, Error> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Parse an `MCAST_FAILURE_TIMEOUT` value (positive seconds, fractions
+/// allowed), as every rank does; mclaunch uses it for the fabric's bound.
+pub fn parse_failure_timeout(v: &str) -> Result<Duration, Error> {
+    positive_secs(ENV_FAILURE_TIMEOUT, v)
+}
+
 impl Config {
     /// Read the configuration from the process environment.
     pub fn from_env() -> Result<Config, Error> {
@@ -249,7 +255,7 @@ impl Config {
             c.timeout = positive_secs(ENV_TIMEOUT_SECS, &v)?;
         }
         if let Some(v) = get(ENV_FAILURE_TIMEOUT) {
-            c.failure_timeout = positive_secs(ENV_FAILURE_TIMEOUT, &v)?;
+            c.failure_timeout = parse_failure_timeout(&v)?;
         }
         if let Some(v) = get(ENV_PROBE_MS) {
             c.probe_after = positive_secs(ENV_PROBE_MS, &v)? / 1000;
@@ -443,5 +449,16 @@ mod tests {
             .topology
             .unwrap()
             .is_hypercube());
+    }
+
+    #[test]
+    fn failure_timeouts_parse_as_the_launcher_needs() {
+        assert_eq!(
+            parse_failure_timeout(" 0.5 ").unwrap(),
+            Duration::from_millis(500)
+        );
+        for bad in ["0", "-1", "inf", "NaN", "1e10", "x", ""] {
+            assert!(parse_failure_timeout(bad).is_err(), "{bad}");
+        }
     }
 }

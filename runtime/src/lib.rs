@@ -37,3 +37,4 @@ pub use comm::{init, Comm, Link, Received};
 pub use config::{Config, Forwarding, Transport};
 pub use error::Error;
 pub use fabric::ModelLatency;
+pub use shm::{arena_prefix, ARENA_DIR, ARENA_PREFIX};

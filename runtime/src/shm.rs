@@ -36,6 +36,17 @@ use bytes::Bytes;
 use crate::sync::lock;
 use crate::wire::ShmDesc;
 
+/// Where arenas live.
+pub const ARENA_DIR: &str = "/dev/shm";
+/// How every arena's file name starts: `mcast-PID-RANK-NONCE`.
+pub const ARENA_PREFIX: &str = "mcast-";
+
+/// How the file names of the arenas process `pid` creates start (mclaunch
+/// removes those of a rank that died before unlinking its own).
+pub fn arena_prefix(pid: u32) -> String {
+    format!("{ARENA_PREFIX}{pid}-")
+}
+
 /// Bytes of a slot's header: the reference count (u32), then the length of
 /// the data (u64 at offset 8); data starts at this offset in the slot.
 pub(crate) const SLOT_HEADER: u64 = 64;
@@ -93,7 +104,10 @@ impl Arena {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let path = format!("/dev/shm/mcast-{}-{rank}-{nanos:08x}", std::process::id());
+        let path = format!(
+            "{ARENA_DIR}/{}{rank}-{nanos:08x}",
+            arena_prefix(std::process::id())
+        );
         let c = CString::new(path.clone()).map_err(std::io::Error::other)?;
         // SAFETY: plain system calls on a path we own; results checked.
         unsafe {
@@ -132,7 +146,11 @@ impl Arena {
 
     /// Map a peer's arena.
     pub(crate) fn open(path: &str) -> std::io::Result<Arena> {
-        if !path.starts_with("/dev/shm/mcast-") || path.contains("..") {
+        let ours = path
+            .strip_prefix(ARENA_DIR)
+            .and_then(|p| p.strip_prefix('/'))
+            .is_some_and(|name| name.starts_with(ARENA_PREFIX));
+        if !ours || path.contains("..") {
             return Err(std::io::Error::other(format!("not an mcast arena: {path}")));
         }
         let c = CString::new(path).map_err(std::io::Error::other)?;
