@@ -7,7 +7,8 @@
 //! rework). `crate::Name` resolves through `lib.rs`'s `pub use` lines.
 //!
 //! Checked here: no import cycle; the leaves import nothing from the crate;
-//! `wire` imports only leaves; the engine imports neither tokio nor config;
+//! `wire` imports only leaves, and each lower layer only what is below it;
+//! the engine imports neither tokio nor config; the pure modules do no I/O;
 //! the inbox knows no sockets; nothing imports `comm` (the top); no file is
 //! over 600 lines (the driver files are exempt while they are reworked); and
 //! `mcast-algorithms` does no I/O.
@@ -326,6 +327,54 @@ fn the_inbox_knows_no_sockets() {
     let code = &c.code["inbox"];
     for word in ["tokio::net", "std::net", "TcpStream", "UnixStream"] {
         assert!(!code.contains(word), "the inbox uses {word}");
+    }
+}
+
+/// The lower layers, each with everything it may import besides the leaves.
+const BELOW: &[(&str, &[&str])] = &[
+    ("wire", &[]),
+    ("fabric", &["wire"]),
+    ("worms", &["fabric", "wire"]),
+    ("algorithm", &["worms"]),
+    ("control", &["wire", "worms"]),
+    ("engine", &["wire"]),
+    ("shm", &["wire"]),
+    ("drive", &[]),
+];
+
+#[test]
+fn lower_layers_import_only_what_is_below_them() {
+    let c = runtime();
+    for (m, allowed) in BELOW {
+        for to in imports(&c, m) {
+            assert!(
+                LEAVES.contains(&to.as_str()) || allowed.contains(&to.as_str()),
+                "{m} imports {to}, which is not below it (ARCHITECTURE.md, Layers)"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_pure_modules_do_no_io() {
+    let c = runtime();
+    for m in [
+        "tree_kind",
+        "wire",
+        "worms",
+        "algorithm",
+        "control",
+        "engine",
+    ] {
+        for word in [
+            "tokio",
+            "std::net",
+            "std::fs",
+            "std::thread",
+            "std::process",
+        ] {
+            assert!(!c.code[m].contains(word), "{m} uses {word}");
+        }
     }
 }
 
