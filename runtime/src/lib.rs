@@ -11,7 +11,9 @@
 //!
 //! Layout: [`comm`] is the API; [`engine`] the sans-IO smart-NI engine;
 //! [`wire`] the packet format; `net` the tokio/TCP driver; [`bootstrap`] the
-//! control plane with mclaunch; [`config`] every `MCAST_*` setting.
+//! control plane with mclaunch; [`config`] every `MCAST_*` setting. The
+//! modules form layers without import cycles (ARCHITECTURE.md, "Layers
+//! (invariants)", checked by `runtime/tests/layers.rs`).
 
 pub mod algorithm;
 pub mod bootstrap;
