@@ -257,7 +257,7 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
 /// environment, else the runtime's default): the fabric declares a silent
 /// rank lost within it, as a peer would.
 fn failure_timeout(spec: &JobSpec) -> std::time::Duration {
-    use mcast::config::{DEFAULT_FAILURE_TIMEOUT, ENV_FAILURE_TIMEOUT};
+    use mcast::config::{parse_failure_timeout, DEFAULT_FAILURE_TIMEOUT, ENV_FAILURE_TIMEOUT};
     let v = spec
         .env
         .iter()
@@ -265,17 +265,18 @@ fn failure_timeout(spec: &JobSpec) -> std::time::Duration {
         .find(|(k, _)| k == ENV_FAILURE_TIMEOUT)
         .map(|(_, v)| v.clone())
         .or_else(|| std::env::var_os(ENV_FAILURE_TIMEOUT));
-    v.and_then(|v| v.to_str()?.trim().parse::<f64>().ok())
-        .filter(|s| *s > 0.0 && s.is_finite() && *s < 1e9)
-        .map_or(DEFAULT_FAILURE_TIMEOUT, std::time::Duration::from_secs_f64)
+    // A bad value is the ranks' error to report; the fabric takes the default.
+    v.and_then(|v| parse_failure_timeout(v.to_str()?).ok())
+        .unwrap_or(DEFAULT_FAILURE_TIMEOUT)
 }
 
-/// Remove the shared-memory arenas (`/dev/shm/mcast-PID-...`) the ranks left
-/// behind. A rank unlinks its own as soon as its peers have it open, so
-/// only a rank that died during start-up leaves one.
+/// Remove the shared-memory arenas (`/dev/shm/mcast-PID-...`, see
+/// `mcast::arena_prefix`) the ranks left behind. A rank unlinks its own as
+/// soon as its peers have it open, so only a rank that died during start-up
+/// leaves one.
 fn remove_arenas(pids: impl Iterator<Item = libc::pid_t>) {
-    let prefixes: Vec<String> = pids.map(|p| format!("mcast-{p}-")).collect();
-    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+    let prefixes: Vec<String> = pids.map(|p| mcast::arena_prefix(p as u32)).collect();
+    let Ok(dir) = std::fs::read_dir(mcast::ARENA_DIR) else {
         return;
     };
     for entry in dir.flatten() {

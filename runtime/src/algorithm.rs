@@ -4,10 +4,12 @@ use std::fmt;
 use std::str::FromStr;
 
 use mcast_algorithms::topo::Kind;
-use mcast_algorithms::trees;
 use mcast_algorithms::{ceil_log2, optimal_k, Shape, Topology};
 
 use crate::error::Error;
+use crate::tree_kind::tree_code;
+pub use crate::tree_kind::{TopoTree, TreeKind};
+use crate::worms::Worm;
 
 /// Which tree a bcast or multicast uses.
 ///
@@ -50,40 +52,31 @@ pub enum Algorithm {
     Worm(crate::worms::Worm),
 }
 
-/// A topology-aware tree an NI computes from the address field D alone.
+/// What an [`Algorithm`] resolves to for one call: a tree the NIs build
+/// from the headers, or a worm scheme the switches replicate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TopoTree {
-    UTorus,
-    UCube,
-    Maxport,
-    Combine,
-    WSort,
+pub enum Resolved {
+    Tree(TreeKind),
+    /// Runs only under a fabric that carries it (the caller checks).
+    Worm(Worm),
 }
 
-impl TopoTree {
-    /// The planner in `mcast-algorithms`.
-    pub fn planner(self) -> trees::Algorithm {
+impl Resolved {
+    /// The tree, if it is one.
+    pub fn tree(self) -> Option<TreeKind> {
         match self {
-            TopoTree::UTorus => trees::Algorithm::UTorus,
-            TopoTree::UCube => trees::Algorithm::UCube,
-            TopoTree::Maxport => trees::Algorithm::Maxport,
-            TopoTree::Combine => trees::Algorithm::Combine,
-            TopoTree::WSort => trees::Algorithm::WSort,
+            Resolved::Tree(t) => Some(t),
+            Resolved::Worm(_) => None,
         }
     }
 
-    fn hypercube_only(self) -> bool {
-        !matches!(self, TopoTree::UTorus)
+    /// The (code, k) pair a collective's fingerprint carries for it.
+    pub fn tree_code(self) -> (u8, u16) {
+        match self {
+            Resolved::Tree(t) => tree_code(t),
+            Resolved::Worm(w) => w.tree_code(),
+        }
     }
-}
-
-/// What a source resolves an [`Algorithm`] to for one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TreeKind {
-    /// A tree over a chain (flat or k-binomial): `mcast_algorithms::split`.
-    Chain(Shape),
-    /// A topology-aware planner run on the header's member list.
-    Topo(TopoTree),
 }
 
 /// What carries a job's packets, as far as [`Algorithm::Auto`] cares.
@@ -99,19 +92,26 @@ pub enum Medium {
 
 impl Algorithm {
     /// The tree for a set of `n` nodes (source included), `m` packets, and the
-    /// job's topology if it has one, over a network.
+    /// job's topology if it has one, over a network. A worm scheme is refused
+    /// (it has no tree).
     pub fn resolve(
         self,
         n: usize,
         m: usize,
         topology: Option<&Topology>,
     ) -> Result<TreeKind, Error> {
-        self.resolve_for(n, m, topology, Medium::Network)
+        match self.resolve_for(n, m, topology, Medium::Network)? {
+            Resolved::Tree(t) => Ok(t),
+            Resolved::Worm(w) => Err(w.refusal()),
+        }
     }
 
-    /// [`Algorithm::resolve`] for a job whose packets travel over `medium`.
+    /// The tree or worm for a set of `n` nodes (source included), `m`
+    /// packets and the job's topology if it has one, in a job whose packets
+    /// travel over `medium`. A worm resolves to itself: whether the job's
+    /// fabric carries it is the caller's check.
     ///
-    /// Only `Auto` depends on it. Over a network `Auto` takes the optimal k
+    /// Only `Auto` depends on the medium. Over a network `Auto` takes the optimal k
     /// of the FPFS unit-step model (digest 000 §4.5), where every forwarded
     /// packet costs its sender a step, so long messages get a chain. On one
     /// host with shared memory, forwarding a packet costs a 24-byte
@@ -120,6 +120,20 @@ impl Algorithm {
     /// which measured best or within noise of the best from 256 KiB to
     /// 4 MiB at 4 and 8 ranks (README, "Performance").
     pub fn resolve_for(
+        self,
+        n: usize,
+        m: usize,
+        topology: Option<&Topology>,
+        medium: Medium,
+    ) -> Result<Resolved, Error> {
+        if let Algorithm::Worm(w) = self {
+            return Ok(Resolved::Worm(w));
+        }
+        self.tree(n, m, topology, medium).map(Resolved::Tree)
+    }
+
+    /// [`Algorithm::resolve_for`] for an algorithm that is not a worm.
+    fn tree(
         self,
         n: usize,
         m: usize,
@@ -329,7 +343,12 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(k(Algorithm::Auto.resolve(8, 64, None).unwrap()), 1);
-        let shm = |a: Algorithm, topo| a.resolve_for(8, 64, topo, Medium::SharedMemory).unwrap();
+        let shm = |a: Algorithm, topo| {
+            a.resolve_for(8, 64, topo, Medium::SharedMemory)
+                .unwrap()
+                .tree()
+                .unwrap()
+        };
         assert_eq!(k(shm(Algorithm::Auto, None)), 3);
         assert_eq!(k(shm(Algorithm::Chain, None)), 1);
         assert_eq!(
@@ -342,5 +361,21 @@ mod tests {
             TreeKind::Topo(TopoTree::UTorus)
         );
         assert!(Algorithm::UTorus.shape(8, 1).is_err());
+    }
+
+    #[test]
+    fn worms_resolve_to_themselves() {
+        let Algorithm::Worm(w) = "tree-worm".parse().unwrap() else {
+            panic!("tree-worm is a worm");
+        };
+        let r = Algorithm::Worm(w)
+            .resolve_for(8, 1, None, Medium::Network)
+            .unwrap();
+        assert_eq!(r, Resolved::Worm(w));
+        assert_eq!(r.tree(), None);
+        assert_eq!(r.tree_code(), w.tree_code());
+        assert!(Algorithm::Worm(w).resolve(8, 1, None).is_err());
+        let flat = Algorithm::Flat.resolve_for(8, 1, None, Medium::Network);
+        assert_eq!(flat.unwrap().tree_code(), (0, 0));
     }
 }

@@ -18,13 +18,14 @@ use bytes::Bytes;
 use mcast_algorithms::ceil_log2;
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::algorithm::Medium;
+use crate::algorithm::{Medium, Resolved};
 use crate::control::{Control, Fingerprint};
 use crate::engine::packet_count;
+pub use crate::fabric::ModelLatency;
 use crate::inbox::{Inbox, Stall, Stamp};
 pub use crate::net::Link;
 use crate::net::{Cmd, Net};
-use crate::wire::Member;
+use crate::wire::{Kind, Member};
 use crate::{Algorithm, Config, Error};
 
 /// One multicast as seen by a destination.
@@ -38,23 +39,6 @@ pub struct Received {
     /// latency, from its post at the source to its completion here, in the
     /// fabric's cost model. `None` outside a fabric.
     pub model_latency: Option<ModelLatency>,
-}
-
-/// A latency in the cost model of an emulated fabric: independent of how
-/// loaded the machine running the emulation is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ModelLatency {
-    /// Cycles of the cost model.
-    pub cycles: u64,
-    /// Length of a cycle in picoseconds.
-    pub cycle_ps: u64,
-}
-
-impl ModelLatency {
-    /// The latency in microseconds.
-    pub fn as_micros_f64(&self) -> f64 {
-        self.cycles as f64 * self.cycle_ps as f64 / 1e6
-    }
 }
 
 /// A communicator over all ranks of the job.
@@ -281,38 +265,25 @@ impl Comm {
             return Ok(());
         }
         let net = self.net()?;
-        let (fp, tree) = match algo {
-            Algorithm::Worm(w) => {
-                net.check_worm(w)?;
-                let fp = Fingerprint {
-                    op: crate::control::OpKind::Bcast,
-                    root: root as u32,
-                    len: buf.len() as u64,
-                    tree: (crate::worms::WORM_TREE_CODE, w.code() as u16),
-                };
-                (fp, None)
-            }
-            _ => {
-                let m = packet_count(buf.len(), self.packet_bytes());
-                let tree =
-                    algo.resolve_for(self.size, m, self.cfg.topology.as_ref(), self.medium())?;
-                (Fingerprint::bcast(root, buf.len(), tree), Some(tree))
-            }
-        };
+        let m = packet_count(buf.len(), self.packet_bytes());
+        let resolved = algo.resolve_for(self.size, m, self.cfg.topology.as_ref(), self.medium())?;
+        if let Resolved::Worm(w) = resolved {
+            net.check_worm(w)?;
+        }
+        let fp = Fingerprint::bcast_code(root, buf.len(), resolved.tree_code());
         self.begin(seq, fp)?;
         self.last_model.set(None);
         if self.rank == root {
             let data = net.payload(buf);
-            return match (algo, tree) {
-                (Algorithm::Worm(worm), _) => net.send(Cmd::Worm {
-                    kind: crate::wire::Kind::Bcast,
+            return match resolved {
+                Resolved::Worm(worm) => net.send(Cmd::Worm {
+                    kind: Kind::Bcast,
                     seq,
                     members: Vec::new(),
                     data,
                     worm,
                 }),
-                (_, Some(tree)) => net.send(Cmd::Bcast { seq, data, tree }),
-                (_, None) => Err(Error::Protocol("bcast without a tree".into())),
+                Resolved::Tree(tree) => net.send(Cmd::Bcast { seq, data, tree }),
             };
         }
         let mut stall = self.stall_probe(seq, fp);
@@ -426,18 +397,15 @@ impl Comm {
                 w[0]
             )));
         }
-        let tree = match algo {
-            Algorithm::Worm(w) => {
-                self.net()?.check_worm(w)?;
-                None
-            }
-            _ => Some(algo.resolve_for(
-                chain.len() + 1,
-                packet_count(data.len(), self.packet_bytes()),
-                self.cfg.topology.as_ref(),
-                self.medium(),
-            )?),
-        };
+        let resolved = algo.resolve_for(
+            chain.len() + 1,
+            packet_count(data.len(), self.packet_bytes()),
+            self.cfg.topology.as_ref(),
+            self.medium(),
+        )?;
+        if let Resolved::Worm(w) = resolved {
+            self.net()?.check_worm(w)?;
+        }
         let seq = self.mcast_seq.get();
         let _span =
             tracing::debug_span!("multicast", seq, %algo, dests = chain.len(), bytes = data.len())
@@ -461,21 +429,20 @@ impl Comm {
                 m
             })
             .collect();
-        match (algo, tree) {
-            (Algorithm::Worm(worm), _) => net.send(Cmd::Worm {
-                kind: crate::wire::Kind::Multicast,
+        match resolved {
+            Resolved::Worm(worm) => net.send(Cmd::Worm {
+                kind: Kind::Multicast,
                 seq,
                 members,
                 data: net.payload(data),
                 worm,
             }),
-            (_, Some(tree)) => net.send(Cmd::Multicast {
+            Resolved::Tree(tree) => net.send(Cmd::Multicast {
                 seq,
                 dests: members,
                 data: net.payload(data),
                 tree,
             }),
-            (_, None) => Err(Error::Protocol("multicast without a tree".into())),
         }
     }
 

@@ -16,7 +16,7 @@
 //! | `MCAST_TRANSPORT` | `auto`: Unix-domain sockets to peers on the same host (same boot and network namespace), TCP to the others; `tcp`: TCP to every peer | `auto` |
 //! | `MCAST_SHM_PACKET_BYTES` | payload bytes per packet when every rank of the job shares one host's memory (descriptors cost per packet, not per byte, so packets are larger) | `MCAST_PACKET_BYTES` if that is set, else 262144 |
 //! | `MCAST_SHM_BYTES` | size of this rank's shared-memory arena for large payloads to ranks of the same host (Unix-domain links; pages are allocated when first used); 0 turns shared memory off | 67108864 |
-//! | `MCAST_SPIN_US` | how long a waiting rank (its host thread and its NI thread) polls, yielding the CPU between polls, before it sleeps; 0 never polls | 1000 |
+//! | `MCAST_SPIN_US` | how long a host thread waiting in mcast, which drives the NI runtime itself, polls for packets (yielding the CPU between polls) before it sleeps in epoll; 0 never polls | 1000 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
 //! | `MCAST_FABRIC` | `ip:port` of this rank's host port on an emulated switch fabric (set by `mclaunch --fabric`): every packet then goes through the fabric, packets are the fabric's model packets, and messages carry model latency | none |
 //! | `MCAST_TOPOLOGY` | logical topology, rank i = node i (`torus:5x5`, `torus:5x5:uni`, `mesh:4x4`, `hypercube:4`; set by `mclaunch --topology`) | none |
@@ -73,17 +73,10 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 1 << 32;
 pub const DEFAULT_PACKET_BYTES: usize = 64 * 1024;
 /// Largest accepted packet payload (the wire format's payload length is u32, but
 /// anything this big defeats pipelining).
-pub const MAX_PACKET_BYTES: usize = 16 * 1024 * 1024;
+pub const MAX_PACKET_BYTES: usize = crate::wire::MAX_PAYLOAD;
 
-/// The NI forwarding discipline (digest §4.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Forwarding {
-    /// First-Packet-First-Served: each packet goes to every child as it arrives.
-    #[default]
-    Fpfs,
-    /// First-Child-First-Served: the whole message goes to child 1, then child 2, …
-    Fcfs,
-}
+/// The NI forwarding discipline: defined by the engine, named and parsed here.
+pub use crate::engine::Forwarding;
 
 impl std::str::FromStr for Forwarding {
     type Err = Error;
@@ -164,7 +157,7 @@ pub struct Config {
     pub probe_after: Duration,
     /// Largest multicast message this rank reassembles.
     pub max_message_bytes: u64,
-    /// How long a waiting rank polls before it sleeps (host and NI).
+    /// How long a waiting host, driving the NI runtime, polls before it sleeps.
     pub spin: Duration,
     /// Unix-domain sockets to same-host peers, or TCP only.
     pub transport: Transport,
@@ -218,6 +211,12 @@ fn positive_secs(name: &str, v: &str) -> Result<Duration, Error> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Parse an `MCAST_FAILURE_TIMEOUT` value (positive seconds, fractions
+/// allowed), as every rank does; mclaunch uses it for the fabric's bound.
+pub fn parse_failure_timeout(v: &str) -> Result<Duration, Error> {
+    positive_secs(ENV_FAILURE_TIMEOUT, v)
+}
+
 impl Config {
     /// Read the configuration from the process environment.
     pub fn from_env() -> Result<Config, Error> {
@@ -256,7 +255,7 @@ impl Config {
             c.timeout = positive_secs(ENV_TIMEOUT_SECS, &v)?;
         }
         if let Some(v) = get(ENV_FAILURE_TIMEOUT) {
-            c.failure_timeout = positive_secs(ENV_FAILURE_TIMEOUT, &v)?;
+            c.failure_timeout = parse_failure_timeout(&v)?;
         }
         if let Some(v) = get(ENV_PROBE_MS) {
             c.probe_after = positive_secs(ENV_PROBE_MS, &v)? / 1000;
@@ -450,5 +449,16 @@ mod tests {
             .topology
             .unwrap()
             .is_hypercube());
+    }
+
+    #[test]
+    fn failure_timeouts_parse_as_the_launcher_needs() {
+        assert_eq!(
+            parse_failure_timeout(" 0.5 ").unwrap(),
+            Duration::from_millis(500)
+        );
+        for bad in ["0", "-1", "inf", "NaN", "1e10", "x", ""] {
+            assert!(parse_failure_timeout(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -26,7 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::algorithm::TreeKind;
+use crate::tree_kind::TreeKind;
 use crate::wire::{self, WireError};
 
 /// Which collective a call is.
@@ -60,11 +60,17 @@ pub struct Fingerprint {
 
 impl Fingerprint {
     pub fn bcast(root: usize, len: usize, tree: TreeKind) -> Fingerprint {
+        Fingerprint::bcast_code(root, len, wire::tree_code(tree))
+    }
+
+    /// A bcast's fingerprint from the (code, k) pair of its tree or worm
+    /// (`Resolved::tree_code`).
+    pub fn bcast_code(root: usize, len: usize, tree: (u8, u16)) -> Fingerprint {
         Fingerprint {
             op: OpKind::Bcast,
             root: root as u32,
             len: len as u64,
-            tree: wire::tree_code(tree),
+            tree,
         }
     }
 

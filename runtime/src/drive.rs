@@ -76,7 +76,7 @@ impl Drive {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.st.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.st)
     }
 
     /// How long a waiting host polls before it sleeps.

@@ -25,7 +25,7 @@ pub enum Error {
     /// A peer or the launcher sent something that violates the protocol.
     #[error("protocol error: {0}")]
     Protocol(String),
-    /// The runtime was shut down (or its NI task stopped) while in use.
+    /// The runtime was shut down (or its NI runtime stopped) while in use.
     #[error("runtime stopped: {0}")]
     Stopped(String),
     #[error("I/O error: {0}")]

@@ -12,7 +12,9 @@
 //! Layout: [`comm`] is the API; [`engine`] the sans-IO smart-NI engine;
 //! [`wire`] the packet format; `net` the tokio driver and its transports
 //! (socket mesh, fabric link); [`bootstrap`] the control plane with
-//! mclaunch; [`config`] every `MCAST_*` setting.
+//! mclaunch; [`config`] every `MCAST_*` setting. The modules form layers
+//! without import cycles (ARCHITECTURE.md, "Layers (invariants)", checked by
+//! `runtime/tests/layers.rs`).
 
 pub mod algorithm;
 pub mod bootstrap;
@@ -27,10 +29,14 @@ mod inbox;
 mod net;
 mod outq;
 mod shm;
+mod sync;
+mod tree_kind;
 pub mod wire;
 pub mod worms;
 
 pub use algorithm::{Algorithm, Medium};
-pub use comm::{init, Comm, Link, ModelLatency, Received};
+pub use comm::{init, Comm, Link, Received};
 pub use config::{Config, Forwarding, Transport};
 pub use error::Error;
+pub use fabric::ModelLatency;
+pub use shm::{arena_prefix, ARENA_DIR, ARENA_PREFIX};

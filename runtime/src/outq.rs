@@ -11,7 +11,9 @@
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
+
+use crate::sync::lock;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -76,10 +78,6 @@ pub(crate) struct Out {
     st: Mutex<State>,
     wake: Notify,
     shm: Option<Arc<Shm>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Write as much of `queue` as the socket takes now; `Ok(true)` when it is

@@ -29,11 +29,23 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
+use crate::sync::lock;
 use crate::wire::ShmDesc;
+
+/// Where arenas live.
+pub const ARENA_DIR: &str = "/dev/shm";
+/// How every arena's file name starts: `mcast-PID-RANK-NONCE`.
+pub const ARENA_PREFIX: &str = "mcast-";
+
+/// How the file names of the arenas process `pid` creates start (mclaunch
+/// removes those of a rank that died before unlinking its own).
+pub fn arena_prefix(pid: u32) -> String {
+    format!("{ARENA_PREFIX}{pid}-")
+}
 
 /// Bytes of a slot's header: the reference count (u32), then the length of
 /// the data (u64 at offset 8); data starts at this offset in the slot.
@@ -92,7 +104,10 @@ impl Arena {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let path = format!("/dev/shm/mcast-{}-{rank}-{nanos:08x}", std::process::id());
+        let path = format!(
+            "{ARENA_DIR}/{}{rank}-{nanos:08x}",
+            arena_prefix(std::process::id())
+        );
         let c = CString::new(path.clone()).map_err(std::io::Error::other)?;
         // SAFETY: plain system calls on a path we own; results checked.
         unsafe {
@@ -131,7 +146,11 @@ impl Arena {
 
     /// Map a peer's arena.
     pub(crate) fn open(path: &str) -> std::io::Result<Arena> {
-        if !path.starts_with("/dev/shm/mcast-") || path.contains("..") {
+        let ours = path
+            .strip_prefix(ARENA_DIR)
+            .and_then(|p| p.strip_prefix('/'))
+            .is_some_and(|name| name.starts_with(ARENA_PREFIX));
+        if !ours || path.contains("..") {
             return Err(std::io::Error::other(format!("not an mcast arena: {path}")));
         }
         let c = CString::new(path).map_err(std::io::Error::other)?;
@@ -164,7 +183,7 @@ impl Arena {
 
     /// Remove our arena's file (the mappings stay valid).
     pub(crate) fn unlink(&self) {
-        if let Some(c) = self.path.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(c) = lock(&self.path).take() {
             // SAFETY: unlinking our own file.
             unsafe {
                 libc::unlink(c.as_ptr());
@@ -245,10 +264,6 @@ impl std::fmt::Debug for Shm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Shm").field("me", &self.me).finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The owner of `Bytes` that point into an arena: drops its slot reference

@@ -38,18 +38,17 @@ use mcast_algorithms::irregular::{Fabric, IrregularSpec, Scheme};
 use mcast_algorithms::path::PathAlgorithm;
 use mcast_algorithms::Topology;
 
-use crate::algorithm::TreeKind;
 use crate::error::Error;
 use crate::fabric::route_kind;
+use crate::sync::lock;
+use crate::tree_kind::TreeKind;
 use crate::wire::{Member, Route};
 use mcast_algorithms::Shape;
 
 /// The rank of a worm route's marker member.
 pub const WORM_MARK: u32 = u32::MAX;
 
-/// The tree code a worm bcast's fingerprint carries (its k is the scheme's
-/// [`Worm::code`]).
-pub const WORM_TREE_CODE: u8 = 0xFF;
+pub use crate::tree_kind::WORM_TREE_CODE;
 
 /// A worm scheme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -102,6 +101,11 @@ impl Worm {
             Worm::Path(PathAlgorithm::MdTorus) => 17,
             Worm::Path(PathAlgorithm::MuTorus { r }) => 32 + r.min(0xFFFF) as u32,
         }
+    }
+
+    /// The (code, k) pair a worm bcast's fingerprint carries.
+    pub fn tree_code(self) -> (u8, u16) {
+        (WORM_TREE_CODE, self.code() as u16)
     }
 
     /// The scheme of a marker's number.
@@ -224,7 +228,7 @@ impl Planner {
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, PlanCache> {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.cache)
     }
 
     /// Whether this fabric carries `w`.
@@ -327,10 +331,7 @@ mod tests {
             assert_eq!(Worm::of_route(&r).unwrap().unwrap(), w);
         }
         let w: Worm = "tree-worm".parse().unwrap();
-        assert_eq!(
-            crate::control::tree_name((WORM_TREE_CODE, w.code() as u16)),
-            "tree-worm"
-        );
+        assert_eq!(crate::control::tree_name(w.tree_code()), "tree-worm");
         assert!("ssr-bogus".parse::<Worm>().is_err());
         assert!("mtorus-u:1".parse::<Worm>().is_err());
         assert_eq!(Worm::from_code(9), None);

@@ -44,7 +44,7 @@ use tokio::runtime::Runtime;
 
 use super::connect::{self, Conn};
 use super::intake::{Host, Intake};
-use super::link::{lock, Ambient, Joined, Link, Links};
+use super::link::{Ambient, Joined, Link, Links};
 use super::read::{Rd, ReadFail, Silence};
 use crate::algorithm::Medium;
 use crate::config::{Config, JobEnv};
@@ -53,6 +53,7 @@ use crate::fabric::Timeline;
 use crate::fabric::{packet_prefix, route_kind, FabricHello, FabricWelcome, Frame, FABRIC_VERSION};
 use crate::inbox::{Inbox, Stamp};
 use crate::outq::Out;
+use crate::sync::lock;
 use crate::wire::{Kind, Member, Packet, Route, HEADER_LEN};
 use crate::worms::{Worm, WormSend};
 

@@ -25,7 +25,7 @@
 //! This module imports nothing from the rest of `net`, so the driver, the
 //! intake and every transport can all depend on it without a loop.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use mcast_algorithms::Topology;
 use tokio::runtime::Runtime;
@@ -182,9 +182,4 @@ pub(crate) const SHUTDOWN_FLUSH: std::time::Duration = std::time::Duration::from
 
 pub(crate) fn io_err(what: &str, e: std::io::Error) -> Error {
     Error::Io(std::io::Error::new(e.kind(), format!("{what}: {e}")))
-}
-
-/// Lock, ignoring poison (a panicked holder left the best state there is).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -41,10 +41,11 @@ use crate::drive::Drive;
 use crate::engine::{Action, NiEngine};
 use crate::error::Error;
 use crate::inbox::{Inbox, Stamp};
+use crate::sync::lock;
 use crate::wire::{Header, Kind, Member, Packet, Route};
 use intake::Host;
 pub use link::Link;
-use link::{io_err, lock, Ambient, Links, SHUTDOWN_FLUSH};
+use link::{io_err, Ambient, Links, SHUTDOWN_FLUSH};
 
 /// A request from the host to its NI.
 #[derive(Debug)]

@@ -176,7 +176,8 @@ fn tree_depth(comm: &Comm, algo: Algorithm, size: usize) -> Option<usize> {
     let m = size.div_ceil(comm.packet_bytes()).max(1);
     let tree = algo
         .resolve_for(n, m, comm.config().topology.as_ref(), comm.medium())
-        .ok()?;
+        .ok()?
+        .tree()?;
     match tree {
         mcast::algorithm::TreeKind::Chain(mcast_algorithms::Shape::Flat) => {
             Some(usize::from(n > 1))

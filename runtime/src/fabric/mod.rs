@@ -34,9 +34,15 @@
 //!
 //! Decoding never panics: a short, long or malformed frame is a
 //! [`FabricWireError`].
+//!
+//! Model time on the rank's side lives in [`Timeline`] (a resource reserved
+//! in virtual time) and [`ModelLatency`] (what the API reports).
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::{Deserialize, Serialize};
+
+mod timeline;
+pub use timeline::{ModelLatency, Timeline};
 
 /// Version of the fabric link protocol.
 pub const FABRIC_VERSION: u16 = 2;
@@ -420,71 +426,6 @@ fn invalid(e: FabricWireError) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, e)
 }
 
-/// A resource used for intervals of virtual time (a link, an NI processor,
-/// a DMA engine) by events that arrive in wall-clock order: each use takes
-/// the earliest gap at or after its ready time, so a use that is earlier in
-/// virtual time but arrives later in wall time is not pushed behind later
-/// ones. With uses in virtual-time order it is a plain "busy until".
-#[derive(Debug, Clone, Default)]
-pub struct Timeline {
-    /// Reservations (start, end), by start; the oldest are forgotten.
-    resv: std::collections::VecDeque<(u64, u64)>,
-}
-
-impl Timeline {
-    /// Reservations kept (older ones are forgotten: a use that far back in
-    /// virtual time is placed as if they had never been).
-    pub const KEEP: usize = 1024;
-
-    /// The earliest `t >= ready` with `[t, t + dur)` free.
-    pub fn fit(&self, ready: u64, dur: u64) -> u64 {
-        let mut t = ready;
-        // Reservations do not overlap, so their ends are sorted too: skip
-        // every one that ends by `ready`.
-        let first = self.resv.partition_point(|r| r.1 <= t);
-        for &(s, e) in self.resv.range(first..) {
-            if e <= t {
-                continue;
-            }
-            if s >= t.saturating_add(dur) {
-                break;
-            }
-            t = e;
-        }
-        t
-    }
-
-    /// Reserve `[s, e)`.
-    pub fn reserve(&mut self, s: u64, e: u64) {
-        let mut i = self.resv.partition_point(|r| r.0 <= s);
-        // Coalesce with touching neighbours: a busy link is one interval.
-        let mut start = s;
-        if i > 0 && self.resv[i - 1].1 == s {
-            start = self.resv[i - 1].0;
-            self.resv.remove(i - 1);
-            i -= 1;
-        }
-        let mut end = e;
-        if i < self.resv.len() && self.resv[i].0 == e {
-            end = self.resv[i].1;
-            self.resv.remove(i);
-        }
-        self.resv.insert(i, (start, end));
-        if self.resv.len() > Self::KEEP {
-            self.resv.pop_front();
-        }
-    }
-
-    /// Use the resource for `dur` from the earliest fit at or after
-    /// `ready`; returns when the use ends.
-    pub fn take(&mut self, ready: u64, dur: u64) -> u64 {
-        let s = self.fit(ready, dur);
-        let e = s.saturating_add(dur);
-        self.reserve(s, e);
-        e
-    }
-}
-
 /// The unicast route to `dest`.
 pub fn unicast_route(dest: u32) -> Bytes {
     Bytes::copy_from_slice(&dest.to_le_bytes())
@@ -587,27 +528,6 @@ mod tests {
         let mut p = BytesMut::new();
         packet_prefix(&mut p, 0, 0, 0, 0, &[1, 2, 3, 4], 0).unwrap();
         assert!(Frame::decode(p.freeze().slice(4..7 + 20)).is_err());
-    }
-
-    #[test]
-    fn a_timeline_fills_gaps_before_later_reservations() {
-        let mut t = Timeline::default();
-        assert_eq!(t.take(100, 10), 110);
-        // In order: busy until 110.
-        assert_eq!(t.take(105, 10), 120);
-        // A use far later, then one earlier that fits before it.
-        assert_eq!(t.take(1000, 10), 1010);
-        assert_eq!(t.take(130, 10), 140);
-        // One that does not fit in the gap [140, 1000) is not split.
-        assert_eq!(t.fit(995, 10), 1010);
-        assert_eq!(t.fit(985, 10), 985);
-        // Back-to-back uses coalesce.
-        let mut u = Timeline::default();
-        for k in 0..10_000 {
-            u.take(k, 1);
-        }
-        assert_eq!(u.resv.len(), 1);
-        assert_eq!(u.fit(0, 1), 10_000);
     }
 
     proptest::proptest! {

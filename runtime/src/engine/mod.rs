@@ -1,0 +1,332 @@
+//! The smart-NI engine: a sans-IO state machine, one per process.
+//!
+//! Events go in (the host posted a message, a packet arrived from a peer);
+//! actions come out (send this packet to that rank, deliver this packet to the
+//! host). The tokio driver in `net` runs it over TCP, and the discrete-event
+//! driver in `mcast-emulator` runs the very same engine in virtual time.
+//!
+//! Forwarding follows the irregular-networks paper, §4 (digest §4.1–4.2, 4.6):
+//! the packet header carries the receiver's responsibility (a chain range for
+//! bcast, an explicit member list for multicast), and the engine computes its
+//! children from it with [`mcast_algorithms::split`] — the same function the
+//! planners use — without asking its host.
+//!
+//! * **FPFS** (default): every arriving packet is sent to all children, in the
+//!   tree's child order, *before* it is handed to the host.
+//! * **FCFS**: each arriving packet goes to the first child at once and is kept;
+//!   when the whole message is in, all of it goes to child 2, then child 3, ….
+//!   A per-message counter tracks arrivals, as the paper describes.
+//!
+//! Files: this one (the engine, host posts, the source's sends), `tree.rs`
+//! (children from a route header: chain splits and the thesis's
+//! topology-aware hop), `forward.rs` (a packet arrives: checks, forwarding
+//! state, FPFS/FCFS). The engine is sans-IO: it imports neither tokio nor
+//! the configuration (ARCHITECTURE.md, "Layers").
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use mcast_algorithms::{ShapeError, Topology};
+
+use crate::tree_kind::TreeKind;
+use crate::wire::{Header, Kind, Member, Packet, Route};
+
+mod forward;
+#[cfg(test)]
+mod tests;
+mod tree;
+
+use forward::{Forward, MsgKey};
+
+/// The NI forwarding discipline (digest §4.2); `MCAST_FORWARDING`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Forwarding {
+    /// First-Packet-First-Served: each packet goes to every child as it arrives.
+    #[default]
+    Fpfs,
+    /// First-Child-First-Served: the whole message goes to child 1, then child 2, …
+    Fcfs,
+}
+
+/// What the engine asks its driver to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Put `packet` on the connection to rank `to`.
+    Send { to: usize, packet: Packet },
+    /// Hand `packet` to the host (the "DMA to host memory" of the paper).
+    Deliver(Packet),
+}
+
+/// Why the engine refused an event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    #[error("packet from rank {from} does not address this rank: {detail}")]
+    Misrouted { from: usize, detail: String },
+    #[error("rank {0} is out of range")]
+    BadRank(usize),
+    #[error("bad tree shape: {0}")]
+    Shape(#[from] ShapeError),
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+/// Counters for tests and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    pub packets_in: u64,
+    pub copies_out: u64,
+    pub delivered: u64,
+    /// Packets currently held for later children (FCFS only).
+    pub buffered: u64,
+    /// The most packets held at once.
+    pub peak_buffered: u64,
+}
+
+/// The NI engine of one rank.
+#[derive(Debug)]
+pub struct NiEngine {
+    rank: usize,
+    size: usize,
+    job: u32,
+    forwarding: Forwarding,
+    packet_bytes: usize,
+    /// The logical topology (rank i = node i) for topology-aware trees.
+    topology: Option<Arc<Topology>>,
+    forwards: HashMap<MsgKey, Forward>,
+    actions: VecDeque<Action>,
+    stats: EngineStats,
+}
+
+/// Number of packets a message of `len` bytes is cut into (an empty message is
+/// one empty packet, so that receivers learn of it).
+pub fn packet_count(len: usize, packet_bytes: usize) -> usize {
+    len.div_ceil(packet_bytes.max(1)).max(1)
+}
+
+impl NiEngine {
+    /// An engine for `rank` of `size`, tagging packets with `job`.
+    pub fn new(
+        rank: usize,
+        size: usize,
+        job: u32,
+        forwarding: Forwarding,
+        packet_bytes: usize,
+    ) -> NiEngine {
+        NiEngine {
+            rank,
+            size,
+            job,
+            forwarding,
+            packet_bytes: packet_bytes.max(1),
+            topology: None,
+            forwards: HashMap::new(),
+            actions: VecDeque::new(),
+            stats: EngineStats::default(),
+        }
+    }
+
+    /// Give the engine the job's logical topology (needed to forward
+    /// topology-aware trees).
+    pub fn with_topology(mut self, topology: Option<Arc<Topology>>) -> NiEngine {
+        self.topology = topology;
+        self
+    }
+
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+    pub fn stats(&self) -> EngineStats {
+        self.stats
+    }
+    pub fn forwarding(&self) -> Forwarding {
+        self.forwarding
+    }
+
+    /// The next action, if any.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// Whether actions are waiting.
+    pub fn has_actions(&self) -> bool {
+        !self.actions.is_empty()
+    }
+
+    fn header(&self, kind: Kind, seq: u64, root: usize, msg_len: usize) -> Header {
+        // The world communicator (comm 0) is the only one.
+        Header::new(
+            kind,
+            self.job,
+            seq,
+            self.rank as u32,
+            root as u32,
+            msg_len as u64,
+        )
+    }
+
+    /// The packets of a message this rank sends as a switch-based worm (fabric
+    /// mode): `kind` (bcast or multicast) number `seq` from `root`, every
+    /// packet carrying `route`. The engine keeps no state for it: the
+    /// switches replicate worms, and receivers deliver them without
+    /// forwarding.
+    pub fn worm_packets(
+        &self,
+        kind: Kind,
+        seq: u64,
+        root: usize,
+        data: &Bytes,
+        route: &Route,
+    ) -> Vec<Packet> {
+        let mut v = self.packetize(self.header(kind, seq, root, data.len()), data);
+        for p in &mut v {
+            p.route = route.clone();
+        }
+        v
+    }
+
+    /// Cut `data` into packets carrying `base`'s header fields.
+    fn packetize(&self, base: Header, data: &Bytes) -> Vec<Packet> {
+        let count = packet_count(data.len(), self.packet_bytes);
+        (0..count)
+            .map(|i| {
+                let start = i * self.packet_bytes;
+                let end = (start + self.packet_bytes).min(data.len());
+                let mut h = base;
+                h.offset = start as u64;
+                h.pkt_idx = i as u32;
+                h.pkt_count = count as u32;
+                Packet {
+                    header: h,
+                    route: Route::None,
+                    payload: data.slice(start.min(end)..end),
+                }
+            })
+            .collect()
+    }
+
+    /// Emit the source's sends: FPFS = packets outer, children inner; FCFS =
+    /// children outer, packets inner (digest §4.2, Fig 6).
+    fn emit_source(&mut self, packets: Vec<Packet>, children: Vec<(usize, Route)>) {
+        let copy = |p: &Packet, route: &Route| Packet {
+            header: p.header,
+            route: route.clone(),
+            payload: p.payload.clone(),
+        };
+        match self.forwarding {
+            Forwarding::Fpfs => {
+                for p in &packets {
+                    for (to, route) in &children {
+                        self.stats.copies_out += 1;
+                        self.actions.push_back(Action::Send {
+                            to: *to,
+                            packet: copy(p, route),
+                        });
+                    }
+                }
+            }
+            Forwarding::Fcfs => {
+                for (to, route) in &children {
+                    for p in &packets {
+                        self.stats.copies_out += 1;
+                        self.actions.push_back(Action::Send {
+                            to: *to,
+                            packet: copy(p, route),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The host of the root posts a bcast of `data` to every rank, with the
+    /// chain rotated to the root (position p is rank (root + p) mod size).
+    ///
+    /// Chain trees travel with a range route; topology-aware trees with a list
+    /// route over every rank (the thesis's address field D).
+    pub fn post_bcast(&mut self, seq: u64, data: Bytes, tree: TreeKind) -> Result<(), EngineError> {
+        if self.size <= 1 {
+            return Ok(());
+        }
+        let root = self.rank;
+        let children = match tree {
+            TreeKind::Chain(shape) => {
+                shape.validate()?;
+                self.bcast_children(shape, root, 0, self.size - 1)?
+            }
+            TreeKind::Topo(_) => {
+                let others: Vec<Member> = (1..self.size)
+                    .map(|p| Member {
+                        rank: ((root + p) % self.size) as u32,
+                        ordinal: 0,
+                    })
+                    .collect();
+                let chain = self.source_members(tree, &others)?;
+                self.list_children(tree, &chain)?
+            }
+        };
+        let packets = self.packetize(self.header(Kind::Bcast, seq, root, data.len()), &data);
+        self.emit_source(packets, children);
+        Ok(())
+    }
+
+    /// The source posts a multicast of `data` to `dests` (in chain order, not
+    /// containing the source, each with its per-destination ordinal).
+    pub fn post_multicast(
+        &mut self,
+        seq: u64,
+        dests: &[Member],
+        data: Bytes,
+        tree: TreeKind,
+    ) -> Result<(), EngineError> {
+        if let TreeKind::Chain(shape) = tree {
+            shape.validate()?;
+        }
+        if dests.is_empty() {
+            return Ok(());
+        }
+        for d in dests {
+            if d.rank as usize >= self.size || d.rank as usize == self.rank {
+                return Err(EngineError::BadRank(d.rank as usize));
+            }
+        }
+        let chain = self.source_members(tree, dests)?;
+        let children = self.list_children(tree, &chain)?;
+        let packets = self.packetize(
+            self.header(Kind::Multicast, seq, self.rank, data.len()),
+            &data,
+        );
+        self.emit_source(packets, children);
+        Ok(())
+    }
+
+    /// Send a small point-to-point message (used by barrier).
+    pub fn post_p2p(&mut self, to: usize, seq: u64, data: Bytes) -> Result<(), EngineError> {
+        if to >= self.size || to == self.rank {
+            return Err(EngineError::BadRank(to));
+        }
+        if data.len() > self.packet_bytes {
+            return Err(EngineError::Invalid(format!(
+                "point-to-point message of {} bytes exceeds one packet",
+                data.len()
+            )));
+        }
+        let mut h = self.header(Kind::P2p, seq, self.rank, data.len());
+        h.payload_len = data.len() as u32;
+        self.stats.copies_out += 1;
+        self.actions.push_back(Action::Send {
+            to,
+            packet: Packet {
+                header: h,
+                route: Route::None,
+                payload: data,
+            },
+        });
+        Ok(())
+    }
+
+    /// Messages whose forwarding is still in progress.
+    pub fn in_flight(&self) -> usize {
+        self.forwards.len()
+    }
+}

@@ -1,0 +1,168 @@
+//! The engine against the paper's trees, FPFS ordering and bad packets.
+
+use mcast_algorithms::Shape;
+
+use super::*;
+
+/// Run a bcast through a set of engines with instantaneous delivery, in
+/// action order, and return (deliveries per rank, copies sent).
+fn run(
+    size: usize,
+    root: usize,
+    shape: Shape,
+    fw: Forwarding,
+    len: usize,
+    pkt: usize,
+) -> Vec<Vec<Packet>> {
+    let mut engines: Vec<NiEngine> = (0..size)
+        .map(|r| NiEngine::new(r, size, 9, fw, pkt))
+        .collect();
+    let data: Bytes = (0..len).map(|i| (i % 251) as u8).collect::<Vec<_>>().into();
+    engines[root]
+        .post_bcast(5, data, TreeKind::Chain(shape))
+        .unwrap();
+    let mut got = vec![Vec::new(); size];
+    let mut queue: VecDeque<(usize, Action)> = VecDeque::new();
+    while let Some(a) = engines[root].poll_action() {
+        queue.push_back((root, a));
+    }
+    while let Some((at, a)) = queue.pop_front() {
+        match a {
+            Action::Send { to, packet } => {
+                engines[to].packet_in(at, packet).unwrap();
+                while let Some(b) = engines[to].poll_action() {
+                    queue.push_back((to, b));
+                }
+            }
+            Action::Deliver(p) => got[at].push(p),
+        }
+    }
+    got
+}
+
+#[test]
+fn bcast_reaches_everyone_once() {
+    for fw in [Forwarding::Fpfs, Forwarding::Fcfs] {
+        for shape in [
+            Shape::Flat,
+            Shape::KBinomial { k: 1 },
+            Shape::KBinomial { k: 2 },
+            Shape::KBinomial { k: 3 },
+        ] {
+            for root in 0..7 {
+                let got = run(7, root, shape, fw, 1000, 300);
+                for (r, ps) in got.iter().enumerate() {
+                    if r == root {
+                        assert!(ps.is_empty());
+                    } else {
+                        let idx: Vec<u32> = ps.iter().map(|p| p.header.pkt_idx).collect();
+                        assert_eq!(
+                            idx,
+                            vec![0, 1, 2, 3],
+                            "{fw:?} {shape:?} root {root} rank {r}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fpfs_forwards_before_delivering() {
+    let mut e = NiEngine::new(1, 4, 0, Forwarding::Fpfs, 10);
+    let p = Packet {
+        header: Header {
+            kind: Kind::Bcast,
+            job: 0,
+            comm: 0,
+            seq: 0,
+            source: 0,
+            root: 0,
+            msg_len: 20,
+            offset: 0,
+            pkt_idx: 0,
+            pkt_count: 2,
+            payload_len: 10,
+            route_kind: 1,
+            route_len: 16,
+        },
+        route: Route::Range {
+            shape: Shape::KBinomial { k: 1 },
+            size: 4,
+            lo: 1,
+            hi: 3,
+        },
+        payload: Bytes::from_static(&[0; 10]),
+    };
+    e.packet_in(0, p).unwrap();
+    assert!(matches!(e.poll_action(), Some(Action::Send { to: 2, .. })));
+    assert!(matches!(e.poll_action(), Some(Action::Deliver(_))));
+    assert_eq!(e.in_flight(), 1);
+}
+
+#[test]
+fn rejects_misrouted_packets() {
+    let mut e = NiEngine::new(1, 4, 7, Forwarding::Fpfs, 10);
+    let mut h = Header {
+        kind: Kind::P2p,
+        job: 7,
+        comm: 0,
+        seq: 0,
+        source: 0,
+        root: 0,
+        msg_len: 0,
+        offset: 0,
+        pkt_idx: 0,
+        pkt_count: 1,
+        payload_len: 0,
+        route_kind: 0,
+        route_len: 0,
+    };
+    let pk = |h: Header, route: Route| Packet {
+        header: h,
+        route,
+        payload: Bytes::new(),
+    };
+    h.kind = Kind::Bcast;
+    let r = Route::Range {
+        shape: Shape::Flat,
+        size: 4,
+        lo: 2,
+        hi: 2,
+    };
+    assert!(matches!(
+        e.packet_in(0, pk(h, r)),
+        Err(EngineError::Misrouted { .. })
+    ));
+    h.kind = Kind::Multicast;
+    let r = Route::List {
+        tree: TreeKind::Chain(Shape::Flat),
+        members: vec![
+            Member {
+                rank: 1,
+                ordinal: 0,
+            },
+            Member {
+                rank: 9,
+                ordinal: 0,
+            },
+        ],
+    };
+    assert!(matches!(
+        e.packet_in(0, pk(h, r)),
+        Err(EngineError::BadRank(9))
+    ));
+    assert!(e.post_p2p(1, 0, Bytes::new()).is_err());
+    assert!(e
+        .post_multicast(
+            0,
+            &[Member {
+                rank: 1,
+                ordinal: 0
+            }],
+            Bytes::new(),
+            TreeKind::Chain(Shape::Flat)
+        )
+        .is_err());
+}

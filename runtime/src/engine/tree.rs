@@ -1,0 +1,130 @@
+//! A node's children, from the route header it received (or, at the source,
+//! from the whole destination set).
+
+use std::collections::HashMap;
+
+use mcast_algorithms::trees;
+use mcast_algorithms::{split, Shape, Topology};
+
+use super::{EngineError, NiEngine};
+use crate::tree_kind::{TopoTree, TreeKind};
+use crate::wire::{Member, Route};
+
+impl NiEngine {
+    pub(super) fn bcast_children(
+        &self,
+        shape: Shape,
+        root: usize,
+        lo: usize,
+        hi: usize,
+    ) -> Result<Vec<(usize, Route)>, EngineError> {
+        Ok(split(shape, lo, hi)?
+            .into_iter()
+            .map(|(a, b)| {
+                (
+                    (root + a) % self.size,
+                    Route::Range {
+                        shape,
+                        size: self.size as u32,
+                        lo: a as u32,
+                        hi: b as u32,
+                    },
+                )
+            })
+            .collect())
+    }
+
+    /// The children of `members[0]`, responsible for all of `members`.
+    pub(super) fn list_children(
+        &self,
+        tree: TreeKind,
+        members: &[Member],
+    ) -> Result<Vec<(usize, Route)>, EngineError> {
+        match tree {
+            TreeKind::Chain(shape) => Ok(split(shape, 0, members.len() - 1)?
+                .into_iter()
+                .map(|(a, b)| {
+                    (
+                        members[a].rank as usize,
+                        Route::List {
+                            tree,
+                            members: members[a..=b].to_vec(),
+                        },
+                    )
+                })
+                .collect()),
+            TreeKind::Topo(t) => self.topo_children(t, members),
+        }
+    }
+
+    pub(super) fn topology(&self, t: TopoTree) -> Result<&Topology, EngineError> {
+        self.topology.as_deref().ok_or_else(|| {
+            EngineError::Invalid(format!("{t:?} tree but this rank has no topology"))
+        })
+    }
+
+    /// The thesis's hop: run the algorithm on the address field D
+    /// (`members`, this node first) exactly as received, and send each part
+    /// on with the part as its receiver's D.
+    pub(super) fn topo_children(
+        &self,
+        t: TopoTree,
+        members: &[Member],
+    ) -> Result<Vec<(usize, Route)>, EngineError> {
+        let topo = self.topology(t)?;
+        let d: Vec<usize> = members.iter().map(|m| m.rank as usize).collect();
+        let ordinal: HashMap<u32, u32> = members.iter().map(|m| (m.rank, m.ordinal)).collect();
+        let sends = trees::split_received(topo, t.planner(), &d).map_err(|e| {
+            EngineError::Invalid(format!("{t:?} on the received address field: {e}"))
+        })?;
+        Ok(sends
+            .into_iter()
+            .map(|(to, covers)| {
+                let members = covers
+                    .into_iter()
+                    .map(|r| Member {
+                        rank: r as u32,
+                        ordinal: ordinal.get(&(r as u32)).copied().unwrap_or(0),
+                    })
+                    .collect();
+                (
+                    to,
+                    Route::List {
+                        tree: TreeKind::Topo(t),
+                        members,
+                    },
+                )
+            })
+            .collect())
+    }
+
+    /// The source's chain for `tree`: for topology-aware trees, the order the
+    /// planner puts the destinations in (R-chain, relative chain, WeightedSort).
+    pub(super) fn source_members(
+        &self,
+        tree: TreeKind,
+        dests: &[Member],
+    ) -> Result<Vec<Member>, EngineError> {
+        let me = Member {
+            rank: self.rank as u32,
+            ordinal: 0,
+        };
+        match tree {
+            TreeKind::Chain(_) => Ok(std::iter::once(me).chain(dests.iter().copied()).collect()),
+            TreeKind::Topo(t) => {
+                let ranks: Vec<usize> = dests.iter().map(|m| m.rank as usize).collect();
+                let chain = trees::source_chain(self.topology(t)?, t.planner(), self.rank, &ranks)
+                    .map_err(|e| EngineError::Invalid(format!("{t:?}: {e}")))?;
+                let ordinal: HashMap<u32, u32> =
+                    dests.iter().map(|m| (m.rank, m.ordinal)).collect();
+                Ok(chain
+                    .into_iter()
+                    .map(|r| Member {
+                        rank: r as u32,
+                        ordinal: ordinal.get(&(r as u32)).copied().unwrap_or(0),
+                    })
+                    .collect())
+            }
+        }
+    }
+}

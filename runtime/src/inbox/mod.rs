@@ -1,0 +1,272 @@
+//! Host memory: where the NI side deposits delivered packets and where the
+//! host's blocking calls wait for them. It also keeps what this rank knows of
+//! failures: lost peers, mismatched collectives, and a stopped NI.
+//!
+//! Packets can arrive before the host asks (the NI forwards and delivers without
+//! asking its host), so everything is keyed: bcast packets by collective
+//! sequence number, point-to-point packets by (sequence, sender), multicasts by
+//! (source, source's multicast number). Waits are bounded: a wait fails with
+//! [`Error::Timeout`] when no packet arrives within the configured bound.
+//!
+//! # Failure bookkeeping (README "Failure semantics")
+//! * **Lost peers** ([`Inbox::lost`]): a world collective that starts after a
+//!   loss, or is waiting when it happens, fails with `PeerLost` naming the
+//!   first lost rank; a multicast to a set containing a lost rank fails the
+//!   same way; `recv_multicast` (any source) first returns what has completed,
+//!   then reports each lost rank once, then goes on receiving from the living.
+//! * **Mismatches** (see [`crate::control`]): this rank's recent collective
+//!   calls are kept with their fingerprints; packets, probes and notices are
+//!   checked against them. The first mismatch poisons the communicator's
+//!   collectives: that call and every later one return the same
+//!   `Error::Mismatch`. Multicast keeps working.
+//! * **Fatal** ([`Inbox::fatal`]): the NI itself stopped or was refused a
+//!   request; everything fails.
+//!
+//! Files: this one (the [`Inbox`] and what the NI side calls), `state.rs`
+//! (what is known, by key: packets, reassembly, losses, calls), `wait.rs`
+//! (the host's blocking `take_*` calls). The inbox knows no sockets: the
+//! NI side calls it, and a waiting host drives the NI through `drive`.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::control::{Control, Fingerprint};
+use crate::drive::Drive;
+use crate::error::Error;
+use crate::sync::lock;
+use crate::wire::{Kind, Packet};
+
+mod state;
+#[cfg(test)]
+mod tests;
+mod wait;
+
+pub use state::Stamp;
+use state::{State, CALL_HISTORY, MAX_EARLY_PROBES};
+pub use wait::Stall;
+
+/// Shared between the NI side (producer: whichever thread drives the NI
+/// runtime) and the host's calls (consumer).
+#[derive(Debug, Default)]
+pub struct Inbox {
+    state: Mutex<State>,
+    cv: Condvar,
+    /// Bumped on every change a waiter may care about; a host driving the
+    /// NI polls it without taking the lock.
+    pulse: AtomicU64,
+    /// Host threads blocked on `cv`: the NI skips the futex wake when none is.
+    sleepers: AtomicUsize,
+    /// Wakes a host that waits while driving the NI runtime.
+    notify: tokio::sync::Notify,
+    /// The NI runtime, which a waiting host drives itself (see `drive`).
+    driver: Mutex<Option<Arc<Drive>>>,
+}
+
+/// What a bcast wait yields: packets for that sequence number.
+pub type BcastPackets = Vec<Packet>;
+
+impl Inbox {
+    /// The inbox of rank `me`, accepting multicasts up to `max_message` bytes.
+    pub fn new(me: usize, max_message: u64) -> Inbox {
+        Inbox {
+            state: Mutex::new(State {
+                me,
+                max_message,
+                ..State::default()
+            }),
+            cv: Condvar::new(),
+            pulse: AtomicU64::new(0),
+            sleepers: AtomicUsize::new(0),
+            notify: tokio::sync::Notify::new(),
+            driver: Mutex::new(None),
+        }
+    }
+
+    /// From now on a waiting host drives the NI runtime itself (`None`:
+    /// it sleeps on the condvar while the NI runs elsewhere).
+    pub(crate) fn set_driver(&self, d: Option<Arc<Drive>>) {
+        *lock(&self.driver) = d;
+    }
+
+    fn driver(&self) -> Option<Arc<Drive>> {
+        lock(&self.driver).clone()
+    }
+
+    /// Wake the host: bump the pulse and, only if it sleeps, the condvar.
+    fn wake(&self) {
+        self.pulse.fetch_add(1, Ordering::Release);
+        self.notify.notify_one();
+        if self.sleepers.load(Ordering::Acquire) > 0 {
+            self.cv.notify_all();
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock only means another thread panicked mid-update; the
+        // state is still the best we have.
+        lock(&self.state)
+    }
+
+    /// [`Inbox::deliver_stamped`] without model time (the tests' shorthand).
+    #[cfg(test)]
+    pub fn deliver(&self, packets: impl IntoIterator<Item = Packet>) -> Vec<Control> {
+        self.deliver_stamped(packets.into_iter().map(|p| (p, None)))
+    }
+
+    /// NI side: deliver a batch of packets, each with its model time in
+    /// fabric mode. Returns the mismatch notices to send to every peer.
+    pub fn deliver_stamped(
+        &self,
+        packets: impl IntoIterator<Item = (Packet, Option<Stamp>)>,
+    ) -> Vec<Control> {
+        let mut notices = Vec::new();
+        let mut st = self.lock();
+        for (p, stamp) in packets {
+            st.deliveries += 1;
+            let h = p.header;
+            match h.kind {
+                Kind::Bcast => {
+                    let theirs = State::bcast_fp(&p);
+                    notices.extend(st.check(h.seq, &theirs, h.root as usize));
+                    st.bcast.entry(h.seq).or_default().push_back(p);
+                    if let Some(s) = stamp {
+                        let m = st.bcast_model.entry(h.seq).or_insert(s);
+                        *m = Stamp::merge(Some(*m), Some(s)).unwrap_or(s);
+                    }
+                }
+                Kind::P2p => {
+                    let from = h.source as usize;
+                    notices.extend(st.check(h.seq, &Fingerprint::barrier(), from));
+                    st.p2p
+                        .entry((h.seq, from))
+                        .or_default()
+                        .push_back(p.payload);
+                }
+                Kind::Multicast => State::multicast_packet(&mut st, p, stamp),
+                Kind::Bye | Kind::Control | Kind::Heartbeat => {}
+            }
+        }
+        drop(st);
+        self.wake();
+        notices
+    }
+
+    /// NI side: a control message from rank `from`. Returns notices to send.
+    pub fn control(&self, from: usize, msg: Control) -> Vec<Control> {
+        let mut st = self.lock();
+        let mut notices = Vec::new();
+        match msg {
+            Control::Probe { seq, fp } => {
+                if st.calls.contains_key(&seq) {
+                    notices.extend(st.check(seq, &fp, from));
+                } else if st.calls.keys().next_back().is_none_or(|&last| seq > last)
+                    && st.early_probe_count < MAX_EARLY_PROBES
+                {
+                    st.early_probe_count += 1;
+                    st.early_probes.entry(seq).or_default().push((from, fp));
+                }
+            }
+            Control::Mismatch { seq: _, op, detail } => {
+                if st.mismatch.is_none() {
+                    tracing::error!(%op, %detail, from, "a peer found a mismatched collective");
+                    st.mismatch = Some(Error::Mismatch { op, detail });
+                }
+            }
+        }
+        drop(st);
+        self.wake();
+        notices
+    }
+
+    /// NI side: the NI cannot go on; every current and later call fails.
+    pub fn fatal(&self, err: Error) {
+        let mut st = self.lock();
+        if st.fatal.is_none() {
+            tracing::error!(%err, "runtime failure");
+            st.fatal = Some(err);
+        }
+        drop(st);
+        self.wake();
+    }
+
+    /// NI side: rank `rank` is gone (its connection broke without a goodbye,
+    /// it fell silent, or it broke the protocol).
+    pub fn lost(&self, rank: usize, reason: String) {
+        let mut st = self.lock();
+        if st.byes.contains(&rank) || st.lost.iter().any(|(r, _)| *r == rank) {
+            return;
+        }
+        tracing::error!(rank, %reason, "peer lost");
+        st.lost.push((rank, reason));
+        // Its unfinished multicasts will never finish.
+        st.mcast_partial.retain(|(src, _), _| *src != rank);
+        drop(st);
+        self.wake();
+    }
+
+    /// The ranks lost so far, in the order they were found.
+    pub fn lost_ranks(&self) -> Vec<usize> {
+        self.lock().lost.iter().map(|(r, _)| *r).collect()
+    }
+
+    /// NI side: a peer said goodbye (an orderly close follows).
+    pub fn mark_bye(&self, rank: usize) {
+        self.lock().byes.insert(rank);
+    }
+
+    /// Whether `rank` closed in an orderly way.
+    pub fn said_bye(&self, rank: usize) -> bool {
+        self.lock().byes.contains(&rank)
+    }
+
+    /// Host side: this rank enters collective `seq` with call `fp`. Fails if
+    /// collectives cannot run (a lost peer, an earlier mismatch, a stopped
+    /// NI), or if what already arrived for `seq` disagrees with `fp`; in the
+    /// latter case the returned notice must be sent to every peer.
+    pub fn begin(&self, seq: u64, fp: Fingerprint) -> Result<(), (Error, Option<Control>)> {
+        let mut st = self.lock();
+        if let Some(e) = st.collective_blocked() {
+            return Err((e, None));
+        }
+        st.calls.insert(seq, fp);
+        while st.calls.len() > CALL_HISTORY {
+            st.calls.pop_first();
+        }
+        let mut notice = None;
+        if let Some(probes) = st.early_probes.remove(&seq) {
+            st.early_probe_count -= probes.len();
+            for (from, theirs) in probes {
+                notice = notice.or(st.check(seq, &theirs, from));
+            }
+        }
+        if let Some(p) = st.bcast.get(&seq).and_then(|q| q.front()) {
+            let (theirs, root) = (State::bcast_fp(p), p.header.root as usize);
+            notice = notice.or(st.check(seq, &theirs, root));
+        }
+        if let Some(&(_, from)) = st.p2p.keys().find(|(s, _)| *s == seq) {
+            notice = notice.or(st.check(seq, &Fingerprint::barrier(), from));
+        }
+        match &st.mismatch {
+            Some(e) => Err((e.clone(), notice)),
+            None => Ok(()),
+        }
+    }
+
+    /// Host side: a multicast to `dests` may go out (none of them is lost).
+    pub fn check_dests(&self, dests: &[usize]) -> Result<(), Error> {
+        let mut st = self.lock();
+        if let Some(e) = &st.fatal {
+            return Err(e.clone());
+        }
+        match st.lost.iter().find(|(r, _)| dests.contains(r)).cloned() {
+            Some((rank, reason)) => Err(st.report_lost(rank, reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// Host side: the model time of bcast `seq`'s packets taken so far
+    /// (fabric mode), forgetting it.
+    pub fn take_bcast_model(&self, seq: u64) -> Option<Stamp> {
+        self.lock().bcast_model.remove(&seq)
+    }
+}

@@ -1,0 +1,251 @@
+//! What the inbox knows: packets and messages by key, reassembly of
+//! multicasts, lost peers and this rank's recent calls (for mismatches).
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use bytes::Bytes;
+
+use crate::control::{Control, Fingerprint, OpKind};
+use crate::error::Error;
+use crate::wire::{Packet, Route};
+use crate::worms::Worm;
+
+/// How many of this rank's past collective calls are kept for checking late
+/// packets and probes.
+pub(super) const CALL_HISTORY: usize = 1024;
+/// Most probes kept for collectives this rank has not reached yet.
+pub(super) const MAX_EARLY_PROBES: usize = 4096;
+
+/// A multicast being reassembled. Packets are kept as they come and copied
+/// into one buffer only when all have arrived and exactly tile the message,
+/// so memory never exceeds what the peer actually sent (a hostile `msg_len`
+/// cannot make this rank allocate).
+#[derive(Debug, Default)]
+pub(super) struct Partial {
+    pub(super) msg_len: u64,
+    pub(super) pkt_count: u32,
+    /// Packets seen (refused ones included).
+    pub(super) got: u32,
+    pub(super) ordinal: u32,
+    pub(super) parts: Vec<(u64, Bytes)>,
+    pub(super) bytes: u64,
+    /// Set when the message is refused (too large, inconsistent): its packets
+    /// are counted but dropped, and the receiver gets this error in its place.
+    pub(super) refused: Option<Error>,
+    /// Model time of the packets so far (fabric mode).
+    pub(super) model: Option<Stamp>,
+}
+
+/// A delivered packet's place in model time (fabric mode only): when it was
+/// in host memory plus the host's receive overhead, and when its message
+/// was posted at the source. Both in cycles of the fabric's cost model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stamp {
+    /// Earliest completion of the message at this host, given this packet.
+    pub done: u64,
+    /// When the message was posted at its source.
+    pub post: u64,
+}
+
+impl Stamp {
+    /// Fold in another packet of the same message.
+    pub(super) fn merge(a: Option<Stamp>, b: Option<Stamp>) -> Option<Stamp> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(Stamp {
+                done: a.done.max(b.done),
+                post: a.post.min(b.post),
+            }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Model latency in cycles: completion here minus the post at the source.
+    pub fn latency(&self) -> u64 {
+        self.done.saturating_sub(self.post)
+    }
+}
+
+impl Partial {
+    fn assemble(mut self, source: usize) -> Result<Bytes, Error> {
+        if let Some(e) = self.refused {
+            return Err(e);
+        }
+        if self.parts.len() == 1 && self.parts[0].0 == 0 && self.bytes == self.msg_len {
+            return Ok(self.parts.pop().map(|p| p.1).unwrap_or_default());
+        }
+        self.parts.sort_by_key(|p| p.0);
+        let mut at = 0u64;
+        let mut buf = Vec::with_capacity(self.bytes as usize);
+        for (off, data) in &self.parts {
+            if *off != at {
+                return Err(Error::Protocol(format!(
+                    "multicast from rank {source}: packets do not tile the message \
+                     (byte {at} expected, {off} found)"
+                )));
+            }
+            buf.extend_from_slice(data);
+            at += data.len() as u64;
+        }
+        if at != self.msg_len {
+            return Err(Error::Protocol(format!(
+                "multicast from rank {source}: {at} of {} bytes arrived",
+                self.msg_len
+            )));
+        }
+        Ok(Bytes::from(buf))
+    }
+}
+
+/// A complete (or refused) multicast waiting for the host.
+pub(super) type Ready = (u64, Result<Bytes, Error>, Option<Stamp>);
+
+#[derive(Debug, Default)]
+pub(super) struct State {
+    pub(super) me: usize,
+    pub(super) max_message: u64,
+    pub(super) bcast: HashMap<u64, VecDeque<Packet>>,
+    pub(super) p2p: HashMap<(u64, usize), VecDeque<Bytes>>,
+    pub(super) mcast_partial: HashMap<(usize, u64), Partial>,
+    /// Complete multicasts per source, by ordinal, with their completion number.
+    pub(super) mcast_ready: HashMap<usize, BTreeMap<u32, Ready>>,
+    pub(super) mcast_next: HashMap<usize, u32>,
+    /// Model time of each bcast's packets so far, by sequence number.
+    pub(super) bcast_model: HashMap<u64, Stamp>,
+    pub(super) completions: u64,
+    /// Packets delivered so far (progress, for timeouts).
+    pub(super) deliveries: u64,
+    pub(super) fatal: Option<Error>,
+    /// Lost peers, in the order they were found, with the reason.
+    pub(super) lost: Vec<(usize, String)>,
+    /// Lost ranks already reported to the user by some call: `recv_multicast`
+    /// does not report them again.
+    pub(super) acked: HashSet<usize>,
+    pub(super) byes: HashSet<usize>,
+    /// This rank's collective calls (current and recent) by sequence number.
+    pub(super) calls: BTreeMap<u64, Fingerprint>,
+    /// Probes for calls this rank has not made yet.
+    pub(super) early_probes: HashMap<u64, Vec<(usize, Fingerprint)>>,
+    pub(super) early_probe_count: usize,
+    /// The first mismatch found: poisons every later collective.
+    pub(super) mismatch: Option<Error>,
+}
+
+impl State {
+    /// Why a world collective cannot go on, if it cannot.
+    pub(super) fn collective_blocked(&mut self) -> Option<Error> {
+        if let Some(e) = &self.fatal {
+            return Some(e.clone());
+        }
+        if let Some(e) = &self.mismatch {
+            return Some(e.clone());
+        }
+        let (rank, reason) = self.lost.first()?.clone();
+        Some(self.report_lost(rank, reason))
+    }
+
+    /// The error for lost rank `rank`, which the user now knows about.
+    pub(super) fn report_lost(&mut self, rank: usize, reason: String) -> Error {
+        self.acked.insert(rank);
+        Error::PeerLost { rank, reason }
+    }
+
+    /// Record a mismatch found here in collective `seq`; returns the notice
+    /// to send to every peer (none if one was already recorded).
+    pub(super) fn found_mismatch(
+        &mut self,
+        seq: u64,
+        fp: &Fingerprint,
+        detail: String,
+    ) -> Option<Control> {
+        if self.mismatch.is_some() {
+            return None;
+        }
+        let op = fp.op_name(seq);
+        tracing::error!(%op, %detail, "mismatched collective");
+        self.mismatch = Some(Error::Mismatch {
+            op: op.clone(),
+            detail: detail.clone(),
+        });
+        Some(Control::Mismatch { seq, op, detail })
+    }
+
+    /// Check a peer's call of `seq` against this rank's, if this rank made it.
+    pub(super) fn check(&mut self, seq: u64, theirs: &Fingerprint, them: usize) -> Option<Control> {
+        let mine = *self.calls.get(&seq)?;
+        let detail = mine.differs(self.me, theirs, them)?;
+        self.found_mismatch(seq, &mine, detail)
+    }
+
+    /// The call a bcast packet was sent for (the root's).
+    pub(super) fn bcast_fp(p: &Packet) -> Fingerprint {
+        let tree = match Worm::of_route(&p.route) {
+            Some(Ok(w)) => w.tree_code(),
+            _ => p.route.tree_code().unwrap_or((u8::MAX, 0)),
+        };
+        Fingerprint {
+            op: OpKind::Bcast,
+            root: p.header.root,
+            len: p.header.msg_len,
+            tree,
+        }
+    }
+
+    /// A multicast packet: into its message's reassembly, and the message
+    /// into the ready queue of its source once complete.
+    pub(super) fn multicast_packet(st: &mut State, p: Packet, stamp: Option<Stamp>) {
+        let h = p.header;
+        let ordinal = match &p.route {
+            Route::List { members, .. } => members.first().map_or(0, |m| m.ordinal),
+            _ => 0,
+        };
+        let source = h.root as usize;
+        let key = (source, h.seq);
+        let max = st.max_message;
+        let part = st.mcast_partial.entry(key).or_insert_with(|| Partial {
+            msg_len: h.msg_len,
+            pkt_count: h.pkt_count,
+            ordinal,
+            refused: (h.msg_len > max).then(|| {
+                Error::InvalidArgument(format!(
+                    "rank {source} multicast {} bytes, more than this rank accepts \
+                     (MCAST_MAX_MESSAGE_BYTES={max})",
+                    h.msg_len
+                ))
+            }),
+            ..Partial::default()
+        });
+        part.got += 1;
+        part.model = Stamp::merge(part.model, stamp);
+        if part.refused.is_none() {
+            if h.msg_len != part.msg_len || h.pkt_count != part.pkt_count {
+                part.refused = Some(Error::Protocol(format!(
+                    "multicast from rank {source}: packets disagree on its length"
+                )));
+            } else if part.bytes + p.payload.len() as u64 > part.msg_len {
+                part.refused = Some(Error::Protocol(format!(
+                    "multicast from rank {source}: more than its {} bytes arrived",
+                    part.msg_len
+                )));
+            } else {
+                part.bytes += p.payload.len() as u64;
+                part.parts.push((h.offset, p.payload));
+            }
+            if part.refused.is_some() {
+                part.parts = Vec::new();
+            }
+        }
+        let done = part.got >= part.pkt_count;
+        if done {
+            let part = st.mcast_partial.remove(&key).unwrap_or_default();
+            let ordinal = part.ordinal;
+            let model = part.model;
+            let data = part.assemble(source);
+            st.completions += 1;
+            let n = st.completions;
+            st.mcast_ready
+                .entry(source)
+                .or_default()
+                .insert(ordinal, (n, data, model));
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Reassembly, per-source order, lost peers and mismatches.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::*;
+use crate::tree_kind::TreeKind;
+use crate::wire::Header;
+use crate::wire::Route;
+use mcast_algorithms::Shape;
+
+fn mpkt(seq: u64, msg_len: u64, offset: u64, pkt_idx: u32, pkt_count: u32, data: &[u8]) -> Packet {
+    let mut header = Header::new(Kind::Multicast, 1, seq, 0, 0, msg_len);
+    header.offset = offset;
+    header.pkt_idx = pkt_idx;
+    header.pkt_count = pkt_count;
+    header.payload_len = data.len() as u32;
+    Packet {
+        header,
+        route: Route::List {
+            tree: TreeKind::Chain(Shape::Flat),
+            members: vec![crate::wire::Member {
+                rank: 1,
+                ordinal: seq as u32,
+            }],
+        },
+        payload: Bytes::copy_from_slice(data),
+    }
+}
+
+#[test]
+fn multicast_reassembles_out_of_order() {
+    let ib = Inbox::new(1, 1 << 20);
+    ib.deliver([mpkt(0, 6, 3, 1, 2, b"def"), mpkt(0, 6, 0, 0, 2, b"abc")]);
+    let (src, data, _) = ib.take_multicast(None, Duration::from_secs(1)).unwrap();
+    assert_eq!((src, &data[..]), (0, &b"abcdef"[..]));
+}
+
+#[test]
+fn a_huge_length_is_refused_without_allocating() {
+    let ib = Inbox::new(1, 1 << 20);
+    // Claims 2^60 bytes in two packets; only 3 bytes ever arrive.
+    ib.deliver([
+        mpkt(0, 1 << 60, 0, 0, 2, b"abc"),
+        mpkt(0, 1 << 60, 3, 1, 2, b"d"),
+    ]);
+    let err = ib.take_multicast(None, Duration::from_secs(1)).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("MCAST_MAX_MESSAGE_BYTES")),
+        "{err}"
+    );
+    // The next multicast from the same source still comes through.
+    ib.deliver([mpkt(1, 2, 0, 0, 1, b"ok")]);
+    assert_eq!(
+        &ib.take_multicast(None, Duration::from_secs(1)).unwrap().1[..],
+        b"ok"
+    );
+}
+
+#[test]
+fn one_source_can_be_waited_for_while_others_wait() {
+    let ib = Inbox::new(1, 1 << 20);
+    let from = |src: u32, data: &[u8]| {
+        let mut p = mpkt(0, data.len() as u64, 0, 0, 1, data);
+        p.header.root = src;
+        p.header.source = src;
+        p
+    };
+    ib.deliver([from(2, b"two"), from(3, b"three")]);
+    let (src, d, _) = ib.take_multicast(Some(3), Duration::from_secs(1)).unwrap();
+    assert_eq!((src, &d[..]), (3, &b"three"[..]));
+    assert!(matches!(
+        ib.take_multicast(Some(3), Duration::from_millis(10)),
+        Err(Error::Timeout { .. })
+    ));
+    assert_eq!(
+        &ib.take_multicast(None, Duration::from_secs(1)).unwrap().1[..],
+        b"two"
+    );
+}
+
+#[test]
+fn gaps_are_refused() {
+    let ib = Inbox::new(1, 1 << 20);
+    ib.deliver([mpkt(0, 6, 0, 0, 2, b"abc"), mpkt(0, 6, 0, 1, 2, b"abc")]);
+    assert!(matches!(
+        ib.take_multicast(None, Duration::from_secs(1)),
+        Err(Error::Protocol(_))
+    ));
+}
+
+#[test]
+fn lost_peers_are_reported_once_to_recv_multicast() {
+    let ib = Inbox::new(1, 1 << 20);
+    ib.deliver([mpkt(0, 2, 0, 0, 1, b"hi")]);
+    ib.lost(3, "gone".into());
+    // What completed comes first, then the loss, then a timeout.
+    assert_eq!(
+        &ib.take_multicast(None, Duration::from_millis(10))
+            .unwrap()
+            .1[..],
+        b"hi"
+    );
+    assert!(matches!(
+        ib.take_multicast(None, Duration::from_millis(10)),
+        Err(Error::PeerLost { rank: 3, .. })
+    ));
+    assert!(matches!(
+        ib.take_multicast(None, Duration::from_millis(10)),
+        Err(Error::Timeout { .. })
+    ));
+    assert!(ib.check_dests(&[2, 4]).is_ok());
+    // Waiting on the lost source itself always names it.
+    assert!(matches!(
+        ib.take_multicast(Some(3), Duration::from_millis(10)),
+        Err(Error::PeerLost { rank: 3, .. })
+    ));
+    // A loss another call reported is not reported again.
+    ib.lost(5, "gone too".into());
+    assert!(matches!(
+        ib.check_dests(&[5]),
+        Err(Error::PeerLost { rank: 5, .. })
+    ));
+    assert!(matches!(
+        ib.take_multicast(None, Duration::from_millis(10)),
+        Err(Error::Timeout { .. })
+    ));
+    assert!(matches!(
+        ib.check_dests(&[3]),
+        Err(Error::PeerLost { rank: 3, .. })
+    ));
+    assert!(matches!(
+        ib.begin(0, Fingerprint::barrier()),
+        Err((Error::PeerLost { rank: 3, .. }, None))
+    ));
+}
+
+#[test]
+fn probes_find_mismatches_before_and_after_the_call() {
+    let a = Fingerprint::bcast(0, 8, TreeKind::Chain(Shape::Flat));
+    let b = Fingerprint::bcast(1, 8, TreeKind::Chain(Shape::Flat));
+    // Probe first, call later.
+    let ib = Inbox::new(2, 1 << 20);
+    assert!(ib.control(1, Control::Probe { seq: 0, fp: b }).is_empty());
+    let (err, notice) = ib.begin(0, a).unwrap_err();
+    assert!(matches!(err, Error::Mismatch { .. }), "{err}");
+    assert!(matches!(notice, Some(Control::Mismatch { seq: 0, .. })));
+    // Call first, probe later; then every collective is poisoned.
+    let ib = Inbox::new(2, 1 << 20);
+    ib.begin(0, a).unwrap();
+    assert!(ib.control(1, Control::Probe { seq: 0, fp: a }).is_empty());
+    let notices = ib.control(1, Control::Probe { seq: 0, fp: b });
+    assert_eq!(notices.len(), 1);
+    assert!(ib.begin(1, Fingerprint::barrier()).is_err());
+}
+
+#[test]
+fn notices_poison_collectives() {
+    let ib = Inbox::new(0, 1 << 20);
+    ib.begin(0, Fingerprint::barrier()).unwrap();
+    ib.control(
+        2,
+        Control::Mismatch {
+            seq: 0,
+            op: "barrier #0".into(),
+            detail: "x".into(),
+        },
+    );
+    let mut none = None;
+    assert!(matches!(
+        ib.take_p2p(0, 1, Duration::from_secs(5), &mut none),
+        Err(Error::Mismatch { .. })
+    ));
+}

@@ -1,0 +1,240 @@
+//! The host's blocking calls: wait for what they need, driving the NI
+//! runtime meanwhile (see `drive`), with a progress timeout and a stall probe.
+
+use std::sync::atomic::Ordering;
+use std::sync::PoisonError;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::{BcastPackets, Inbox, Stamp, State};
+use crate::error::Error;
+
+impl Inbox {
+    /// Drive the NI (on the caller's thread) until the pulse moves from
+    /// `pulse` or `dur` passes; poll for the first `spin` of it.
+    async fn until_pulse(&self, pulse: u64, dur: Duration, spin: Duration) {
+        let start = Instant::now();
+        let spin = spin.min(dur);
+        while start.elapsed() < spin {
+            if self.pulse.load(Ordering::Acquire) != pulse {
+                return;
+            }
+            std::thread::yield_now();
+            tokio::task::yield_now().await;
+        }
+        // A wake between this check and the wait leaves a permit in
+        // `notify`, so it is not lost.
+        if self.pulse.load(Ordering::Acquire) != pulse {
+            return;
+        }
+        let left = dur.saturating_sub(start.elapsed());
+        let _ = tokio::time::timeout(left, self.notify.notified()).await;
+    }
+
+    /// Wait until `ready` returns `Some`, or it fails, or `timeout` passes
+    /// without any delivery. `stall` runs once, `stall_after` into the wait
+    /// if it has not finished by then.
+    fn wait<T>(
+        &self,
+        timeout: Duration,
+        what: impl Fn() -> (String, String),
+        stall: &mut Option<Stall<'_>>,
+        mut ready: impl FnMut(&mut State) -> Result<Option<T>, Error>,
+    ) -> Result<T, Error> {
+        let driver = self.driver();
+        let mut st = self.lock();
+        let start = Instant::now();
+        let mut deadline = start + timeout;
+        let mut seen = st.deliveries;
+        let mut spun_at = None;
+        loop {
+            if let Some(v) = ready(&mut st)? {
+                return Ok(v);
+            }
+            let now = Instant::now();
+            // Any delivery counts as progress and restarts the clock.
+            let progress = st.deliveries;
+            if progress != seen {
+                seen = progress;
+                deadline = now + timeout;
+            }
+            if now >= deadline {
+                let (op, detail) = what();
+                return Err(Error::Timeout {
+                    op,
+                    after: timeout,
+                    detail,
+                });
+            }
+            let mut wake = deadline;
+            if let Some(s) = stall.as_mut() {
+                let at = s.since + s.after;
+                if now >= at {
+                    // Not under the lock: sending drives the NI on this
+                    // thread, and the NI delivers into this inbox.
+                    drop(st);
+                    (s.run)();
+                    *stall = None;
+                    st = self.lock();
+                    continue;
+                } else {
+                    wake = wake.min(at);
+                }
+            }
+            if let Some(d) = &driver {
+                let spin = if spun_at != Some(seen) {
+                    spun_at = Some(seen);
+                    d.spin()
+                } else {
+                    Duration::ZERO
+                };
+                let pulse = self.pulse.load(Ordering::Acquire);
+                drop(st);
+                d.run(self.until_pulse(pulse, wake - now, spin));
+                st = self.lock();
+                continue;
+            }
+            // No NI to drive (a lone rank, or after shutdown): sleep.
+            // The sleeper count is raised under the lock, so a waker that
+            // changed the state after `ready` looked sees it and notifies.
+            self.sleepers.fetch_add(1, Ordering::AcqRel);
+            st = self
+                .cv
+                .wait_timeout(st, wake - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+            self.sleepers.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Host side: take whatever bcast packets of `seq` have arrived, waiting for
+    /// at least one.
+    pub fn take_bcast(
+        &self,
+        seq: u64,
+        timeout: Duration,
+        root: usize,
+        stall: &mut Option<Stall<'_>>,
+    ) -> Result<BcastPackets, Error> {
+        self.wait(
+            timeout,
+            || {
+                (
+                    format!("bcast #{seq}"),
+                    format!("waiting for packets from root {root}"),
+                )
+            },
+            stall,
+            |st| {
+                if let Some(e) = &st.mismatch {
+                    return Err(e.clone());
+                }
+                if let Some(q) = st.bcast.remove(&seq).filter(|q| !q.is_empty()) {
+                    return Ok(Some(q.into_iter().collect()));
+                }
+                st.collective_blocked().map_or(Ok(None), Err)
+            },
+        )
+    }
+
+    /// Host side: wait for a point-to-point message of `seq` from `from`.
+    pub fn take_p2p(
+        &self,
+        seq: u64,
+        from: usize,
+        timeout: Duration,
+        stall: &mut Option<Stall<'_>>,
+    ) -> Result<Bytes, Error> {
+        self.wait(
+            timeout,
+            || {
+                (
+                    format!("barrier #{seq}"),
+                    format!("waiting for rank {from}"),
+                )
+            },
+            stall,
+            |st| {
+                if let Some(e) = &st.mismatch {
+                    return Err(e.clone());
+                }
+                let key = (seq, from);
+                let v = st.p2p.get_mut(&key).and_then(|q| q.pop_front());
+                if st.p2p.get(&key).is_some_and(|q| q.is_empty()) {
+                    st.p2p.remove(&key);
+                }
+                match v {
+                    Some(v) => Ok(Some(v)),
+                    None => st.collective_blocked().map_or(Ok(None), Err),
+                }
+            },
+        )
+    }
+
+    /// Host side: wait for the next complete multicast, from `from` or (with
+    /// `None`) from any source. Each source's multicasts come out in the
+    /// order that source sent them; among sources, the one that completed
+    /// first. When nothing is ready: waiting on a lost source fails with its
+    /// `PeerLost`; waiting on any source reports each lost peer once (unless
+    /// another call already reported it), then goes on for the living.
+    pub fn take_multicast(
+        &self,
+        from: Option<usize>,
+        timeout: Duration,
+    ) -> Result<(usize, Bytes, Option<Stamp>), Error> {
+        let mut none = None;
+        self.wait(
+            timeout,
+            || match from {
+                Some(src) => (
+                    "recv_multicast_from".into(),
+                    format!("no multicast arrived from rank {src}"),
+                ),
+                None => ("recv_multicast".into(), "no multicast arrived".into()),
+            },
+            &mut none,
+            |st| {
+                let mut best: Option<(u64, usize, u32)> = None;
+                for (src, ready) in &st.mcast_ready {
+                    if from.is_some_and(|f| f != *src) {
+                        continue;
+                    }
+                    let next = st.mcast_next.get(src).copied().unwrap_or(0);
+                    if let Some((n, _, _)) = ready.get(&next) {
+                        if best.is_none_or(|(bn, _, _)| *n < bn) {
+                            best = Some((*n, *src, next));
+                        }
+                    }
+                }
+                if let Some((_, src, ord)) = best {
+                    let data = st
+                        .mcast_ready
+                        .get_mut(&src)
+                        .and_then(|r| r.remove(&ord))
+                        .map_or(Ok((Bytes::new(), None)), |(_, d, m)| d.map(|d| (d, m)));
+                    st.mcast_next.insert(src, ord.wrapping_add(1));
+                    return data.map(|(d, m)| Some((src, d, m)));
+                }
+                if let Some(e) = &st.fatal {
+                    return Err(e.clone());
+                }
+                let unreported = st
+                    .lost
+                    .iter()
+                    .find(|(r, _)| from.map_or(!st.acked.contains(r), |f| f == *r));
+                if let Some((rank, reason)) = unreported.cloned() {
+                    return Err(st.report_lost(rank, reason));
+                }
+                Ok(None)
+            },
+        )
+    }
+}
+
+/// Something to do once if a wait stalls (send a mismatch probe).
+pub struct Stall<'a> {
+    pub since: Instant,
+    pub after: Duration,
+    pub run: Box<dyn FnMut() + 'a>,
+}

@@ -1,0 +1,62 @@
+//! A whole packet: header, route and payload.
+
+use bytes::{Bytes, BytesMut};
+
+use super::{Header, Route, ShmDesc, WireError, FLAG_SHM, HEADER_LEN};
+
+/// A whole packet: header, route and payload (shared, zero-copy).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet {
+    pub header: Header,
+    pub route: Route,
+    pub payload: Bytes,
+}
+
+impl Packet {
+    /// Encode the header and route (the payload is written separately, so a
+    /// vectored write sends it without copying). Fills in route_kind, route_len
+    /// and payload_len.
+    pub fn encode_head(&self, out: &mut BytesMut) {
+        let mut h = self.header;
+        h.route_kind = self.route.kind_byte();
+        h.route_len = self.route.encoded_len() as u32;
+        h.payload_len = self.payload.len() as u32;
+        h.encode(out);
+        self.route.encode(out);
+    }
+
+    /// Encode the packet with the descriptor `d` in place of its payload:
+    /// header (flagged), route, then the 24 descriptor bytes.
+    pub fn encode_head_shm(&self, out: &mut BytesMut, d: &ShmDesc) {
+        let start = out.len();
+        let mut h = self.header;
+        h.route_kind = self.route.kind_byte();
+        h.route_len = self.route.encoded_len() as u32;
+        h.payload_len = ShmDesc::LEN as u32;
+        h.encode(out);
+        out[start + 7] = FLAG_SHM;
+        self.route.encode(out);
+        out.extend_from_slice(&d.encode());
+    }
+
+    /// Decode a whole packet from one contiguous buffer (used by tests and fuzzing;
+    /// the TCP driver reads the three parts separately).
+    pub fn decode(b: &Bytes) -> Result<Packet, WireError> {
+        let header = Header::decode(b)?;
+        let rl = header.route_len as usize;
+        let pl = header.payload_len as usize;
+        let need = HEADER_LEN + rl + pl;
+        if b.len() != need {
+            return Err(WireError::Field(format!(
+                "packet of {} bytes, header says {need}",
+                b.len()
+            )));
+        }
+        let route = Route::decode(header.route_kind, &b[HEADER_LEN..HEADER_LEN + rl])?;
+        Ok(Packet {
+            header,
+            route,
+            payload: b.slice(HEADER_LEN + rl..),
+        })
+    }
+}

@@ -1,0 +1,177 @@
+//! Route headers: a chain range (bcast) or a member list (multicast and
+//! topology-aware trees).
+
+use bytes::{BufMut, BytesMut};
+use mcast_algorithms::Shape;
+
+use super::{u16_at, u32_at, WireError};
+use crate::tree_kind::{shape_code, shape_of_code, tree_code, tree_of_code, BadTree, TreeKind};
+
+/// One entry of a list route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    pub rank: u32,
+    pub ordinal: u32,
+}
+
+/// A route header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    None,
+    Range {
+        shape: Shape,
+        size: u32,
+        lo: u32,
+        hi: u32,
+    },
+    List {
+        tree: TreeKind,
+        members: Vec<Member>,
+    },
+}
+
+impl From<BadTree> for WireError {
+    fn from(e: BadTree) -> WireError {
+        match e {
+            BadTree::Code(c) => WireError::Shape(c),
+            BadTree::K(s) => WireError::Field(s),
+        }
+    }
+}
+
+fn decode_tree(code: u8, k: u16) -> Result<TreeKind, WireError> {
+    Ok(tree_of_code(code, k)?)
+}
+
+fn decode_shape(code: u8, k: u16) -> Result<Shape, WireError> {
+    Ok(shape_of_code(code, k)?)
+}
+
+impl Route {
+    /// The (code, k) of the tree this route carries, if any.
+    pub fn tree_code(&self) -> Option<(u8, u16)> {
+        match self {
+            Route::None => None,
+            Route::Range { shape, .. } => Some(shape_code(*shape)),
+            Route::List { tree, .. } => Some(tree_code(*tree)),
+        }
+    }
+
+    /// The route kind byte for the fixed header.
+    pub fn kind_byte(&self) -> u8 {
+        match self {
+            Route::None => 0,
+            Route::Range { .. } => 1,
+            Route::List { .. } => 2,
+        }
+    }
+
+    /// Encoded length in bytes.
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Route::None => 0,
+            Route::Range { .. } => 16,
+            Route::List { members, .. } => 8 + 8 * members.len(),
+        }
+    }
+
+    /// Append the encoding to `out`.
+    pub fn encode(&self, out: &mut BytesMut) {
+        out.reserve(self.encoded_len());
+        match self {
+            Route::None => {}
+            Route::Range {
+                shape,
+                size,
+                lo,
+                hi,
+            } => {
+                let (code, k) = shape_code(*shape);
+                out.put_u8(code);
+                out.put_u8(0);
+                out.put_u16_le(k);
+                out.put_u32_le(*size);
+                out.put_u32_le(*lo);
+                out.put_u32_le(*hi);
+            }
+            Route::List { tree, members } => {
+                let (code, k) = tree_code(*tree);
+                out.put_u8(code);
+                out.put_u8(0);
+                out.put_u16_le(k);
+                out.put_u32_le(members.len() as u32);
+                for m in members {
+                    out.put_u32_le(m.rank);
+                    out.put_u32_le(m.ordinal);
+                }
+            }
+        }
+    }
+
+    /// Decode a route header of the given kind from exactly `b`.
+    pub fn decode(kind: u8, b: &[u8]) -> Result<Route, WireError> {
+        match kind {
+            0 if b.is_empty() => Ok(Route::None),
+            0 => Err(WireError::Field(format!(
+                "route kind none with {} bytes",
+                b.len()
+            ))),
+            1 => {
+                if b.len() != 16 {
+                    return Err(WireError::Field(format!(
+                        "range route of {} bytes",
+                        b.len()
+                    )));
+                }
+                if b[1] != 0 {
+                    return Err(WireError::Field("reserved route byte set".into()));
+                }
+                let shape = decode_shape(b[0], u16_at(b, 2))?;
+                let (size, lo, hi) = (u32_at(b, 4), u32_at(b, 8), u32_at(b, 12));
+                if !(lo <= hi && hi < size) {
+                    return Err(WireError::Field(format!(
+                        "range [{lo}, {hi}] outside chain of {size}"
+                    )));
+                }
+                Ok(Route::Range {
+                    shape,
+                    size,
+                    lo,
+                    hi,
+                })
+            }
+            2 => {
+                if b.len() < 8 {
+                    return Err(WireError::Truncated {
+                        need: 8,
+                        have: b.len(),
+                    });
+                }
+                if b[1] != 0 {
+                    return Err(WireError::Field("reserved route byte set".into()));
+                }
+                let tree = decode_tree(b[0], u16_at(b, 2))?;
+                let count = u32_at(b, 4) as usize;
+                let need = count
+                    .checked_mul(8)
+                    .and_then(|n| n.checked_add(8))
+                    .ok_or_else(|| WireError::Field("member count overflows".into()))?;
+                if count == 0 || need != b.len() {
+                    return Err(WireError::Field(format!(
+                        "list route of {} bytes claims {count} members",
+                        b.len()
+                    )));
+                }
+                let members = b[8..]
+                    .chunks_exact(8)
+                    .map(|c| Member {
+                        rank: u32_at(c, 0),
+                        ordinal: u32_at(c, 4),
+                    })
+                    .collect();
+                Ok(Route::List { tree, members })
+            }
+            other => Err(WireError::RouteKind(other)),
+        }
+    }
+}
