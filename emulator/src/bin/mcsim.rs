@@ -1,9 +1,9 @@
 //! `mcsim`: the mcast simulator's command line.
 //!
 //! * `mcsim plan` prints one multicast plan as JSON (see
-//!   [`mcast_emulator::plan_json`] for the format and the node notation;
-//!   [`mcast_emulator::plan_path`] for the path-based worm planners;
-//!   [`mcast_emulator::plan_mesh`] for the mesh schemes and the MIN).
+//!   [`mcast_emulator::plan`] for the format and the node notation;
+//!   [`mcast_emulator::plan::path`] for the path-based worm planners;
+//!   [`mcast_emulator::plan::mesh`] for the mesh schemes and the MIN).
 //! * `mcsim model <kind>` evaluates a paper's analytic model and prints JSON:
 //!   `mcsim model sci` ([`mcast_emulator::model_sci`]), `mcsim model min`
 //!   ([`mcast_algorithms::min::model`]).
@@ -20,7 +20,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use mcast_emulator::plan_json::{
+use mcast_emulator::plan::{
     self, McsimError, PlanRequest, PortChoice, ALGORITHMS_HELP, FABRICS_HELP, NODES_HELP,
 };
 
@@ -523,7 +523,7 @@ fn run_plan(args: &PlanArgs) -> ExitCode {
         packets: args.packets,
         port_model: args.port_model.into(),
     };
-    let plan = match plan_json::plan(&req) {
+    let plan = match plan::plan(&req) {
         Ok(p) => p,
         Err(e @ McsimError::Input(_)) => return fail(&format!("error: {e}"), 2),
         Err(e @ McsimError::Internal(_)) => return fail(&format!("error: {e}"), 1),

@@ -72,7 +72,7 @@ impl SimFabric {
             }
             return Ok(SimFabric::Crossbar(Arc::new(CrossbarRouting::new(n))));
         }
-        if let Some(net) = crate::plan_mesh::parse_min_fabric(t) {
+        if let Some(net) = crate::plan::mesh::parse_min_fabric(t) {
             let net = net.map_err(|e| SimError::Input(e.to_string()))?;
             return Ok(SimFabric::Min(Arc::new(MinRouting::new(net))));
         }
