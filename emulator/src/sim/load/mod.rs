@@ -1,4 +1,7 @@
-//! Load runs (`mcsim load`), following BookSim's phases.
+//! Load runs (`mcsim load`), following BookSim's phases, and split as
+//! BookSim splits them: the traffic manager ([`traffic`]: one generator per
+//! scheme), the injection process ([`injection`]: Bernoulli per host) and the
+//! statistics ([`stats`]: warm-up, measure, drain).
 //!
 //! Every host generates packets by a Bernoulli process (geometric gaps) at
 //! `rate` flits per cycle (`rate / L` packets per cycle) into an unbounded
@@ -24,45 +27,22 @@
 
 use std::io::IsTerminal;
 
-use mcast_algorithms::irregular::{BitStringHeader, NodeSet, RouteHeader, SplitMix64};
-use mcast_algorithms::path::{PathWorm, Utpr};
+use mcast_algorithms::irregular::SplitMix64;
 use mcast_algorithms::topo::{Kind, Links};
-use std::sync::Arc;
 
 use super::fabric::SimFabric;
-use super::{unicast, Happening, Net, NetStats, SimError};
+use super::{Happening, Net, NetStats, SimError};
 use crate::cost::CostModel;
-use crate::switch::routing::PathHeader;
-use crate::switch::{Header, Packet, Time};
+use crate::switch::{Packet, Time};
 
-/// The traffic pattern.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Traffic {
-    /// Uniform random unicast (destination ≠ source).
-    Uniform,
-    /// Multicast to D random destinations.
-    Multicast(usize),
-}
+pub mod injection;
+pub mod stats;
+pub mod traffic;
 
-impl std::str::FromStr for Traffic {
-    type Err = SimError;
-    fn from_str(s: &str) -> Result<Traffic, SimError> {
-        let t = s.trim();
-        if t == "uniform" {
-            return Ok(Traffic::Uniform);
-        }
-        if let Some(d) = t.strip_prefix("multicast:") {
-            if let Ok(d) = d.parse::<usize>() {
-                if d >= 1 {
-                    return Ok(Traffic::Multicast(d));
-                }
-            }
-        }
-        Err(SimError::Input(format!(
-            "bad traffic `{t}` (expected uniform or multicast:D with D >= 1)"
-        )))
-    }
-}
+use injection::Bernoulli;
+use stats::Stats;
+use traffic::Generator;
+pub use traffic::Traffic;
 
 /// One load run.
 #[derive(Debug, Clone)]
@@ -112,42 +92,11 @@ pub struct LoadResult {
     pub stats: NetStats,
 }
 
+/// The driver's own events.
 #[derive(Debug, Clone, Copy)]
 enum Ev {
+    /// Host `.0` generates a packet.
     Gen(u32),
-}
-
-struct Rec {
-    gen: Time,
-    /// The unicast destination not yet reached (u32::MAX: none or multicast).
-    one: u32,
-    /// Multicast destinations not yet reached.
-    left: Vec<u32>,
-    measured: bool,
-}
-
-impl Rec {
-    /// Tick off `node`; false if it is not an outstanding destination.
-    fn reach(&mut self, node: usize) -> bool {
-        if self.one != u32::MAX {
-            if self.one as usize == node {
-                self.one = u32::MAX;
-                return true;
-            }
-            return false;
-        }
-        match self.left.iter().position(|&d| d as usize == node) {
-            Some(p) => {
-                self.left.swap_remove(p);
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn done(&self) -> bool {
-        self.one == u32::MAX && self.left.is_empty()
-    }
 }
 
 /// The ideal uniform-traffic throughput of a bidirectional torus with equal
@@ -160,15 +109,6 @@ pub fn ideal_uniform(fabric: &SimFabric, cost: &CostModel) -> Option<f64> {
     let k = topo.regular_radix()? as f64;
     let b = cost.link_bandwidth as f64;
     Some((8.0 * b / k).min(b))
-}
-
-fn gap(rng: &mut SplitMix64, p: f64) -> Time {
-    if p >= 1.0 {
-        return 1;
-    }
-    // u in (0, 1].
-    let u = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-    ((u.ln() / (1.0 - p).ln()).ceil() as Time).max(1)
 }
 
 /// Run one load point.
@@ -191,28 +131,16 @@ pub fn run_load(
     if n < 2 {
         return Err(SimError::Input("the fabric needs at least 2 hosts".into()));
     }
-    if let Traffic::Multicast(d) = cfg.traffic {
-        if d > n - 1 {
-            return Err(SimError::Input(format!(
-                "multicast:{d} needs {d} destinations besides the source; the fabric has {n} hosts"
-            )));
-        }
-    }
+    let mut traffic = Generator::new(cfg.traffic, fabric, n)?;
     let mut net: Net<Ev> = Net::new(routing, cost)?;
-    // Path worms need a unidirectional torus with one radix (UTPR).
-    let path_ok = fabric
-        .topology()
-        .is_some_and(|t| Utpr::new(t).is_ok() && t.nodes() <= usize::from(u16::MAX));
     let flits = cost.packet_flits;
-    let p = cfg.rate / flits as f64;
+    let injection = Bernoulli::new(cfg.rate, flits);
+    let mut stats = Stats::new(cfg, flits);
     let mut rng = SplitMix64::new(cfg.seed);
-    let start_measure = cfg.warmup;
-    let end_measure = cfg.warmup + cfg.cycles;
-    let hard_end = end_measure + cfg.drain_max;
     for node in 0..n {
-        let g = gap(&mut rng, p) - 1;
-        net.schedule(g, Ev::Gen(node as u32));
+        net.schedule(injection.first(&mut rng), Ev::Gen(node as u32));
     }
+    let end_measure = stats.end_measure;
     let bar = (cfg.progress && std::io::stderr().is_terminal()).then(|| {
         let b = indicatif::ProgressBar::new(end_measure);
         b.set_style(
@@ -221,13 +149,6 @@ pub fn run_load(
         );
         b
     });
-    let mut recs: Vec<Rec> = Vec::new();
-    let mut measured = 0u64;
-    let mut measured_done = 0u64;
-    let mut lat_sum = 0u128;
-    let mut lat_max = 0;
-    let mut delivered_flits = 0u64;
-    let mut others: Vec<usize> = Vec::new();
     let mut last_bar = 0;
     let end = loop {
         let h = match net.step()? {
@@ -241,130 +162,22 @@ pub fn run_load(
                 b.set_position(now.min(end_measure));
             }
         }
-        if now >= end_measure && measured_done == measured {
-            break now;
-        }
-        if now >= hard_end {
+        if stats.finished(now) {
             break now;
         }
         match h {
             Happening::User(Ev::Gen(node), at) => {
                 let node = node as usize;
-                let id = recs.len() as u64;
-                let is_measured = (start_measure..end_measure).contains(&at);
-                match cfg.traffic {
-                    Traffic::Uniform => {
-                        let mut d = rng.below(n - 1);
-                        if d >= node {
-                            d += 1;
-                        }
-                        recs.push(Rec {
-                            gen: at,
-                            one: d as u32,
-                            left: Vec::new(),
-                            measured: is_measured,
-                        });
-                        net.inject(
-                            node,
-                            at,
-                            Packet {
-                                id,
-                                header: unicast(d),
-                            },
-                        );
-                    }
-                    Traffic::Multicast(dcount) => {
-                        others.clear();
-                        others.extend((0..n).filter(|&x| x != node));
-                        let dests = rng.sample(&others, dcount);
-                        recs.push(Rec {
-                            gen: at,
-                            one: u32::MAX,
-                            left: dests.iter().map(|&d| d as u32).collect(),
-                            measured: is_measured,
-                        });
-                        match fabric {
-                            SimFabric::Irregular(_) => {
-                                let set = NodeSet::from_nodes(n, dests.iter().copied());
-                                let h = BitStringHeader::new(true, set)
-                                    .map_err(|e| SimError::Internal(e.to_string()))?;
-                                net.inject(
-                                    node,
-                                    at,
-                                    Packet {
-                                        id,
-                                        header: Header::Irregular(Box::new(
-                                            RouteHeader::BitString(h),
-                                        )),
-                                    },
-                                );
-                            }
-                            SimFabric::Direct(dr) if path_ok => {
-                                let utpr = Utpr::new(dr.topology())
-                                    .map_err(|e| SimError::Internal(e.to_string()))?;
-                                let w = PathWorm::prepare(&utpr, node, &dests)
-                                    .map_err(|e| SimError::Internal(e.to_string()))?;
-                                let list: Arc<[u32]> = w.dests.iter().map(|&d| d as u32).collect();
-                                net.inject(
-                                    node,
-                                    at,
-                                    Packet {
-                                        id,
-                                        header: Header::Path(Box::new(PathHeader {
-                                            dests: list,
-                                            pos: 0,
-                                            on_h: false,
-                                        })),
-                                    },
-                                );
-                            }
-                            _ => {
-                                for d in dests {
-                                    net.inject(
-                                        node,
-                                        at,
-                                        Packet {
-                                            id,
-                                            header: unicast(d),
-                                        },
-                                    );
-                                }
-                            }
-                        }
-                    }
+                let (dests, headers) = traffic.generate(&mut rng, node)?;
+                let id = stats.generated(at, dests);
+                for header in headers {
+                    net.inject(node, at, Packet { id, header });
                 }
-                if is_measured {
-                    measured += 1;
-                }
-                let next = at + gap(&mut rng, p);
-                net.schedule(next, Ev::Gen(node as u32));
+                net.schedule(injection.next(&mut rng, at), Ev::Gen(node as u32));
             }
             Happening::Arrived {
                 packet, at, node, ..
-            } => {
-                if (start_measure..end_measure).contains(&at) {
-                    delivered_flits += flits;
-                }
-                let Some(r) = recs.get_mut(packet.id as usize) else {
-                    return Err(SimError::Internal(format!(
-                        "unknown packet {} delivered",
-                        packet.id
-                    )));
-                };
-                if !r.reach(node) {
-                    return Err(SimError::Internal(format!(
-                        "packet {} delivered to host {node}, which is not a destination \
-                         or already has it",
-                        packet.id
-                    )));
-                }
-                if r.done() && r.measured {
-                    measured_done += 1;
-                    let l = at - r.gen;
-                    lat_sum += u128::from(l);
-                    lat_max = lat_max.max(l);
-                }
-            }
+            } => stats.arrived(packet.id, node, at)?,
         }
     };
     if let Some(b) = bar {
@@ -377,7 +190,7 @@ pub fn run_load(
             net.last_drop.clone().unwrap_or_default()
         )));
     }
-    let accepted = delivered_flits as f64 / (n as f64 * cfg.cycles as f64);
+    let accepted = stats.accepted(n, cfg.cycles);
     let ideal = match cfg.traffic {
         Traffic::Uniform => ideal_uniform(fabric, cost),
         Traffic::Multicast(_) => None,
@@ -387,15 +200,11 @@ pub fn run_load(
         accepted,
         ideal,
         fraction_of_ideal: ideal.map(|i| accepted / i),
-        measured_packets: measured,
-        measured_delivered: measured_done,
-        mean_latency: if measured_done > 0 {
-            lat_sum as f64 / measured_done as f64
-        } else {
-            f64::NAN
-        },
-        max_latency: lat_max,
-        saturated: measured_done < measured,
+        measured_packets: stats.measured,
+        measured_delivered: stats.measured_done,
+        mean_latency: stats.mean_latency(),
+        max_latency: stats.lat_max,
+        saturated: stats.measured_done < stats.measured,
         end,
         stats: net.stats,
     })
