@@ -30,7 +30,6 @@ fn load(c: &mut Criterion) {
             drain_max: 2000,
             traffic: Traffic::Uniform,
             seed: 1,
-            progress: false,
         };
         let hops = run_load(&f, &cost, &cfg).expect("load").stats.hops;
         g.throughput(Throughput::Elements(hops));
@@ -51,7 +50,6 @@ fn bcast(c: &mut Criterion) {
         seed: 0,
         source: 0,
         forwarding: Forwarding::Fpfs,
-        progress: false,
     };
     let hops = run(&f, &cost, &cfg).expect("run").network.hops;
     let mut g = c.benchmark_group("run");

@@ -615,7 +615,7 @@ fn sim_fail(e: &mcast_emulator::sim::SimError) -> ExitCode {
 
 fn run_run(args: &RunArgs) -> ExitCode {
     use mcast_emulator::sim::fabric::SimFabric;
-    use mcast_emulator::sim::run::{run, Dests, RunConfig};
+    use mcast_emulator::sim::run::{run_with_progress, Dests, RunConfig};
     let (cost, spec) = match build_cost(&args.cost, &args.fabric) {
         Ok(c) => c,
         Err(e) => return fail(&format!("error: {e}"), 2),
@@ -645,11 +645,13 @@ fn run_run(args: &RunArgs) -> ExitCode {
         seed: args.seed,
         source: args.source,
         forwarding,
-        progress: true,
     };
     let t0 = std::time::Instant::now();
     let c0 = cpu_seconds();
-    let r = match run(&fabric, &cost, &cfg) {
+    let mut bar = Bar::new("deliveries");
+    let result = run_with_progress(&fabric, &cost, &cfg, &mut |p| bar.update(p));
+    drop(bar);
+    let r = match result {
         Ok(r) => r,
         Err(e) => return sim_fail(&e),
     };
@@ -701,7 +703,7 @@ fn run_run(args: &RunArgs) -> ExitCode {
 
 fn run_load(args: &LoadArgs) -> ExitCode {
     use mcast_emulator::sim::fabric::SimFabric;
-    use mcast_emulator::sim::load::{run_load, LoadConfig, Traffic};
+    use mcast_emulator::sim::load::{run_load_with_progress, LoadConfig, Traffic};
     let (cost, spec) = match build_cost(&args.cost, &args.fabric) {
         Ok(c) => c,
         Err(e) => return fail(&format!("error: {e}"), 2),
@@ -731,11 +733,13 @@ fn run_load(args: &LoadArgs) -> ExitCode {
             drain_max: args.drain.unwrap_or(args.cycles),
             traffic,
             seed: args.seed,
-            progress: true,
         };
         let t0 = std::time::Instant::now();
         let c0 = cpu_seconds();
-        match run_load(&fabric, &cost, &cfg) {
+        let mut bar = Bar::new("cycles");
+        let result = run_load_with_progress(&fabric, &cost, &cfg, &mut |p| bar.update(p));
+        drop(bar);
+        match result {
             Ok(r) => {
                 let wall = t0.elapsed().as_secs_f64();
                 let cpu = cpu_seconds() - c0;
@@ -818,4 +822,49 @@ fn cpu_seconds() -> f64 {
         return f64::NAN;
     }
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// A progress bar on stderr, drawn only on a terminal, fed by the
+/// simulator's progress callback; cleared when dropped.
+struct Bar {
+    unit: &'static str,
+    on: bool,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Bar {
+    fn new(unit: &'static str) -> Bar {
+        use std::io::IsTerminal;
+        Bar {
+            unit,
+            on: std::io::stderr().is_terminal(),
+            bar: None,
+        }
+    }
+
+    fn update(&mut self, p: mcast_emulator::sim::progress::Progress) {
+        if !self.on {
+            return;
+        }
+        let unit = self.unit;
+        let b = self.bar.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::new(p.total);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(&format!(
+                    "{{bar:40}} {{pos}}/{{len}} {unit} {{msg}}"
+                ))
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+        b.set_position(p.done);
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
 }

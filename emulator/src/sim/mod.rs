@@ -6,7 +6,8 @@
 //! [`Net::step`] runs events until something happens that the caller models
 //! (a packet's tail reached a host, or a caller event fell due). The NI and
 //! traffic models live in [`run`] (single multicasts driving the real
-//! [`mcast::engine::NiEngine`]) and [`load`] (load sweeps).
+//! [`mcast::engine::NiEngine`]) and [`load`] (load sweeps); both report
+//! their [`progress`] to a callback, if given one.
 //!
 //! # Timing
 //! A host's NI injects one packet at a time over its injection link (held
@@ -28,6 +29,7 @@
 
 pub mod fabric;
 pub mod load;
+pub mod progress;
 mod queue;
 pub mod run;
 

@@ -40,6 +40,7 @@ use mcast_algorithms::irregular::{Scheme, SplitMix64};
 use mcast_algorithms::path::PathAlgorithm;
 
 use super::fabric::SimFabric;
+use super::progress::{Progress, ProgressFn};
 use super::{unicast, Happening, Net, NetStats, SimError};
 use crate::cost::CostModel;
 use crate::switch::routing::PathHeader;
@@ -89,61 +90,40 @@ pub struct RunConfig {
     pub source: usize,
     /// FPFS or FCFS for NI-based trees.
     pub forwarding: Forwarding,
-    /// Show a progress bar of the deliveries (only if stderr is a
-    /// terminal).
-    pub progress: bool,
 }
 
-/// A progress bar over the copies delivered to hosts, out of one per
-/// destination and packet (relays of a two-pass MIN multicast count too,
-/// so the bar may fill early there). Drawn on stderr only.
-struct Progress {
-    bar: Option<indicatif::ProgressBar>,
+/// Progress over the copies delivered to hosts, out of one per destination
+/// and packet, reported to the caller's callback.
+struct Reporter<'a, 'f> {
+    report: &'a mut ProgressFn<'f>,
     total: u64,
     next: u64,
 }
 
-/// Redraw every this many deliveries.
+/// Report every this many deliveries.
 const PROGRESS_EVERY: u64 = 4096;
 
-impl Progress {
-    fn new(enabled: bool, total: u64) -> Progress {
-        use std::io::IsTerminal;
-        let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
-            let b = indicatif::ProgressBar::new(total);
-            b.set_style(
-                indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} deliveries {msg}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            b
-        });
-        Progress {
-            bar,
+impl<'a, 'f> Reporter<'a, 'f> {
+    fn new(report: &'a mut ProgressFn<'f>, total: u64) -> Self {
+        Reporter {
+            report,
             total,
             next: PROGRESS_EVERY,
         }
     }
 
-    /// [`Net::step`], then update the bar.
+    /// [`Net::step`], then report.
     fn step(&mut self, net: &mut Net<Ev>) -> Result<Option<Happening<Ev>>, SimError> {
         let h = net.step()?;
-        if let Some(b) = &self.bar {
-            let d = net.stats.delivered;
-            if d >= self.next {
-                self.next = d + PROGRESS_EVERY;
-                b.set_position(d.min(self.total));
-            }
+        let d = net.stats.delivered;
+        if d >= self.next {
+            self.next = d + PROGRESS_EVERY;
+            (self.report)(Progress {
+                done: d.min(self.total),
+                total: self.total,
+            });
         }
         Ok(h)
-    }
-}
-
-impl Drop for Progress {
-    /// Clear the bar, whether the run succeeded or not.
-    fn drop(&mut self) {
-        if let Some(b) = self.bar.take() {
-            b.finish_and_clear();
-        }
     }
 }
 
@@ -245,6 +225,19 @@ fn path_algo(t: &str) -> Result<Option<PathAlgorithm>, SimError> {
 /// # Errors
 /// Bad input, a deadlock, or an oracle failure ([`SimError::Internal`]).
 pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunResult, SimError> {
+    run_with_progress(fabric, cost, cfg, &mut |_| {})
+}
+
+/// [`run`], reporting the deliveries to `progress` now and then.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with_progress(
+    fabric: &SimFabric,
+    cost: &CostModel,
+    cfg: &RunConfig,
+    progress: &mut ProgressFn<'_>,
+) -> Result<RunResult, SimError> {
     if cfg.packets == 0 {
         return Err(SimError::Input("--packets must be at least 1".into()));
     }
@@ -263,7 +256,7 @@ pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunR
         })
         .collect();
     let m = cfg.packets;
-    let mut bar = Progress::new(cfg.progress, (dests.len() * m) as u64);
+    let mut bar = Reporter::new(progress, (dests.len() * m) as u64);
     let algo = cfg.algo.trim();
     let (name, injected) = if let Ok(scheme) = algo.parse::<Scheme>() {
         let SimFabric::Irregular(irr) = fabric else {
@@ -439,7 +432,7 @@ fn to_host(node: &mut Node, cost: &CostModel, m: usize, j: usize, t: Time) {
 fn run_ni(
     net: &mut Net<Ev>,
     nodes: &mut [Node],
-    bar: &mut Progress,
+    bar: &mut Reporter<'_, '_>,
     cost: &CostModel,
     m: usize,
     source: usize,
@@ -537,7 +530,7 @@ type WormJob = (usize, usize, Header);
 fn run_worms(
     net: &mut Net<Ev>,
     nodes: &mut [Node],
-    bar: &mut Progress,
+    bar: &mut Reporter<'_, '_>,
     cost: &CostModel,
     m: usize,
     source: usize,
@@ -608,7 +601,7 @@ fn run_worms(
 fn run_min(
     net: &mut Net<Ev>,
     nodes: &mut [Node],
-    bar: &mut Progress,
+    bar: &mut Reporter<'_, '_>,
     cost: &CostModel,
     m: usize,
     plan: &mcast_algorithms::min::TwoPassPlan,
@@ -696,7 +689,6 @@ mod tests {
             seed: 1,
             source: 0,
             forwarding: Forwarding::Fpfs,
-            progress: false,
         }
     }
 

@@ -25,12 +25,11 @@
 //! n-cube is 8b/k flits per cycle per node (channel load k/8); the run
 //! reports `accepted / ideal` when the fabric is such a torus.
 
-use std::io::IsTerminal;
-
 use mcast_algorithms::irregular::SplitMix64;
 use mcast_algorithms::topo::{Kind, Links};
 
 use super::fabric::SimFabric;
+use super::progress::{Progress, ProgressFn};
 use super::{Happening, Net, NetStats, SimError};
 use crate::cost::CostModel;
 use crate::switch::{Packet, Time};
@@ -59,8 +58,6 @@ pub struct LoadConfig {
     pub traffic: Traffic,
     /// RNG seed.
     pub seed: u64,
-    /// Show a progress bar (only if stderr is a terminal).
-    pub progress: bool,
 }
 
 /// What a load run measured.
@@ -120,6 +117,23 @@ pub fn run_load(
     cost: &CostModel,
     cfg: &LoadConfig,
 ) -> Result<LoadResult, SimError> {
+    run_load_with_progress(fabric, cost, cfg, &mut |_| {})
+}
+
+/// Report the cycles simulated every this many cycles.
+const PROGRESS_EVERY: Time = 10_000;
+
+/// [`run_load`], reporting the cycles simulated (out of the end of the
+/// measurement window) to `progress` now and then.
+///
+/// # Errors
+/// As [`run_load`].
+pub fn run_load_with_progress(
+    fabric: &SimFabric,
+    cost: &CostModel,
+    cfg: &LoadConfig,
+    progress: &mut ProgressFn<'_>,
+) -> Result<LoadResult, SimError> {
     if !(cfg.rate > 0.0 && cfg.rate.is_finite()) {
         return Err(SimError::Input("--rate must be positive".into()));
     }
@@ -141,26 +155,19 @@ pub fn run_load(
         net.schedule(injection.first(&mut rng), Ev::Gen(node as u32));
     }
     let end_measure = stats.end_measure;
-    let bar = (cfg.progress && std::io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new(end_measure);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} cycles {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    });
-    let mut last_bar = 0;
+    let mut last_report = 0;
     let end = loop {
         let h = match net.step()? {
             Some(h) => h,
             None => break net.now(),
         };
         let now = net.now();
-        if let Some(b) = &bar {
-            if now >= last_bar + 10_000 {
-                last_bar = now;
-                b.set_position(now.min(end_measure));
-            }
+        if now >= last_report + PROGRESS_EVERY {
+            last_report = now;
+            progress(Progress {
+                done: now.min(end_measure),
+                total: end_measure,
+            });
         }
         if stats.finished(now) {
             break now;
@@ -180,9 +187,6 @@ pub fn run_load(
             } => stats.arrived(packet.id, node, at)?,
         }
     };
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
     if net.stats.dropped > 0 {
         return Err(SimError::Internal(format!(
             "{} packets dropped; last: {}",
@@ -233,7 +237,6 @@ mod tests {
             drain_max: cycles,
             traffic: Traffic::Uniform,
             seed,
-            progress: false,
         }
     }
 
