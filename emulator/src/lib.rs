@@ -1,8 +1,9 @@
 //! mcast-emulator: drivers that run mcast's sans-IO engines without sockets.
 //!
-//! So far: [`unitstep`], a discrete-event driver that runs the real smart-NI
+//! So far: [`lockstep`], a discrete-event driver that runs the real smart-NI
 //! engine ([`mcast::engine::NiEngine`]) of every rank in the paper's unit-step
-//! time model (digest 000 §4.4, §8.3), and [`plan`], the planning half of
+//! time model (digest 000 §4.4, §8.3; the pure model itself is
+//! [`mcast_algorithms::unitstep`]), and [`plan`], the planning half of
 //! the `mcsim` binary (`mcsim plan`).
 //!
 //! The switch emulator and the discrete-event simulator:
@@ -32,8 +33,8 @@
 
 pub mod cost;
 pub mod fabric;
+pub mod lockstep;
 pub mod model_sci;
 pub mod plan;
 pub mod sim;
 pub mod switch;
-pub mod unitstep;

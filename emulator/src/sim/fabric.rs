@@ -7,7 +7,7 @@ use std::sync::Arc;
 use mcast_algorithms::irregular::{Fabric, IrregularSpec};
 use mcast_algorithms::topo::Topology;
 
-use super::SimError;
+use super::SimulatorError;
 use crate::switch::routing::{CrossbarRouting, DirectRouting, IrregularRouting, MinRouting};
 use crate::switch::Routing;
 
@@ -44,13 +44,13 @@ impl std::fmt::Debug for SimFabric {
 pub fn split_spec<'a>(
     text: &'a str,
     cost: &mut crate::cost::CostModel,
-) -> Result<&'a str, SimError> {
+) -> Result<&'a str, SimulatorError> {
     let Some((spec, knobs)) = text.split_once('@') else {
         return Ok(text);
     };
     for kv in knobs.split(',').filter(|k| !k.trim().is_empty()) {
         cost.set_pair(kv)
-            .map_err(|e| SimError::Input(format!("fabric spec knob `{kv}`: {e}")))?;
+            .map_err(|e| SimulatorError::Input(format!("fabric spec knob `{kv}`: {e}")))?;
     }
     Ok(spec)
 }
@@ -59,10 +59,10 @@ impl SimFabric {
     /// Parse a spec; `dateline` is the cost model's knob.
     ///
     /// # Errors
-    /// [`SimError::Input`].
-    pub fn parse(text: &str, dateline: bool) -> Result<SimFabric, SimError> {
+    /// [`SimulatorError::Input`].
+    pub fn parse(text: &str, dateline: bool) -> Result<SimFabric, SimulatorError> {
         let t = text.trim();
-        let bad = |e: String| SimError::Input(format!("bad fabric `{t}`: {e}"));
+        let bad = |e: String| SimulatorError::Input(format!("bad fabric `{t}`: {e}"));
         if let Some(n) = t.strip_prefix("crossbar:") {
             let n: usize = n
                 .parse()
@@ -73,7 +73,7 @@ impl SimFabric {
             return Ok(SimFabric::Crossbar(Arc::new(CrossbarRouting::new(n))));
         }
         if let Some(net) = crate::plan::mesh::parse_min_fabric(t) {
-            let net = net.map_err(|e| SimError::Input(e.to_string()))?;
+            let net = net.map_err(|e| SimulatorError::Input(e.to_string()))?;
             return Ok(SimFabric::Min(Arc::new(MinRouting::new(net))));
         }
         if t == "irregular" || t.starts_with("irregular:") {

@@ -24,7 +24,7 @@
 //! # Watchdog
 //! If no packet moves for `watchdog_cycles` while packets are buffered in
 //! switches, or the event queue empties with packets still buffered,
-//! [`Net::step`] returns [`SimError::Deadlock`] naming the blocked
+//! [`Net::step`] returns [`SimulatorError::Deadlock`] naming the blocked
 //! channels.
 
 pub mod fabric;
@@ -43,7 +43,7 @@ use crate::switch::{
 
 /// Why a simulation stopped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SimError {
+pub enum SimulatorError {
     /// Bad input (fabric, algorithm, destinations, cost).
     #[error("{0}")]
     Input(String),
@@ -193,10 +193,10 @@ impl<U> Net<U> {
     ///
     /// # Errors
     /// An inconsistent cost model, or fewer VCs than the fabric's classes.
-    pub fn new(routing: Arc<dyn Routing>, cost: &CostModel) -> Result<Net<U>, SimError> {
+    pub fn new(routing: Arc<dyn Routing>, cost: &CostModel) -> Result<Net<U>, SimulatorError> {
         cost.validate()?;
         let params =
-            SwitchParams::from_cost(cost, routing.vc_classes()).map_err(SimError::Input)?;
+            SwitchParams::from_cost(cost, routing.vc_classes()).map_err(SimulatorError::Input)?;
         let n_sw = routing.switches();
         let ports = routing.ports();
         let switches = (0..n_sw)
@@ -484,8 +484,8 @@ impl<U> Net<U> {
         self.switches.iter().map(SwitchEngine::buffered).sum()
     }
 
-    fn deadlock(&self) -> SimError {
-        SimError::Deadlock {
+    fn deadlock(&self) -> SimulatorError {
+        SimulatorError::Deadlock {
             at: self.now,
             since: self.last_progress,
             blocked: self
@@ -499,8 +499,8 @@ impl<U> Net<U> {
     /// Run until the next [`Happening`]; `Ok(None)` when no event is left.
     ///
     /// # Errors
-    /// [`SimError::Deadlock`] from the watchdog.
-    pub fn step(&mut self) -> Result<Option<Happening<U>>, SimError> {
+    /// [`SimulatorError::Deadlock`] from the watchdog.
+    pub fn step(&mut self) -> Result<Option<Happening<U>>, SimulatorError> {
         loop {
             let Some((at, ev)) = self.queue.pop() else {
                 if self.buffered() > 0 {

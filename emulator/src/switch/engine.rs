@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::{
-    Blocked, Header, Link, Out, Packet, RouteError, Routing, SwAction, SwitchParams, Time,
+    Blocked, Header, Link, Out, Packet, Routing, SwAction, SwitchParams, SwitchRouteError, Time,
 };
 
 mod alloc;
@@ -215,7 +215,7 @@ impl SwitchEngine {
         let Some(input) = self.inputs.get_mut(idx) else {
             self.actions.push_back(SwAction::Drop {
                 packet,
-                error: RouteError::BadPort(port as usize),
+                error: SwitchRouteError::BadPort(port as usize),
             });
             return;
         };

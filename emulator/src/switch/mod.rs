@@ -39,7 +39,7 @@ pub mod routing;
 
 pub use engine::SwitchEngine;
 pub use params::{link_tables, SwitchParams};
-pub use routing::{Header, Link, Out, RouteError, Routing};
+pub use routing::{Header, Link, Out, Routing, SwitchRouteError};
 
 /// Virtual time in cycles.
 pub type Time = u64;
@@ -100,7 +100,7 @@ pub enum SwAction {
         /// The packet.
         packet: Packet,
         /// Why.
-        error: RouteError,
+        error: SwitchRouteError,
     },
 }
 

@@ -37,12 +37,12 @@ fn build_cost(
     Ok((c, spec))
 }
 
-fn sim_fail(e: &mcast_emulator::sim::SimError) -> ExitCode {
-    use mcast_emulator::sim::SimError;
+fn sim_fail(e: &mcast_emulator::sim::SimulatorError) -> ExitCode {
+    use mcast_emulator::sim::SimulatorError;
     match e {
-        SimError::Input(_) | SimError::Cost(_) => fail(&format!("error: {e}"), 2),
-        SimError::Deadlock { .. } => fail(&format!("{e}"), 3),
-        SimError::Internal(_) => fail(&format!("error: {e}"), 1),
+        SimulatorError::Input(_) | SimulatorError::Cost(_) => fail(&format!("error: {e}"), 2),
+        SimulatorError::Deadlock { .. } => fail(&format!("{e}"), 3),
+        SimulatorError::Internal(_) => fail(&format!("error: {e}"), 1),
     }
 }
 

@@ -30,7 +30,7 @@ use mcast_algorithms::topo::{Kind, Links};
 
 use super::fabric::SimFabric;
 use super::progress::{Progress, ProgressFn};
-use super::{Happening, Net, NetStats, SimError};
+use super::{Happening, Net, NetStats, SimulatorError};
 use crate::cost::CostModel;
 use crate::switch::{Packet, Time};
 
@@ -111,12 +111,12 @@ pub fn ideal_uniform(fabric: &SimFabric, cost: &CostModel) -> Option<f64> {
 /// Run one load point.
 ///
 /// # Errors
-/// Bad configuration, or [`SimError::Deadlock`] from the watchdog.
+/// Bad configuration, or [`SimulatorError::Deadlock`] from the watchdog.
 pub fn run_load(
     fabric: &SimFabric,
     cost: &CostModel,
     cfg: &LoadConfig,
-) -> Result<LoadResult, SimError> {
+) -> Result<LoadResult, SimulatorError> {
     run_load_with_progress(fabric, cost, cfg, &mut |_| {})
 }
 
@@ -133,17 +133,19 @@ pub fn run_load_with_progress(
     cost: &CostModel,
     cfg: &LoadConfig,
     progress: &mut ProgressFn<'_>,
-) -> Result<LoadResult, SimError> {
+) -> Result<LoadResult, SimulatorError> {
     if !(cfg.rate > 0.0 && cfg.rate.is_finite()) {
-        return Err(SimError::Input("--rate must be positive".into()));
+        return Err(SimulatorError::Input("--rate must be positive".into()));
     }
     if cfg.cycles == 0 {
-        return Err(SimError::Input("--cycles must be at least 1".into()));
+        return Err(SimulatorError::Input("--cycles must be at least 1".into()));
     }
     let routing = fabric.routing();
     let n = routing.nodes();
     if n < 2 {
-        return Err(SimError::Input("the fabric needs at least 2 hosts".into()));
+        return Err(SimulatorError::Input(
+            "the fabric needs at least 2 hosts".into(),
+        ));
     }
     let mut traffic = Generator::new(cfg.traffic, fabric, n)?;
     let mut net: Net<Ev> = Net::new(routing, cost)?;
@@ -188,7 +190,7 @@ pub fn run_load_with_progress(
         }
     };
     if net.stats.dropped > 0 {
-        return Err(SimError::Internal(format!(
+        return Err(SimulatorError::Internal(format!(
             "{} packets dropped; last: {}",
             net.stats.dropped,
             net.last_drop.clone().unwrap_or_default()
@@ -279,7 +281,7 @@ mod tests {
             let f = SimFabric::parse(spec, false).unwrap();
             let r = run_load(&f, &torus_cost(1, false), &cfg(1.0, 0, 5_000, 3));
             match r {
-                Err(SimError::Deadlock { blocked, .. }) => assert!(!blocked.is_empty()),
+                Err(SimulatorError::Deadlock { blocked, .. }) => assert!(!blocked.is_empty()),
                 other => panic!("{spec}: expected deadlock, got {other:?}"),
             }
             let f = SimFabric::parse(spec, true).unwrap();

@@ -4,7 +4,7 @@
 
 use super::traffic::Dests;
 use super::LoadConfig;
-use crate::sim::SimError;
+use crate::sim::SimulatorError;
 use crate::switch::Time;
 
 /// One generated packet's outstanding destinations.
@@ -104,17 +104,19 @@ impl Stats {
     /// Packet `id`'s tail reached host `node` at `at`.
     ///
     /// # Errors
-    /// [`SimError::Internal`] for an unknown packet or a host that is not an
+    /// [`SimulatorError::Internal`] for an unknown packet or a host that is not an
     /// outstanding destination (the exactly-once check).
-    pub(super) fn arrived(&mut self, id: u64, node: usize, at: Time) -> Result<(), SimError> {
+    pub(super) fn arrived(&mut self, id: u64, node: usize, at: Time) -> Result<(), SimulatorError> {
         if self.in_window(at) {
             self.delivered_flits += self.flits;
         }
         let Some(r) = self.recs.get_mut(id as usize) else {
-            return Err(SimError::Internal(format!("unknown packet {id} delivered")));
+            return Err(SimulatorError::Internal(format!(
+                "unknown packet {id} delivered"
+            )));
         };
         if !r.reach(node) {
-            return Err(SimError::Internal(format!(
+            return Err(SimulatorError::Internal(format!(
                 "packet {id} delivered to host {node}, which is not a destination \
                  or already has it"
             )));

@@ -9,7 +9,7 @@ use mcast_algorithms::irregular::{BitStringHeader, NodeSet, RouteHeader, SplitMi
 use mcast_algorithms::path::{PathWorm, Utpr};
 
 use crate::sim::fabric::SimFabric;
-use crate::sim::{unicast, SimError};
+use crate::sim::{unicast, SimulatorError};
 use crate::switch::routing::PathHeader;
 use crate::switch::Header;
 
@@ -23,8 +23,8 @@ pub enum Traffic {
 }
 
 impl std::str::FromStr for Traffic {
-    type Err = SimError;
-    fn from_str(s: &str) -> Result<Traffic, SimError> {
+    type Err = SimulatorError;
+    fn from_str(s: &str) -> Result<Traffic, SimulatorError> {
         let t = s.trim();
         if t == "uniform" {
             return Ok(Traffic::Uniform);
@@ -36,7 +36,7 @@ impl std::str::FromStr for Traffic {
                 }
             }
         }
-        Err(SimError::Input(format!(
+        Err(SimulatorError::Input(format!(
             "bad traffic `{t}` (expected uniform or multicast:D with D >= 1)"
         )))
     }
@@ -81,13 +81,17 @@ impl<'a> Generator<'a> {
     /// The generator of `traffic` on `fabric` (of `n` ≥ 2 hosts).
     ///
     /// # Errors
-    /// [`SimError::Input`] when `multicast:D` needs more hosts than there are.
-    pub(super) fn new(traffic: Traffic, fabric: &'a SimFabric, n: usize) -> Result<Self, SimError> {
+    /// [`SimulatorError::Input`] when `multicast:D` needs more hosts than there are.
+    pub(super) fn new(
+        traffic: Traffic,
+        fabric: &'a SimFabric,
+        n: usize,
+    ) -> Result<Self, SimulatorError> {
         let scheme = match traffic {
             Traffic::Uniform => Scheme::Uniform,
             Traffic::Multicast(d) => {
                 if d > n - 1 {
-                    return Err(SimError::Input(format!(
+                    return Err(SimulatorError::Input(format!(
                         "multicast:{d} needs {d} destinations besides the source; the fabric \
                          has {n} hosts"
                     )));
@@ -118,12 +122,12 @@ impl<'a> Generator<'a> {
     /// inject, in injection order.
     ///
     /// # Errors
-    /// [`SimError::Internal`] when a header cannot be built.
+    /// [`SimulatorError::Internal`] when a header cannot be built.
     pub(super) fn generate(
         &mut self,
         rng: &mut SplitMix64,
         node: usize,
-    ) -> Result<(Dests, Vec<Header>), SimError> {
+    ) -> Result<(Dests, Vec<Header>), SimulatorError> {
         let n = self.n;
         match &self.scheme {
             Scheme::Uniform => {
@@ -141,12 +145,12 @@ impl<'a> Generator<'a> {
                     Carrier::TreeWorm => {
                         let set = NodeSet::from_nodes(n, dests.iter().copied());
                         let h = BitStringHeader::new(true, set)
-                            .map_err(|e| SimError::Internal(e.to_string()))?;
+                            .map_err(|e| SimulatorError::Internal(e.to_string()))?;
                         vec![Header::Irregular(Box::new(RouteHeader::BitString(h)))]
                     }
                     Carrier::PathWorm(utpr) => {
                         let w = PathWorm::prepare(utpr, node, &dests)
-                            .map_err(|e| SimError::Internal(e.to_string()))?;
+                            .map_err(|e| SimulatorError::Internal(e.to_string()))?;
                         let list: Arc<[u32]> = w.dests.iter().map(|&d| d as u32).collect();
                         vec![Header::Path(Box::new(PathHeader {
                             dests: list,

@@ -5,7 +5,7 @@
 //! `separate`, `chain`, `binomial`, `kbinomial[:k]` and, with a direct
 //! topology, `utorus`, `ucube`, `maxport`, `combine`, `wsort`: every node runs
 //! the real [`mcast::engine::NiEngine`] (rank i = host i), as
-//! [`crate::unitstep`] does, and every copy it emits is a unicast packet in
+//! [`crate::lockstep`] does, and every copy it emits is a unicast packet in
 //! the fabric. Costs: the source host pays t_hs once, then DMAs packet j to
 //! its NI (packets available at t_hs + (j+1)·DMA); the NI processor spends
 //! t_ns per copy sent and t_nr per packet received, in the order the engine
@@ -41,7 +41,7 @@ use mcast_algorithms::path::PathAlgorithm;
 
 use super::fabric::SimFabric;
 use super::progress::{Progress, ProgressFn};
-use super::{unicast, Happening, Net, NetStats, SimError};
+use super::{unicast, Happening, Net, NetStats, SimulatorError};
 use crate::cost::CostModel;
 use crate::switch::routing::PathHeader;
 use crate::switch::{Header, Packet, Time};
@@ -64,8 +64,8 @@ pub enum Dests {
 }
 
 impl std::str::FromStr for Dests {
-    type Err = SimError;
-    fn from_str(s: &str) -> Result<Dests, SimError> {
+    type Err = SimulatorError;
+    fn from_str(s: &str) -> Result<Dests, SimulatorError> {
         let t = s.trim();
         if t == "all" {
             return Ok(Dests::All);
@@ -77,7 +77,7 @@ impl std::str::FromStr for Dests {
                 }
             }
         }
-        Err(SimError::Input(format!(
+        Err(SimulatorError::Input(format!(
             "bad --dests `{t}` (expected random:K with K >= 1, or all)"
         )))
     }
@@ -121,7 +121,7 @@ impl<'a, 'f> Reporter<'a, 'f> {
     }
 
     /// [`Net::step`], then report.
-    fn step(&mut self, net: &mut Net<Ev>) -> Result<Option<Happening<Ev>>, SimError> {
+    fn step(&mut self, net: &mut Net<Ev>) -> Result<Option<Happening<Ev>>, SimulatorError> {
         let h = net.step()?;
         let d = net.stats.delivered;
         if d >= self.next {
@@ -173,9 +173,9 @@ struct Node {
     done: Option<Time>,
 }
 
-fn pick_dests(n: usize, source: usize, d: Dests, seed: u64) -> Result<Vec<usize>, SimError> {
+fn pick_dests(n: usize, source: usize, d: Dests, seed: u64) -> Result<Vec<usize>, SimulatorError> {
     if source >= n {
-        return Err(SimError::Input(format!(
+        return Err(SimulatorError::Input(format!(
             "source {source} is outside the fabric (hosts 0..={})",
             n - 1
         )));
@@ -185,7 +185,7 @@ fn pick_dests(n: usize, source: usize, d: Dests, seed: u64) -> Result<Vec<usize>
         Dests::All => others,
         Dests::Random(k) => {
             if k > others.len() {
-                return Err(SimError::Input(format!(
+                return Err(SimulatorError::Input(format!(
                     "random:{k} needs {k} destinations; the fabric has {} other hosts",
                     others.len()
                 )));
@@ -198,7 +198,7 @@ fn pick_dests(n: usize, source: usize, d: Dests, seed: u64) -> Result<Vec<usize>
 }
 
 /// `min-two-pass[:S]`: the first relay, fixed or drawn from the seed.
-fn min_algo(t: &str, seed: u64) -> Result<Option<mcast_algorithms::min::Start>, SimError> {
+fn min_algo(t: &str, seed: u64) -> Result<Option<mcast_algorithms::min::Start>, SimulatorError> {
     use mcast_algorithms::min::Start;
     let l = t.to_ascii_lowercase();
     let Some(rest) = l.strip_prefix("min-two-pass") else {
@@ -209,20 +209,20 @@ fn min_algo(t: &str, seed: u64) -> Result<Option<mcast_algorithms::min::Start>, 
     }
     match rest.strip_prefix(':').map(str::parse::<u64>) {
         Some(Ok(s)) => Ok(Some(Start::Fixed(s))),
-        _ => Err(SimError::Input(format!(
+        _ => Err(SimulatorError::Input(format!(
             "bad algorithm `{t}` (min-two-pass or min-two-pass:S)"
         ))),
     }
 }
 
 /// A path-based (UTPR) algorithm name, if it is one.
-fn path_algo(t: &str) -> Result<Option<PathAlgorithm>, SimError> {
+fn path_algo(t: &str) -> Result<Option<PathAlgorithm>, SimulatorError> {
     let l = t.to_ascii_lowercase();
     if !(l.starts_with("storus") || l.starts_with("s-torus") || l.starts_with("mtorus-")) {
         return Ok(None);
     }
     l.parse::<PathAlgorithm>().map(Some).map_err(|_| {
-        SimError::Input(format!(
+        SimulatorError::Input(format!(
             "bad path algorithm `{t}` (storus, mtorus-d or mtorus-u:R with R >= 2)"
         ))
     })
@@ -231,8 +231,12 @@ fn path_algo(t: &str) -> Result<Option<PathAlgorithm>, SimError> {
 /// Run one multicast.
 ///
 /// # Errors
-/// Bad input, a deadlock, or an oracle failure ([`SimError::Internal`]).
-pub fn run(fabric: &SimFabric, cost: &CostModel, cfg: &RunConfig) -> Result<RunResult, SimError> {
+/// Bad input, a deadlock, or an oracle failure ([`SimulatorError::Internal`]).
+pub fn run(
+    fabric: &SimFabric,
+    cost: &CostModel,
+    cfg: &RunConfig,
+) -> Result<RunResult, SimulatorError> {
     run_with_progress(fabric, cost, cfg, &mut |_| {})
 }
 
@@ -245,9 +249,9 @@ pub fn run_with_progress(
     cost: &CostModel,
     cfg: &RunConfig,
     progress: &mut ProgressFn<'_>,
-) -> Result<RunResult, SimError> {
+) -> Result<RunResult, SimulatorError> {
     if cfg.packets == 0 {
-        return Err(SimError::Input("--packets must be at least 1".into()));
+        return Err(SimulatorError::Input("--packets must be at least 1".into()));
     }
     let routing = fabric.routing();
     let n = routing.nodes();
@@ -268,14 +272,14 @@ pub fn run_with_progress(
     let algo = cfg.algo.trim();
     let (name, injected) = if let Ok(scheme) = algo.parse::<Scheme>() {
         let SimFabric::Irregular(irr) = fabric else {
-            return Err(SimError::Input(format!(
+            return Err(SimulatorError::Input(format!(
                 "{algo} is a switch-based worm scheme; it needs an irregular fabric"
             )));
         };
         let plan = irr
             .fabric()
             .plan(scheme, cfg.source, &dests)
-            .map_err(|e| SimError::Input(e.to_string()))?;
+            .map_err(|e| SimulatorError::Input(e.to_string()))?;
         let jobs = plan
             .sends
             .iter()
@@ -291,32 +295,32 @@ pub fn run_with_progress(
         (scheme.name().to_string(), inj)
     } else if let Some(start) = min_algo(algo, cfg.seed)? {
         let SimFabric::Min(mr) = fabric else {
-            return Err(SimError::Input(format!(
+            return Err(SimulatorError::Input(format!(
                 "{algo} needs a MIN fabric (min:N)"
             )));
         };
         let d64: Vec<u64> = dests.iter().map(|&d| d as u64).collect();
         let plan = mcast_algorithms::min::two_pass(mr.net(), cfg.source as u64, &d64, start)
-            .map_err(|e| SimError::Input(format!("{algo}: {e}")))?;
+            .map_err(|e| SimulatorError::Input(format!("{algo}: {e}")))?;
         let inj = run_min(&mut net, &mut nodes, &mut bar, cost, m, &plan)?;
         ("min-two-pass".to_string(), inj)
     } else if let Some(pa) = path_algo(algo)? {
         let topo = fabric.topology().ok_or_else(|| {
-            SimError::Input(format!(
+            SimulatorError::Input(format!(
                 "{algo} is a path-based (UTPR) scheme; it needs a unidirectional torus"
             ))
         })?;
         let plan = mcast_algorithms::path::plan(topo, pa, cfg.source, &dests)
-            .map_err(|e| SimError::Input(format!("{algo}: {e}")))?;
+            .map_err(|e| SimulatorError::Input(format!("{algo}: {e}")))?;
         let mut jobs = Vec::new();
         for s in &plan.sends {
             // The Fig 5.9 header through the codec, as a router would read it.
             let bytes = mcast_algorithms::path::header::encode_simple(s.delivers())
-                .map_err(|e| SimError::Internal(e.to_string()))?;
+                .map_err(|e| SimulatorError::Internal(e.to_string()))?;
             let list = mcast_algorithms::path::header::decode_simple_exact(&bytes, n)
-                .map_err(|e| SimError::Internal(e.to_string()))?;
+                .map_err(|e| SimulatorError::Internal(e.to_string()))?;
             if list.len() > usize::from(u16::MAX) {
-                return Err(SimError::Input(
+                return Err(SimulatorError::Input(
                     "a path worm of more than 65535 destinations".into(),
                 ));
             }
@@ -337,16 +341,16 @@ pub fn run_with_progress(
         // `separate` (the `mcsim plan` name) is the runtime's `flat`.
         let a: Algorithm = if algo == "separate" { "flat" } else { algo }
             .parse()
-            .map_err(|e| SimError::Input(format!("unknown algorithm `{algo}`: {e}")))?;
+            .map_err(|e| SimulatorError::Input(format!("unknown algorithm `{algo}`: {e}")))?;
         let topo = fabric.topology().cloned().map(Arc::new);
         let tree = a
             .resolve(dests.len() + 1, m, topo.as_deref())
-            .map_err(|e| SimError::Input(e.to_string()))?;
+            .map_err(|e| SimulatorError::Input(e.to_string()))?;
         let chain: Vec<usize> = match fabric {
             SimFabric::Irregular(irr) => irr
                 .fabric()
                 .host_chain(cfg.source, &dests)
-                .map_err(|e| SimError::Input(e.to_string()))?
+                .map_err(|e| SimulatorError::Input(e.to_string()))?
                 .into_iter()
                 .skip(1)
                 .collect(),
@@ -372,20 +376,20 @@ pub fn run_with_progress(
         let is_dest = dests.binary_search(&i).is_ok();
         if is_dest {
             if node.got.len() != m || node.got.iter().any(|&c| c != 1) {
-                return Err(SimError::Internal(format!(
+                return Err(SimulatorError::Internal(format!(
                     "destination {i} received packets {:?} times (want each of {m} once)",
                     node.got
                 )));
             }
         } else if node.got.iter().any(|&c| c != 0) {
-            return Err(SimError::Internal(format!(
+            return Err(SimulatorError::Internal(format!(
                 "host {i} is not a destination but received {:?}",
                 node.got
             )));
         }
     }
     if net.stats.dropped > 0 {
-        return Err(SimError::Internal(format!(
+        return Err(SimulatorError::Internal(format!(
             "{} packets dropped; last: {}",
             net.stats.dropped,
             net.last_drop.clone().unwrap_or_default()

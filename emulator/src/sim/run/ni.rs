@@ -15,7 +15,7 @@ pub(super) fn run_ni(
     tree: TreeKind,
     topo: Option<Arc<mcast_algorithms::Topology>>,
     forwarding: Forwarding,
-) -> Result<u64, SimError> {
+) -> Result<u64, SimulatorError> {
     let n = nodes.len();
     let mut engines: Vec<NiEngine> = (0..n)
         .map(|r| NiEngine::new(r, n, 1, forwarding, 1).with_topology(topo.clone()))
@@ -29,7 +29,7 @@ pub(super) fn run_ni(
         .collect();
     engines[source]
         .post_multicast(0, &members, Bytes::from(vec![0u8; m]), tree)
-        .map_err(|e| SimError::Input(format!("engine: {e}")))?;
+        .map_err(|e| SimulatorError::Input(format!("engine: {e}")))?;
     let dma = cost.dma_cycles();
     let mut wire: Vec<Option<(usize, WirePacket)>> = Vec::new();
     let mut injected = 0u64;
@@ -81,7 +81,7 @@ pub(super) fn run_ni(
             Happening::Arrived { node, packet, at } => {
                 let Some((from, wp)) = wire.get_mut(packet.id as usize).and_then(Option::take)
                 else {
-                    return Err(SimError::Internal(format!(
+                    return Err(SimulatorError::Internal(format!(
                         "copy {} delivered twice or unknown",
                         packet.id
                     )));
@@ -89,7 +89,7 @@ pub(super) fn run_ni(
                 let ready = receive(&mut nodes[node], cost, at);
                 engines[node]
                     .packet_in(from, wp)
-                    .map_err(|e| SimError::Internal(format!("engine {node}: {e}")))?;
+                    .map_err(|e| SimulatorError::Internal(format!("engine {node}: {e}")))?;
                 drain(net, nodes, &mut engines[node], node, &|_| ready, &mut wire);
             }
             Happening::User(e, _) => match e {},

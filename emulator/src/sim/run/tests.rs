@@ -20,7 +20,7 @@ fn cfg(algo: &str, dests: Dests, packets: usize) -> RunConfig {
 #[test]
 fn unitstep_preset_reproduces_digest_8_3() {
     let cost = CostModel::unitstep();
-    for (n, k, fpfs, fcfs) in crate::unitstep::DIGEST_8_3 {
+    for (n, k, fpfs, fcfs) in crate::lockstep::DIGEST_8_3 {
         let f = SimFabric::parse(&format!("crossbar:{n}"), true).unwrap();
         for m in 1..=6 {
             let mut c = cfg(&format!("kbinomial:{k}"), Dests::All, m);
@@ -37,11 +37,11 @@ fn unitstep_preset_reproduces_digest_8_3() {
 
 /// Beyond the table: on a crossbar with the unit-step preset, the DES
 /// gives every destination the completion step of the NI-engine-only
-/// unit-step driver ([`crate::unitstep`]), for every n ≤ 20, k ≤ 4,
+/// unit-step driver ([`crate::lockstep`]), for every n ≤ 20, k ≤ 4,
 /// m ≤ 5, FPFS and FCFS.
 #[test]
 fn unitstep_preset_equals_the_unitstep_driver() {
-    use crate::unitstep::{simulate, Post};
+    use crate::lockstep::{simulate, Post};
     use mcast_algorithms::Shape;
     let cost = CostModel::unitstep();
     for n in 2..=20 {

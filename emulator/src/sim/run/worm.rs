@@ -15,7 +15,7 @@ pub(super) fn run_worms(
     m: usize,
     source: usize,
     jobs: Vec<WormJob>,
-) -> Result<u64, SimError> {
+) -> Result<u64, SimulatorError> {
     // Each sender's worms, in phase order.
     let mut by_sender: HashMap<usize, Vec<WormJob>> = HashMap::new();
     for j in jobs {
@@ -56,7 +56,10 @@ pub(super) fn run_worms(
         match h {
             Happening::Arrived { node, packet, at } => {
                 let Some(&j) = pkt_of.get(packet.id as usize) else {
-                    return Err(SimError::Internal(format!("unknown packet {}", packet.id)));
+                    return Err(SimulatorError::Internal(format!(
+                        "unknown packet {}",
+                        packet.id
+                    )));
                 };
                 let nd = &mut nodes[node];
                 let ready = receive(nd, cost, at);
@@ -85,7 +88,7 @@ pub(super) fn run_min(
     cost: &CostModel,
     m: usize,
     plan: &mcast_algorithms::min::TwoPassPlan,
-) -> Result<u64, SimError> {
+) -> Result<u64, SimulatorError> {
     let dma = cost.dma_cycles();
     // id -> (pass, packet index)
     let mut meta: Vec<(u32, usize)> = Vec::new();
@@ -129,7 +132,10 @@ pub(super) fn run_min(
         match h {
             Happening::Arrived { node, packet, at } => {
                 let Some(&(pass, j)) = meta.get(packet.id as usize) else {
-                    return Err(SimError::Internal(format!("unknown packet {}", packet.id)));
+                    return Err(SimulatorError::Internal(format!(
+                        "unknown packet {}",
+                        packet.id
+                    )));
                 };
                 let nd = &mut nodes[node];
                 let ready = receive(nd, cost, at);

@@ -62,7 +62,7 @@ impl SwitchEngine {
             .route(self.id, in_port, &front.packet.header, &mut self.scratch);
         let r = r.and({
             if self.scratch.is_empty() {
-                Err(RouteError::NoOutput)
+                Err(SwitchRouteError::NoOutput)
             } else {
                 Ok(())
             }

@@ -36,7 +36,7 @@ impl Routing for Fork {
         _in_port: usize,
         header: &Header,
         out: &mut Vec<Out>,
-    ) -> Result<(), RouteError> {
+    ) -> Result<(), SwitchRouteError> {
         for port in [1, 2] {
             out.push(Out {
                 port,

@@ -1,7 +1,7 @@
 //! One switch with `n` host ports (the unit-step model's contention-free
 //! fabric).
 
-use super::{Header, Link, Out, RouteError, Routing};
+use super::{Header, Link, Out, Routing, SwitchRouteError};
 
 /// One switch, `n` hosts.
 #[derive(Debug, Clone, Copy)]
@@ -45,7 +45,7 @@ impl Routing for CrossbarRouting {
         _in_port: usize,
         header: &Header,
         out: &mut Vec<Out>,
-    ) -> Result<(), RouteError> {
+    ) -> Result<(), SwitchRouteError> {
         match header {
             Header::Unicast { dest } if (*dest as usize) < self.n => {
                 out.push(Out {
@@ -55,8 +55,8 @@ impl Routing for CrossbarRouting {
                 });
                 Ok(())
             }
-            Header::Unicast { dest } => Err(RouteError::BadDest(u64::from(*dest))),
-            _ => Err(RouteError::Unsupported),
+            Header::Unicast { dest } => Err(SwitchRouteError::BadDest(u64::from(*dest))),
+            _ => Err(SwitchRouteError::Unsupported),
         }
     }
     fn switch_hops(&self, _from: usize, _to: usize) -> Option<usize> {

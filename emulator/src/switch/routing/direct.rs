@@ -4,7 +4,7 @@
 
 use mcast_algorithms::topo::{Dir, Kind, Links, Resolution, Topology, Vc};
 
-use super::{Header, Link, Out, RouteError, Routing};
+use super::{Header, Link, Out, Routing, SwitchRouteError};
 
 /// Tori, meshes and hypercubes.
 #[derive(Debug, Clone)]
@@ -136,11 +136,11 @@ impl DirectRouting {
     }
 
     /// The unicast decision at `switch` for `dest`: (port, class).
-    fn unicast_step(&self, switch: usize, dest: usize) -> Result<(usize, u8), RouteError> {
+    fn unicast_step(&self, switch: usize, dest: usize) -> Result<(usize, u8), SwitchRouteError> {
         let ch = self
             .topo
             .first_channel(switch, dest)
-            .map_err(|_| RouteError::BadDest(dest as u64))?;
+            .map_err(|_| SwitchRouteError::BadDest(dest as u64))?;
         Ok(match ch {
             None => (0, 0),
             Some(c) => {
@@ -214,11 +214,11 @@ impl Routing for DirectRouting {
         _in_port: usize,
         header: &Header,
         out: &mut Vec<Out>,
-    ) -> Result<(), RouteError> {
+    ) -> Result<(), SwitchRouteError> {
         let dest = match header {
             Header::Unicast { dest } => dest,
             Header::Path(p) => return self.route_path(switch, p, out),
-            _ => return Err(RouteError::Unsupported),
+            _ => return Err(SwitchRouteError::Unsupported),
         };
         let dest = *dest as usize;
         let n = self.topo.nodes();

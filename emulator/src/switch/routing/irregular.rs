@@ -4,7 +4,7 @@
 
 use mcast_algorithms::irregular::{Fabric, PortConn, RouteHeader, UnicastHeader};
 
-use super::{Header, Link, Out, RouteError, Routing};
+use super::{Header, Link, Out, Routing, SwitchRouteError};
 
 /// Irregular networks (up*/down*).
 #[derive(Debug)]
@@ -59,7 +59,7 @@ impl Routing for IrregularRouting {
         in_port: usize,
         header: &Header,
         out: &mut Vec<Out>,
-    ) -> Result<(), RouteError> {
+    ) -> Result<(), SwitchRouteError> {
         let d = match header {
             Header::Unicast { dest } => {
                 let d = self.fabric.decide_unicast(
@@ -79,7 +79,7 @@ impl Routing for IrregularRouting {
             }
             Header::Irregular(h) => self.fabric.decide(switch, in_port, h, 0)?,
             Header::Consumed | Header::Path(_) | Header::Min(_) => {
-                return Err(RouteError::Unsupported)
+                return Err(SwitchRouteError::Unsupported)
             }
         };
         for o in d.outputs {

@@ -3,7 +3,7 @@
 
 use mcast_algorithms::min::{self as minnet, Min, RegionHeader};
 
-use super::{Header, Link, Out, RouteError, Routing};
+use super::{Header, Link, Out, Routing, SwitchRouteError};
 
 /// The wrap-around MIN of 2^n nodes and n stages of 2x2 replicating
 /// switching elements (digest 001): switch `stage * 2^(n-1) + se`; ports 0
@@ -72,12 +72,12 @@ impl Routing for MinRouting {
         _in_port: usize,
         header: &Header,
         out: &mut Vec<Out>,
-    ) -> Result<(), RouteError> {
+    ) -> Result<(), SwitchRouteError> {
         let n = self.net.stages();
         let h = match header {
             Header::Min(h) => *h,
             Header::Unicast { dest } => RegionHeader::unicast(n, *dest)?,
-            _ => return Err(RouteError::Unsupported),
+            _ => return Err(SwitchRouteError::Unsupported),
         };
         let stage = (switch / self.half()) as u32;
         for (port, h2) in minnet::decide(h, stage)?.outputs() {

@@ -83,7 +83,7 @@ pub struct Out {
 
 /// Why a header does not route.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RouteError {
+pub enum SwitchRouteError {
     /// No such input port.
     #[error("no input port {0}")]
     BadPort(usize),
@@ -121,14 +121,14 @@ pub trait Routing: Send + Sync {
     /// Route `header` arriving at `switch` on `in_port`: push the branches.
     ///
     /// # Errors
-    /// [`RouteError`].
+    /// [`SwitchRouteError`].
     fn route(
         &self,
         switch: usize,
         in_port: usize,
         header: &Header,
         out: &mut Vec<Out>,
-    ) -> Result<(), RouteError>;
+    ) -> Result<(), SwitchRouteError>;
     /// Switches a unicast from `from` to `to` traverses (for the zero-load
     /// formula); `None` if unknown.
     fn switch_hops(&self, from: usize, to: usize) -> Option<usize>;

@@ -5,7 +5,7 @@
 use mcast_algorithms::path::Utpr;
 use mcast_algorithms::topo::Vc;
 
-use super::{DirectRouting, Header, Out, RouteError};
+use super::{DirectRouting, Header, Out, SwitchRouteError};
 
 /// The state of a path worm's header at a router.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,11 +28,11 @@ impl DirectRouting {
         x: usize,
         h: &PathHeader,
         out: &mut Vec<Out>,
-    ) -> Result<(), RouteError> {
-        let utpr = Utpr::new(&self.topo).map_err(|_| RouteError::Unsupported)?;
+    ) -> Result<(), SwitchRouteError> {
+        let utpr = Utpr::new(&self.topo).map_err(|_| SwitchRouteError::Unsupported)?;
         let mut pos = h.pos as usize;
         let Some(&first) = h.dests.get(pos) else {
-            return Err(RouteError::NoOutput);
+            return Err(SwitchRouteError::NoOutput);
         };
         if first as usize == x {
             out.push(Out {
@@ -53,8 +53,8 @@ impl DirectRouting {
         let alpha = if h.on_h { Vc::H } else { Vc::P };
         let c = utpr
             .next(x, alpha, next)
-            .map_err(|_| RouteError::BadDest(next as u64))?
-            .ok_or(RouteError::NoOutput)?;
+            .map_err(|_| SwitchRouteError::BadDest(next as u64))?
+            .ok_or(SwitchRouteError::NoOutput)?;
         out.push(Out {
             port: DirectRouting::port_of(c.dim, c.dir) as u16,
             class: u8::from(self.dateline && c.vc == Vc::H),
