@@ -394,6 +394,18 @@ impl CostModel {
         (ns / self.cycle_ns).ceil() as u64
     }
 
+    /// The host's and NI's costs for [`mcast::hostni`], the one host/NI
+    /// model of the simulator and the runtime's fabric link.
+    pub fn host_ni(&self) -> mcast::hostni::HostNiCosts {
+        mcast::hostni::HostNiCosts {
+            t_hs: self.t_hs,
+            dma: self.dma_cycles(),
+            t_ns: self.t_ns,
+            t_nr: self.t_nr,
+            t_hr: self.t_hr,
+        }
+    }
+
     /// Check the values the simulator relies on.
     ///
     /// # Errors

@@ -23,6 +23,7 @@ pub mod engine;
 pub mod error;
 mod fablink;
 pub mod fabric;
+pub mod hostni;
 mod inbox;
 mod net;
 mod outq;

@@ -34,6 +34,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use mcast::algorithm::{Algorithm, TreeKind};
 use mcast::engine::{Action, NiEngine};
+use mcast::hostni::BusyUntil;
 use mcast::wire::{Member, Packet as WirePacket};
 use mcast::Forwarding;
 use mcast_algorithms::irregular::{Scheme, SplitMix64};
@@ -164,9 +165,13 @@ pub struct RunResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ev {}
 
+/// A host and its NI in the run: the resources of [`mcast::hostni`] (one DMA
+/// engine for both directions), and what the host received.
 struct Node {
-    ni_free: Time,
-    dma_free: Time,
+    /// The NI processor.
+    ni: BusyUntil,
+    /// The host <-> NI DMA engine.
+    dma: BusyUntil,
     got: Vec<u32>,
     received: usize,
     last_in_host: Time,
@@ -259,8 +264,8 @@ pub fn run_with_progress(
     let mut net: Net<Ev> = Net::new(routing, cost)?;
     let mut nodes: Vec<Node> = (0..n)
         .map(|_| Node {
-            ni_free: 0,
-            dma_free: 0,
+            ni: BusyUntil::default(),
+            dma: BusyUntil::default(),
             got: Vec::new(),
             received: 0,
             last_in_host: 0,
@@ -418,9 +423,7 @@ pub fn run_with_progress(
 /// A packet reached `node`'s NI at `at`: NI receive overhead, then DMA to
 /// the host; returns the cycle the NI is done with it.
 fn receive(node: &mut Node, cost: &CostModel, at: Time) -> Time {
-    let start = node.ni_free.max(at);
-    node.ni_free = start + cost.t_nr;
-    node.ni_free
+    cost.host_ni().receive(&mut node.ni, at)
 }
 
 /// The host of `node` gets packet `j` by DMA starting no earlier than `t`.
@@ -431,11 +434,11 @@ fn to_host(node: &mut Node, cost: &CostModel, m: usize, j: usize, t: Time) {
     if let Some(c) = node.got.get_mut(j) {
         *c += 1;
     }
-    let s = node.dma_free.max(t);
-    node.dma_free = s + cost.dma_cycles();
-    node.last_in_host = node.last_in_host.max(node.dma_free);
+    let hn = cost.host_ni();
+    let in_host = hn.to_host(&mut node.dma, t);
+    node.last_in_host = node.last_in_host.max(in_host);
     node.received += 1;
     if node.received == m {
-        node.done = Some(node.last_in_host + cost.t_hr);
+        node.done = Some(hn.complete(node.last_in_host));
     }
 }

@@ -30,7 +30,7 @@ pub(super) fn run_ni(
     engines[source]
         .post_multicast(0, &members, Bytes::from(vec![0u8; m]), tree)
         .map_err(|e| SimulatorError::Input(format!("engine: {e}")))?;
-    let dma = cost.dma_cycles();
+    let hn = cost.host_ni();
     let mut wire: Vec<Option<(usize, WirePacket)>> = Vec::new();
     let mut injected = 0u64;
     // Drain the engine of `at`; `avail(j)` = when packet j is at the NI.
@@ -45,14 +45,13 @@ pub(super) fn run_ni(
                 Action::Send { to, packet } => {
                     let j = packet.header.pkt_idx as usize;
                     let node = &mut nodes[at];
-                    let start = node.ni_free.max(avail(j));
-                    node.ni_free = start + cost.t_ns;
+                    let leaves = hn.send(&mut node.ni, avail(j));
                     let id = wire.len() as u64;
                     wire.push(Some((at, packet)));
                     injected += 1;
                     net.inject(
                         at,
-                        node.ni_free,
+                        leaves,
                         Packet {
                             id,
                             header: unicast(to),
@@ -67,13 +66,14 @@ pub(super) fn run_ni(
             }
         }
     };
-    let t_hs = cost.t_hs;
+    // The source's host posts the message at 0.
+    let posted = hn.post(&mut nodes[source].dma, 0, m);
     drain(
         net,
         nodes,
         &mut engines[source],
         source,
-        &|j| t_hs + (j as Time + 1) * dma,
+        &|j| posted.in_ni(j),
         &mut wire,
     );
     while let Some(h) = bar.step(net)? {

@@ -24,25 +24,24 @@ pub(super) fn run_worms(
     for v in by_sender.values_mut() {
         v.sort_by_key(|s| s.0);
     }
-    let dma = cost.dma_cycles();
+    let hn = cost.host_ni();
     let mut pkt_of: Vec<usize> = Vec::new();
     let mut injected = 0u64;
     let mut send_all =
         |net: &mut Net<Ev>, node: &mut Node, who: usize, ready: Time, pkt_of: &mut Vec<usize>| {
             let mut host = ready;
             for w in by_sender.get(&who).map(Vec::as_slice).unwrap_or(&[]) {
-                host += cost.t_hs;
+                // The host posts each worm in turn.
+                let posted = hn.post(&mut node.dma, host, m);
+                host = posted.host;
                 for j in 0..m {
-                    let s = node.dma_free.max(host);
-                    node.dma_free = s + dma;
-                    let start = node.ni_free.max(node.dma_free);
-                    node.ni_free = start + cost.t_ns;
+                    let leaves = hn.send(&mut node.ni, posted.in_ni(j));
                     let id = pkt_of.len() as u64;
                     pkt_of.push(j);
                     injected += 1;
                     net.inject(
                         who,
-                        node.ni_free,
+                        leaves,
                         Packet {
                             id,
                             header: w.2.clone(),
@@ -89,7 +88,7 @@ pub(super) fn run_min(
     m: usize,
     plan: &mcast_algorithms::min::TwoPassPlan,
 ) -> Result<u64, SimulatorError> {
-    let dma = cost.dma_cycles();
+    let hn = cost.host_ni();
     // id -> (pass, packet index)
     let mut meta: Vec<(u32, usize)> = Vec::new();
     let mut injected = 0u64;
@@ -108,18 +107,16 @@ pub(super) fn run_min(
     }
     {
         let node = &mut nodes[source];
-        let host = cost.t_hs;
         for h in &pass1 {
+            // Every pass-1 send is posted at host time 0.
+            let posted = hn.post(&mut node.dma, 0, m);
             for j in 0..m {
-                let s = node.dma_free.max(host);
-                node.dma_free = s + dma;
-                let start = node.ni_free.max(node.dma_free);
-                node.ni_free = start + cost.t_ns;
+                let leaves = hn.send(&mut node.ni, posted.in_ni(j));
                 meta.push((1, j));
                 injected += 1;
                 net.inject(
                     source,
-                    node.ni_free,
+                    leaves,
                     Packet {
                         id: meta.len() as u64 - 1,
                         header: h.clone(),
@@ -144,12 +141,13 @@ pub(super) fn run_min(
                     continue;
                 }
                 for h in relay_sends.get(&node).map(Vec::as_slice).unwrap_or(&[]) {
-                    nd.ni_free += cost.t_ns;
+                    // The relay's NI sends on what it has received (no host).
+                    let leaves = hn.send(&mut nd.ni, ready);
                     meta.push((2, j));
                     injected += 1;
                     net.inject(
                         node,
-                        nd.ni_free,
+                        leaves,
                         Packet {
                             id: meta.len() as u64 - 1,
                             header: h.clone(),
