@@ -375,7 +375,6 @@ pub fn run_with_progress(
         )?;
         (a.to_string(), inj)
     };
-    drop(bar);
     // The exactly-once oracle.
     for (i, node) in nodes.iter().enumerate() {
         let is_dest = dests.binary_search(&i).is_ok();
