@@ -13,7 +13,7 @@
 //! * **Host ports** speak the frames of [`mcast::fabric`]: a rank connects
 //!   to its port, sends `Hello`, gets `Welcome` (or `Refused` and the
 //!   connection is closed: wrong version, token, rank ≠ port, or the port
-//!   already has a live connection), then sends and receives `Packet`s.
+//!   already has a live connection), then sends and receives `Packet` frames.
 //! * **Every switch-to-switch link is a real socket**: one
 //!   `tokio::net::UnixStream::pair()` per directed link (output port of the
 //!   upstream switch → input port of the downstream one), carrying
@@ -62,7 +62,7 @@
 //! costs no virtual time (the buffers still bound the fabric in wall time).
 //!
 //! # Payloads
-//! The engines only see `Packet { id, header }`. Each switch keeps the
+//! The engines only see `SwitchPacket { id, header }`. Each switch keeps the
 //! payload (`post`, data, origin host) by id, and a FIFO of ids per input
 //! VC; the engine's `Credit` action for an input VC means its front packet
 //! has sent every branch (or was dropped), so the payload is freed then.
@@ -93,9 +93,9 @@ use bytes::Bytes;
 use mcast::fabric::{FabricWelcome, FABRIC_VERSION};
 use tokio::sync::mpsc;
 
-use crate::cost::CostModel;
+use crate::cost::FabricCostModel;
 use crate::sim::fabric::{split_spec, SimFabric};
-use crate::switch::{Header, Link, Routing, SwitchParams, Time};
+use crate::switch::{Link, Routing, SwitchHeader, SwitchParams, Time};
 use route::FabricKind;
 
 /// Packets a rank's injection queue may hold before the fabric stops
@@ -198,11 +198,11 @@ impl Counters {
 #[derive(Debug)]
 enum SwEv {
     /// A head arrived on input `port`, VC `vc`, at `arrived`.
-    Packet {
+    SwitchPacket {
         port: u16,
         vc: u16,
         arrived: Time,
-        header: Header,
+        header: SwitchHeader,
         payload: Payload,
     },
     /// Credits for output `port`, VC `vc`, usable from `at`.
@@ -234,7 +234,7 @@ enum HostEv {
 /// An event for a host's NI task from its rank.
 #[derive(Debug)]
 enum RankEv {
-    Packet {
+    SwitchPacket {
         stamp: u64,
         post: u64,
         kind: u8,
@@ -359,7 +359,7 @@ impl FabricServer {
     /// zero timeout, or sockets that cannot be opened.
     pub fn start(
         spec: &str,
-        mut cost: CostModel,
+        mut cost: FabricCostModel,
         token: String,
         ranks: usize,
         failure_timeout: Duration,

@@ -43,7 +43,7 @@ impl std::fmt::Debug for SimFabric {
 /// A knob without `=`, or one the cost model refuses.
 pub fn split_spec<'a>(
     text: &'a str,
-    cost: &mut crate::cost::CostModel,
+    cost: &mut crate::cost::FabricCostModel,
 ) -> Result<&'a str, SimulatorError> {
     let Some((spec, knobs)) = text.split_once('@') else {
         return Ok(text);
@@ -117,17 +117,17 @@ impl SimFabric {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost::CostModel;
+    use crate::cost::FabricCostModel;
 
     #[test]
     fn knobs_ride_on_the_fabric_spec() {
-        let mut c = CostModel::default();
+        let mut c = FabricCostModel::default();
         let spec = split_spec("torus:8x8@num_vcs=4, packet_flits=8,dateline=0", &mut c).unwrap();
         assert_eq!(spec, "torus:8x8");
         assert_eq!((c.num_vcs, c.packet_flits, c.dateline), (4, 8, false));
-        let mut d = CostModel::default();
+        let mut d = FabricCostModel::default();
         assert_eq!(split_spec("hypercube:3", &mut d).unwrap(), "hypercube:3");
-        assert_eq!(d, CostModel::default());
+        assert_eq!(d, FabricCostModel::default());
         assert!(split_spec("torus:4x4@bogus=1", &mut d).is_err());
         assert!(split_spec("torus:4x4@num_vcs", &mut d).is_err());
     }

@@ -36,9 +36,9 @@ pub mod run;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::cost::{CostError, CostModel};
+use crate::cost::{CostError, FabricCostModel};
 use crate::switch::{
-    Blocked, Header, Link, Packet, Routing, SwAction, SwitchEngine, SwitchParams, Time,
+    Blocked, Link, Routing, SwAction, SwitchEngine, SwitchHeader, SwitchPacket, SwitchParams, Time,
 };
 
 /// Why a simulation stopped.
@@ -86,7 +86,7 @@ enum Ev<U> {
         sw: u32,
         port: u16,
         vc: u16,
-        packet: Packet,
+        packet: SwitchPacket,
     },
     Credit {
         sw: u32,
@@ -108,11 +108,11 @@ enum Ev<U> {
     },
     NiEnqueue {
         node: u32,
-        packet: Packet,
+        packet: SwitchPacket,
     },
     Arrive {
         node: u32,
-        packet: Packet,
+        packet: SwitchPacket,
     },
     User(U),
 }
@@ -121,7 +121,7 @@ struct NiPort {
     /// The switch and input port the host injects into.
     sw: u32,
     port: u16,
-    queue: VecDeque<Packet>,
+    queue: VecDeque<SwitchPacket>,
     link_free: Time,
     credits: Vec<u32>,
     /// Credits announced ahead of their arrival: (time, vc, flits).
@@ -139,7 +139,7 @@ pub enum Happening<U> {
         /// The host.
         node: usize,
         /// The copy.
-        packet: Packet,
+        packet: SwitchPacket,
         /// Tail arrival.
         at: Time,
     },
@@ -193,7 +193,10 @@ impl<U> Net<U> {
     ///
     /// # Errors
     /// An inconsistent cost model, or fewer VCs than the fabric's classes.
-    pub fn new(routing: Arc<dyn Routing>, cost: &CostModel) -> Result<Net<U>, SimulatorError> {
+    pub fn new(
+        routing: Arc<dyn Routing>,
+        cost: &FabricCostModel,
+    ) -> Result<Net<U>, SimulatorError> {
         cost.validate()?;
         let params =
             SwitchParams::from_cost(cost, routing.vc_classes()).map_err(SimulatorError::Input)?;
@@ -268,7 +271,7 @@ impl<U> Net<U> {
     }
 
     /// Host `node` hands `packet` to its injection queue at `at` (≥ now).
-    pub fn inject(&mut self, node: usize, at: Time, packet: Packet) {
+    pub fn inject(&mut self, node: usize, at: Time, packet: SwitchPacket) {
         let at = at.max(self.now);
         if at == self.now {
             self.enqueue(node, packet);
@@ -283,7 +286,7 @@ impl<U> Net<U> {
         }
     }
 
-    fn enqueue(&mut self, node: usize, packet: Packet) {
+    fn enqueue(&mut self, node: usize, packet: SwitchPacket) {
         self.stats.injected += 1;
         let ni = &mut self.nis[node];
         ni.queue.push_back(packet);
@@ -567,8 +570,8 @@ impl<U> Net<U> {
 }
 
 /// A unicast header.
-pub fn unicast(dest: usize) -> Header {
-    Header::Unicast { dest: dest as u32 }
+pub fn unicast(dest: usize) -> SwitchHeader {
+    SwitchHeader::Unicast { dest: dest as u32 }
 }
 
 #[cfg(test)]

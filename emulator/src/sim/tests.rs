@@ -20,8 +20,8 @@ fn zero_load_unicast_latency_on_every_fabric() {
         "min:4",
         "min:3:omega",
     ];
-    let mut costs = vec![CostModel::default()];
-    let mut c = CostModel::default();
+    let mut costs = vec![FabricCostModel::default()];
+    let mut c = FabricCostModel::default();
     for kv in [
         "packet_flits=10",
         "link_bandwidth=4",
@@ -49,7 +49,7 @@ fn zero_load_unicast_latency_on_every_fabric() {
                     net.inject(
                         s,
                         t0,
-                        Packet {
+                        SwitchPacket {
                             id: 0,
                             header: unicast(d),
                         },

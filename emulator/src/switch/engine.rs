@@ -5,7 +5,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::{
-    Blocked, Header, Link, Out, Packet, Routing, SwAction, SwitchParams, SwitchRouteError, Time,
+    Blocked, Link, Out, Routing, SwAction, SwitchHeader, SwitchPacket, SwitchParams,
+    SwitchRouteError, Time,
 };
 
 mod alloc;
@@ -21,7 +22,7 @@ struct BranchState {
 /// A buffered packet.
 #[derive(Debug)]
 struct Slot {
-    packet: Packet,
+    packet: SwitchPacket,
     arrived: Time,
 }
 
@@ -202,7 +203,7 @@ impl SwitchEngine {
     }
 
     /// A head arrived on input `port`, VC `vc`, at `now`.
-    pub fn packet_in(&mut self, now: Time, port: u16, vc: u16, packet: Packet) {
+    pub fn packet_in(&mut self, now: Time, port: u16, vc: u16, packet: SwitchPacket) {
         self.packet_in_at(now, now, port, vc, packet);
     }
 
@@ -210,7 +211,14 @@ impl SwitchEngine {
     /// A driver that delivers heads `t_r` after their arrival saves the
     /// engine a routing timer; the timing is the same as
     /// [`SwitchEngine::packet_in`] at `arrived`.
-    pub fn packet_in_at(&mut self, now: Time, arrived: Time, port: u16, vc: u16, packet: Packet) {
+    pub fn packet_in_at(
+        &mut self,
+        now: Time,
+        arrived: Time,
+        port: u16,
+        vc: u16,
+        packet: SwitchPacket,
+    ) {
         let idx = port as usize * self.p.vcs as usize + vc as usize;
         let Some(input) = self.inputs.get_mut(idx) else {
             self.actions.push_back(SwAction::Drop {

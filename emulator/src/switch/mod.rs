@@ -39,18 +39,18 @@ pub mod routing;
 
 pub use engine::SwitchEngine;
 pub use params::{link_tables, SwitchParams};
-pub use routing::{Header, Link, Out, Routing, SwitchRouteError};
+pub use routing::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
 
 /// Virtual time in cycles.
 pub type Time = u64;
 
 /// A packet in the fabric.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packet {
+pub struct SwitchPacket {
     /// The driver's identifier (copies of a replicated packet keep it).
     pub id: u64,
     /// Where it goes.
-    pub header: Header,
+    pub header: SwitchHeader,
 }
 
 /// What the engine asks its driver to do.
@@ -66,7 +66,7 @@ pub enum SwAction {
         /// Departure of the head.
         at: Time,
         /// The copy.
-        packet: Packet,
+        packet: SwitchPacket,
     },
     /// The head of `packet` leaves for the host on `port` at `at`.
     Deliver {
@@ -75,7 +75,7 @@ pub enum SwAction {
         /// Departure of the head.
         at: Time,
         /// The copy.
-        packet: Packet,
+        packet: SwitchPacket,
     },
     /// `flits` credits for input `port`, VC `vc` go upstream at `at`.
     Credit {
@@ -98,7 +98,7 @@ pub enum SwAction {
     /// The header could not be routed; the packet is dropped.
     Drop {
         /// The packet.
-        packet: Packet,
+        packet: SwitchPacket,
         /// Why.
         error: SwitchRouteError,
     },
@@ -121,15 +121,15 @@ pub struct Blocked {
 
 /// Drop a header. Every variant is named: the ones that own heap memory
 /// hand it to the drop glue; the others own nothing (checked below), so
-/// nothing runs for them (the drop glue of [`Header`] would otherwise be an
+/// nothing runs for them (the drop glue of [`SwitchHeader`] would otherwise be an
 /// out-of-line call on every hop). A new variant does not compile until it
 /// is added here.
 #[inline(always)]
-fn drop_header(h: Header) {
+fn drop_header(h: SwitchHeader) {
     match h {
-        Header::Irregular(b) => drop(b),
-        Header::Path(b) => drop(b),
-        Header::Unicast { dest: _ } | Header::Min(_) | Header::Consumed => {}
+        SwitchHeader::Irregular(b) => drop(b),
+        SwitchHeader::Path(b) => drop(b),
+        SwitchHeader::Unicast { dest: _ } | SwitchHeader::Min(_) | SwitchHeader::Consumed => {}
     }
 }
 

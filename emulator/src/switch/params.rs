@@ -26,7 +26,7 @@ impl SwitchParams {
     /// Fewer VCs than classes, or a value too large for the engine, as a
     /// sentence for the user.
     pub fn from_cost(
-        cost: &crate::cost::CostModel,
+        cost: &crate::cost::FabricCostModel,
         classes: usize,
     ) -> Result<SwitchParams, String> {
         let classes = classes.max(1) as u64;

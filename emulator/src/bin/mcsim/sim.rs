@@ -12,11 +12,11 @@ use crate::{fail, print_json};
 fn build_cost(
     a: &CostArgs,
     fabric: &str,
-) -> Result<(mcast_emulator::cost::CostModel, String), String> {
-    use mcast_emulator::cost::CostModel;
+) -> Result<(mcast_emulator::cost::FabricCostModel, String), String> {
+    use mcast_emulator::cost::FabricCostModel;
     let mut c = match &a.preset {
-        Some(p) => CostModel::preset(p).map_err(|e| e.to_string())?,
-        None => CostModel::default(),
+        Some(p) => FabricCostModel::preset(p).map_err(|e| e.to_string())?,
+        None => FabricCostModel::default(),
     };
     if let Some(path) = &a.config {
         let text = std::fs::read_to_string(path)

@@ -31,8 +31,8 @@ use mcast_algorithms::topo::{Kind, Links};
 use super::fabric::SimFabric;
 use super::progress::{Progress, ProgressFn};
 use super::{Happening, Net, NetStats, SimulatorError};
-use crate::cost::CostModel;
-use crate::switch::{Packet, Time};
+use crate::cost::FabricCostModel;
+use crate::switch::{SwitchPacket, Time};
 
 pub mod injection;
 pub mod stats;
@@ -98,7 +98,7 @@ enum Ev {
 
 /// The ideal uniform-traffic throughput of a bidirectional torus with equal
 /// radices k: 8b/k flits/cycle/node (capped at the injection bandwidth b).
-pub fn ideal_uniform(fabric: &SimFabric, cost: &CostModel) -> Option<f64> {
+pub fn ideal_uniform(fabric: &SimFabric, cost: &FabricCostModel) -> Option<f64> {
     let topo = fabric.topology()?;
     if topo.kind() != Kind::Torus(Links::Bidirectional) {
         return None;
@@ -114,7 +114,7 @@ pub fn ideal_uniform(fabric: &SimFabric, cost: &CostModel) -> Option<f64> {
 /// Bad configuration, or [`SimulatorError::Deadlock`] from the watchdog.
 pub fn run_load(
     fabric: &SimFabric,
-    cost: &CostModel,
+    cost: &FabricCostModel,
     cfg: &LoadConfig,
 ) -> Result<LoadResult, SimulatorError> {
     run_load_with_progress(fabric, cost, cfg, &mut |_| {})
@@ -130,7 +130,7 @@ const PROGRESS_EVERY: Time = 10_000;
 /// As [`run_load`].
 pub fn run_load_with_progress(
     fabric: &SimFabric,
-    cost: &CostModel,
+    cost: &FabricCostModel,
     cfg: &LoadConfig,
     progress: &mut ProgressFn<'_>,
 ) -> Result<LoadResult, SimulatorError> {
@@ -180,7 +180,7 @@ pub fn run_load_with_progress(
                 let (dests, headers) = traffic.generate(&mut rng, node)?;
                 let id = stats.generated(at, dests);
                 for header in headers {
-                    net.inject(node, at, Packet { id, header });
+                    net.inject(node, at, SwitchPacket { id, header });
                 }
                 net.schedule(injection.next(&mut rng, at), Ev::Gen(node as u32));
             }
@@ -220,8 +220,8 @@ pub fn run_load_with_progress(
 mod tests {
     use super::*;
 
-    fn torus_cost(vcs: u64, dateline: bool) -> CostModel {
-        let mut c = CostModel::default();
+    fn torus_cost(vcs: u64, dateline: bool) -> FabricCostModel {
+        let mut c = FabricCostModel::default();
         c.parse_config(&format!(
             "packet_flits = 8; vc_buf_flits = 8; num_vcs = {vcs}; dateline = {};\n\
              watchdog_cycles = 3000;",
@@ -292,7 +292,7 @@ mod tests {
         // Tree worms at full multicast load on up*/down* with whole-packet
         // buffering: no deadlock either (digest 000 §2.3's condition).
         let f = SimFabric::parse("irregular:switches=8,ports=8,nodes=32,seed=1", true).unwrap();
-        let mut c = CostModel::default();
+        let mut c = FabricCostModel::default();
         c.set("watchdog_cycles", "3000").unwrap();
         let mut k = cfg(1.0, 0, 5_000, 1);
         k.traffic = Traffic::Multicast(15);
@@ -305,7 +305,7 @@ mod tests {
     #[test]
     fn path_worm_load_exactly_once() {
         let f = SimFabric::parse("torus:4x4:uni", true).unwrap();
-        let mut c = CostModel::default();
+        let mut c = FabricCostModel::default();
         c.parse_config("packet_flits = 8; vc_buf_flits = 16; num_vcs = 4;")
             .unwrap();
         for (rate, seed) in [(0.02, 1), (0.3, 2)] {
@@ -328,7 +328,7 @@ mod tests {
     #[test]
     fn tree_worm_load_exactly_once() {
         let f = SimFabric::parse("irregular:switches=8,ports=8,nodes=32,seed=2", true).unwrap();
-        let mut c = CostModel::default();
+        let mut c = FabricCostModel::default();
         c.set("packet_flits", "32").unwrap();
         for (rate, d) in [(0.02, 3), (0.1, 15)] {
             let mut k = cfg(rate, 500, 3000, 5);

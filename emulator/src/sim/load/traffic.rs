@@ -11,7 +11,7 @@ use mcast_algorithms::path::{PathWorm, Utpr};
 use crate::sim::fabric::SimFabric;
 use crate::sim::{unicast, SimulatorError};
 use crate::switch::routing::PathHeader;
-use crate::switch::Header;
+use crate::switch::SwitchHeader;
 
 /// The traffic pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,7 +127,7 @@ impl<'a> Generator<'a> {
         &mut self,
         rng: &mut SplitMix64,
         node: usize,
-    ) -> Result<(Dests, Vec<Header>), SimulatorError> {
+    ) -> Result<(Dests, Vec<SwitchHeader>), SimulatorError> {
         let n = self.n;
         match &self.scheme {
             Scheme::Uniform => {
@@ -146,13 +146,13 @@ impl<'a> Generator<'a> {
                         let set = NodeSet::from_nodes(n, dests.iter().copied());
                         let h = BitStringHeader::new(true, set)
                             .map_err(|e| SimulatorError::Internal(e.to_string()))?;
-                        vec![Header::Irregular(Box::new(RouteHeader::BitString(h)))]
+                        vec![SwitchHeader::Irregular(Box::new(RouteHeader::BitString(h)))]
                     }
                     Carrier::PathWorm(utpr) => {
                         let w = PathWorm::prepare(utpr, node, &dests)
                             .map_err(|e| SimulatorError::Internal(e.to_string()))?;
                         let list: Arc<[u32]> = w.dests.iter().map(|&d| d as u32).collect();
-                        vec![Header::Path(Box::new(PathHeader {
+                        vec![SwitchHeader::Path(Box::new(PathHeader {
                             dests: list,
                             pos: 0,
                             on_h: false,

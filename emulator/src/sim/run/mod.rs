@@ -43,9 +43,9 @@ use mcast_algorithms::path::PathAlgorithm;
 use super::fabric::SimFabric;
 use super::progress::{Progress, ProgressFn};
 use super::{unicast, Happening, Net, NetStats, SimulatorError};
-use crate::cost::CostModel;
+use crate::cost::FabricCostModel;
 use crate::switch::routing::PathHeader;
-use crate::switch::{Header, Packet, Time};
+use crate::switch::{SwitchHeader, SwitchPacket, Time};
 
 mod ni;
 #[cfg(test)]
@@ -239,7 +239,7 @@ fn path_algo(t: &str) -> Result<Option<PathAlgorithm>, SimulatorError> {
 /// Bad input, a deadlock, or an oracle failure ([`SimulatorError::Internal`]).
 pub fn run(
     fabric: &SimFabric,
-    cost: &CostModel,
+    cost: &FabricCostModel,
     cfg: &RunConfig,
 ) -> Result<RunResult, SimulatorError> {
     run_with_progress(fabric, cost, cfg, &mut |_| {})
@@ -251,7 +251,7 @@ pub fn run(
 /// As [`run`].
 pub fn run_with_progress(
     fabric: &SimFabric,
-    cost: &CostModel,
+    cost: &FabricCostModel,
     cfg: &RunConfig,
     progress: &mut ProgressFn<'_>,
 ) -> Result<RunResult, SimulatorError> {
@@ -292,7 +292,7 @@ pub fn run_with_progress(
                 (
                     s.step,
                     s.sender,
-                    Header::Irregular(Box::new(s.header.clone())),
+                    SwitchHeader::Irregular(Box::new(s.header.clone())),
                 )
             })
             .collect();
@@ -333,7 +333,7 @@ pub fn run_with_progress(
             jobs.push((
                 s.phase,
                 s.sender,
-                Header::Path(Box::new(PathHeader {
+                SwitchHeader::Path(Box::new(PathHeader {
                     dests,
                     pos: 0,
                     on_h: false,
@@ -421,12 +421,12 @@ pub fn run_with_progress(
 
 /// A packet reached `node`'s NI at `at`: NI receive overhead, then DMA to
 /// the host; returns the cycle the NI is done with it.
-fn receive(node: &mut Node, cost: &CostModel, at: Time) -> Time {
+fn receive(node: &mut Node, cost: &FabricCostModel, at: Time) -> Time {
     cost.host_ni().receive(&mut node.ni, at)
 }
 
 /// The host of `node` gets packet `j` by DMA starting no earlier than `t`.
-fn to_host(node: &mut Node, cost: &CostModel, m: usize, j: usize, t: Time) {
+fn to_host(node: &mut Node, cost: &FabricCostModel, m: usize, j: usize, t: Time) {
     if node.got.len() < m {
         node.got.resize(m, 0);
     }

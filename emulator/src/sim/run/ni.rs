@@ -8,7 +8,7 @@ pub(super) fn run_ni(
     net: &mut Net<Ev>,
     nodes: &mut [Node],
     bar: &mut Reporter<'_, '_>,
-    cost: &CostModel,
+    cost: &FabricCostModel,
     m: usize,
     source: usize,
     chain: &[usize],
@@ -52,7 +52,7 @@ pub(super) fn run_ni(
                     net.inject(
                         at,
                         leaves,
-                        Packet {
+                        SwitchPacket {
                             id,
                             header: unicast(to),
                         },

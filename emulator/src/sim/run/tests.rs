@@ -19,7 +19,7 @@ fn cfg(algo: &str, dests: Dests, packets: usize) -> RunConfig {
 /// theorem holds), and FCFS too.
 #[test]
 fn unitstep_preset_reproduces_digest_8_3() {
-    let cost = CostModel::unitstep();
+    let cost = FabricCostModel::unitstep();
     for (n, k, fpfs, fcfs) in crate::lockstep::DIGEST_8_3 {
         let f = SimFabric::parse(&format!("crossbar:{n}"), true).unwrap();
         for m in 1..=6 {
@@ -43,7 +43,7 @@ fn unitstep_preset_reproduces_digest_8_3() {
 fn unitstep_preset_equals_the_unitstep_driver() {
     use crate::lockstep::{simulate, Post};
     use mcast_algorithms::Shape;
-    let cost = CostModel::unitstep();
+    let cost = FabricCostModel::unitstep();
     for n in 2..=20 {
         let f = SimFabric::parse(&format!("crossbar:{n}"), true).unwrap();
         for k in 1..=4 {
@@ -72,7 +72,7 @@ fn unitstep_preset_equals_the_unitstep_driver() {
 /// oracle) and take at least the zero-load time of one copy.
 #[test]
 fn ni_trees_on_direct_fabrics() {
-    let cost = CostModel::default();
+    let cost = FabricCostModel::default();
     for (fabric, algo) in [
         ("torus:4x4", "utorus"),
         ("torus:4x4:uni", "kbinomial"),
@@ -96,7 +96,7 @@ fn ni_trees_on_direct_fabrics() {
 #[test]
 fn worms_deliver_exactly_once() {
     let f = SimFabric::parse("irregular:switches=8,ports=8,nodes=32,seed=4", true).unwrap();
-    let cost = CostModel::default();
+    let cost = FabricCostModel::default();
     let mut got = HashMap::new();
     for algo in [
         "ssr-greedy",
@@ -121,7 +121,7 @@ fn worms_deliver_exactly_once() {
 /// one S-torus worm injects one packet per message packet.
 #[test]
 fn path_worms_on_unidirectional_tori() {
-    let cost = CostModel::preset("low-startup").unwrap();
+    let cost = FabricCostModel::preset("low-startup").unwrap();
     let f = SimFabric::parse("torus:6x6:uni", true).unwrap();
     for algo in ["storus", "mtorus-d", "mtorus-u:4", "mtorus-u:2"] {
         for m in [1, 3] {
@@ -140,7 +140,7 @@ fn path_worms_on_unidirectional_tori() {
 /// f relays each send one unicast per packet.
 #[test]
 fn min_two_pass_exactly_once() {
-    let cost = CostModel::default();
+    let cost = FabricCostModel::default();
     for spec in ["min:4", "min:5:omega"] {
         let f = SimFabric::parse(spec, true).unwrap();
         for (dests, m) in [
@@ -160,7 +160,7 @@ fn min_two_pass_exactly_once() {
 #[test]
 fn bad_requests_are_errors() {
     let f = SimFabric::parse("torus:4x4", true).unwrap();
-    let cost = CostModel::default();
+    let cost = FabricCostModel::default();
     assert!(run(&f, &cost, &cfg("tree-worm", Dests::All, 1)).is_err());
     assert!(run(&f, &cost, &cfg("nope", Dests::All, 1)).is_err());
     assert!(run(&f, &cost, &cfg("kbinomial", Dests::Random(16), 1)).is_err());

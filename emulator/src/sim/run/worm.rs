@@ -4,14 +4,14 @@
 use super::*;
 
 /// One worm to inject: (phase, sender, header).
-type WormJob = (usize, usize, Header);
+type WormJob = (usize, usize, SwitchHeader);
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_worms(
     net: &mut Net<Ev>,
     nodes: &mut [Node],
     bar: &mut Reporter<'_, '_>,
-    cost: &CostModel,
+    cost: &FabricCostModel,
     m: usize,
     source: usize,
     jobs: Vec<WormJob>,
@@ -42,7 +42,7 @@ pub(super) fn run_worms(
                     net.inject(
                         who,
                         leaves,
-                        Packet {
+                        SwitchPacket {
                             id,
                             header: w.2.clone(),
                         },
@@ -84,7 +84,7 @@ pub(super) fn run_min(
     net: &mut Net<Ev>,
     nodes: &mut [Node],
     bar: &mut Reporter<'_, '_>,
-    cost: &CostModel,
+    cost: &FabricCostModel,
     m: usize,
     plan: &mcast_algorithms::min::TwoPassPlan,
 ) -> Result<u64, SimulatorError> {
@@ -93,16 +93,16 @@ pub(super) fn run_min(
     let mut meta: Vec<(u32, usize)> = Vec::new();
     let mut injected = 0u64;
     let source = plan.source as usize;
-    let mut relay_sends: HashMap<usize, Vec<Header>> = HashMap::new();
+    let mut relay_sends: HashMap<usize, Vec<SwitchHeader>> = HashMap::new();
     let mut pass1 = Vec::new();
     for s in &plan.sends {
         if s.pass == 1 {
-            pass1.push(Header::Min(s.header));
+            pass1.push(SwitchHeader::Min(s.header));
         } else {
             relay_sends
                 .entry(s.from as usize)
                 .or_default()
-                .push(Header::Min(s.header));
+                .push(SwitchHeader::Min(s.header));
         }
     }
     {
@@ -117,7 +117,7 @@ pub(super) fn run_min(
                 net.inject(
                     source,
                     leaves,
-                    Packet {
+                    SwitchPacket {
                         id: meta.len() as u64 - 1,
                         header: h.clone(),
                     },
@@ -148,7 +148,7 @@ pub(super) fn run_min(
                     net.inject(
                         node,
                         leaves,
-                        Packet {
+                        SwitchPacket {
                             id: meta.len() as u64 - 1,
                             header: h.clone(),
                         },

@@ -15,7 +15,7 @@ impl SwitchEngine {
         let Some(front) = input.queue.front() else {
             return;
         };
-        if let Header::Unicast { dest } = front.packet.header {
+        if let SwitchHeader::Unicast { dest } = front.packet.header {
             let fast = if self.uni_ask {
                 self.routing.unicast_fast(self.id, dest as usize)
             } else {
@@ -35,7 +35,7 @@ impl SwitchEngine {
                         out: Out {
                             port,
                             class,
-                            header: Header::Unicast { dest },
+                            header: SwitchHeader::Unicast { dest },
                         },
                         granted: false,
                     });
@@ -233,8 +233,8 @@ impl SwitchEngine {
         let input = &mut self.inputs[idx];
         let br = &mut input.branches[b];
         br.granted = true;
-        let header = std::mem::replace(&mut br.out.header, Header::Consumed);
-        let packet = Packet {
+        let header = std::mem::replace(&mut br.out.header, SwitchHeader::Consumed);
+        let packet = SwitchPacket {
             id: input.queue.front().expect("routed front").packet.id,
             header,
         };

@@ -34,7 +34,7 @@ impl Routing for Fork {
         &self,
         _switch: usize,
         _in_port: usize,
-        header: &Header,
+        header: &SwitchHeader,
         out: &mut Vec<Out>,
     ) -> Result<(), SwitchRouteError> {
         for port in [1, 2] {
@@ -61,10 +61,10 @@ fn params() -> SwitchParams {
     }
 }
 
-fn pkt(id: u64) -> Packet {
-    Packet {
+fn pkt(id: u64) -> SwitchPacket {
+    SwitchPacket {
         id,
-        header: Header::Unicast { dest: 99 },
+        header: SwitchHeader::Unicast { dest: 99 },
     }
 }
 

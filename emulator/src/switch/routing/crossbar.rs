@@ -1,7 +1,7 @@
 //! One switch with `n` host ports (the unit-step model's contention-free
 //! fabric).
 
-use super::{Header, Link, Out, Routing, SwitchRouteError};
+use super::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
 
 /// One switch, `n` hosts.
 #[derive(Debug, Clone, Copy)]
@@ -43,11 +43,11 @@ impl Routing for CrossbarRouting {
         &self,
         _switch: usize,
         _in_port: usize,
-        header: &Header,
+        header: &SwitchHeader,
         out: &mut Vec<Out>,
     ) -> Result<(), SwitchRouteError> {
         match header {
-            Header::Unicast { dest } if (*dest as usize) < self.n => {
+            SwitchHeader::Unicast { dest } if (*dest as usize) < self.n => {
                 out.push(Out {
                     port: *dest as u16,
                     class: 0,
@@ -55,7 +55,7 @@ impl Routing for CrossbarRouting {
                 });
                 Ok(())
             }
-            Header::Unicast { dest } => Err(SwitchRouteError::BadDest(u64::from(*dest))),
+            SwitchHeader::Unicast { dest } => Err(SwitchRouteError::BadDest(u64::from(*dest))),
             _ => Err(SwitchRouteError::Unsupported),
         }
     }

@@ -4,7 +4,7 @@
 
 use mcast_algorithms::topo::{Dir, Kind, Links, Resolution, Topology, Vc};
 
-use super::{Header, Link, Out, Routing, SwitchRouteError};
+use super::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
 
 /// Tori, meshes and hypercubes.
 #[derive(Debug, Clone)]
@@ -212,12 +212,12 @@ impl Routing for DirectRouting {
         &self,
         switch: usize,
         _in_port: usize,
-        header: &Header,
+        header: &SwitchHeader,
         out: &mut Vec<Out>,
     ) -> Result<(), SwitchRouteError> {
         let dest = match header {
-            Header::Unicast { dest } => dest,
-            Header::Path(p) => return self.route_path(switch, p, out),
+            SwitchHeader::Unicast { dest } => dest,
+            SwitchHeader::Path(p) => return self.route_path(switch, p, out),
             _ => return Err(SwitchRouteError::Unsupported),
         };
         let dest = *dest as usize;
@@ -235,7 +235,7 @@ impl Routing for DirectRouting {
         out.push(Out {
             port: port as u16,
             class,
-            header: Header::Unicast { dest: dest as u32 },
+            header: SwitchHeader::Unicast { dest: dest as u32 },
         });
         Ok(())
     }

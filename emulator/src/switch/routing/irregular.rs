@@ -4,7 +4,7 @@
 
 use mcast_algorithms::irregular::{Fabric, PortConn, RouteHeader, UnicastHeader};
 
-use super::{Header, Link, Out, Routing, SwitchRouteError};
+use super::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
 
 /// Irregular networks (up*/down*).
 #[derive(Debug)]
@@ -57,11 +57,11 @@ impl Routing for IrregularRouting {
         &self,
         switch: usize,
         in_port: usize,
-        header: &Header,
+        header: &SwitchHeader,
         out: &mut Vec<Out>,
     ) -> Result<(), SwitchRouteError> {
         let d = match header {
-            Header::Unicast { dest } => {
+            SwitchHeader::Unicast { dest } => {
                 let d = self.fabric.decide_unicast(
                     switch,
                     in_port,
@@ -77,8 +77,8 @@ impl Routing for IrregularRouting {
                 }
                 return Ok(());
             }
-            Header::Irregular(h) => self.fabric.decide(switch, in_port, h, 0)?,
-            Header::Consumed | Header::Path(_) | Header::Min(_) => {
+            SwitchHeader::Irregular(h) => self.fabric.decide(switch, in_port, h, 0)?,
+            SwitchHeader::Consumed | SwitchHeader::Path(_) | SwitchHeader::Min(_) => {
                 return Err(SwitchRouteError::Unsupported)
             }
         };
@@ -86,7 +86,7 @@ impl Routing for IrregularRouting {
             out.push(Out {
                 port: o.port as u16,
                 class: 0,
-                header: Header::Irregular(Box::new(o.header)),
+                header: SwitchHeader::Irregular(Box::new(o.header)),
             });
         }
         Ok(())

@@ -3,7 +3,7 @@
 
 use mcast_algorithms::min::{self as minnet, Min, RegionHeader};
 
-use super::{Header, Link, Out, Routing, SwitchRouteError};
+use super::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
 
 /// The wrap-around MIN of 2^n nodes and n stages of 2x2 replicating
 /// switching elements (digest 001): switch `stage * 2^(n-1) + se`; ports 0
@@ -70,13 +70,13 @@ impl Routing for MinRouting {
         &self,
         switch: usize,
         _in_port: usize,
-        header: &Header,
+        header: &SwitchHeader,
         out: &mut Vec<Out>,
     ) -> Result<(), SwitchRouteError> {
         let n = self.net.stages();
         let h = match header {
-            Header::Min(h) => *h,
-            Header::Unicast { dest } => RegionHeader::unicast(n, *dest)?,
+            SwitchHeader::Min(h) => *h,
+            SwitchHeader::Unicast { dest } => RegionHeader::unicast(n, *dest)?,
             _ => return Err(SwitchRouteError::Unsupported),
         };
         let stage = (switch / self.half()) as u32;
@@ -85,8 +85,8 @@ impl Routing for MinRouting {
                 port: port as u16,
                 class: 0,
                 header: match header {
-                    Header::Unicast { .. } => header.clone(),
-                    _ => Header::Min(h2),
+                    SwitchHeader::Unicast { .. } => header.clone(),
+                    _ => SwitchHeader::Min(h2),
                 },
             });
         }

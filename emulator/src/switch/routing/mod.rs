@@ -52,7 +52,7 @@ pub enum Link {
 
 /// A packet's route header as the switches see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Header {
+pub enum SwitchHeader {
     /// Unicast to a node.
     Unicast {
         /// The destination node.
@@ -78,7 +78,7 @@ pub struct Out {
     /// The VC class.
     pub class: u8,
     /// The header the copy carries.
-    pub header: Header,
+    pub header: SwitchHeader,
 }
 
 /// Why a header does not route.
@@ -126,13 +126,13 @@ pub trait Routing: Send + Sync {
         &self,
         switch: usize,
         in_port: usize,
-        header: &Header,
+        header: &SwitchHeader,
         out: &mut Vec<Out>,
     ) -> Result<(), SwitchRouteError>;
     /// Switches a unicast from `from` to `to` traverses (for the zero-load
     /// formula); `None` if unknown.
     fn switch_hops(&self, from: usize, to: usize) -> Option<usize>;
-    /// A fast path for [`Header::Unicast`]: `Some((port, class))` when
+    /// A fast path for [`SwitchHeader::Unicast`]: `Some((port, class))` when
     /// [`Routing::route`] would give exactly one branch on `port` in
     /// `class`, carrying the header unchanged. `None` (the default): call
     /// [`Routing::route`]. Engines may cache these decisions.

@@ -5,7 +5,7 @@
 use mcast_algorithms::path::Utpr;
 use mcast_algorithms::topo::Vc;
 
-use super::{DirectRouting, Header, Out, SwitchRouteError};
+use super::{DirectRouting, Out, SwitchHeader, SwitchRouteError};
 
 /// The state of a path worm's header at a router.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +38,7 @@ impl DirectRouting {
             out.push(Out {
                 port: 0,
                 class: 0,
-                header: Header::Path(Box::new(PathHeader {
+                header: SwitchHeader::Path(Box::new(PathHeader {
                     dests: h.dests.clone(),
                     pos: pos as u16,
                     on_h: h.on_h,
@@ -58,7 +58,7 @@ impl DirectRouting {
         out.push(Out {
             port: DirectRouting::port_of(c.dim, c.dir) as u16,
             class: u8::from(self.dateline && c.vc == Vc::H),
-            header: Header::Path(Box::new(PathHeader {
+            header: SwitchHeader::Path(Box::new(PathHeader {
                 dests: h.dests.clone(),
                 pos: pos as u16,
                 on_h: c.vc == Vc::H,
