@@ -11,14 +11,14 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mcast::Forwarding;
-use mcast_emulator::cost::CostModel;
+use mcast_emulator::cost::FabricCostModel;
 use mcast_emulator::sim::fabric::SimFabric;
 use mcast_emulator::sim::load::{run_load, LoadConfig, Traffic};
 use mcast_emulator::sim::run::{run, Dests, RunConfig};
 
 fn load(c: &mut Criterion) {
     let f = SimFabric::parse("torus:8x8", true).expect("fabric");
-    let mut cost = CostModel::default();
+    let mut cost = FabricCostModel::default();
     cost.parse_config("packet_flits = 8; vc_buf_flits = 8; num_vcs = 4;")
         .expect("cost");
     let mut g = c.benchmark_group("load");
@@ -30,7 +30,6 @@ fn load(c: &mut Criterion) {
             drain_max: 2000,
             traffic: Traffic::Uniform,
             seed: 1,
-            progress: false,
         };
         let hops = run_load(&f, &cost, &cfg).expect("load").stats.hops;
         g.throughput(Throughput::Elements(hops));
@@ -43,7 +42,7 @@ fn load(c: &mut Criterion) {
 
 fn bcast(c: &mut Criterion) {
     let f = SimFabric::parse("torus:32x32", true).expect("fabric");
-    let cost = CostModel::default();
+    let cost = FabricCostModel::default();
     let cfg = RunConfig {
         algo: "kbinomial".into(),
         dests: Dests::All,
@@ -51,7 +50,6 @@ fn bcast(c: &mut Criterion) {
         seed: 0,
         source: 0,
         forwarding: Forwarding::Fpfs,
-        progress: false,
     };
     let hops = run(&f, &cost, &cfg).expect("run").network.hops;
     let mut g = c.benchmark_group("run");

@@ -28,7 +28,7 @@
 //!
 //! # Knobs
 //! Every field is a key (see [`KEYS`]); `set("key", "value")` applies one,
-//! [`CostModel::parse_config`] applies a file of `key = value;` lines
+//! [`FabricCostModel::parse_config`] applies a file of `key = value;` lines
 //! (BookSim style: `//` and `#` comments, an optional trailing `;`). `r`
 //! is not stored: setting it sets `t_ns = t_nr = t_hs / r` from the current
 //! `t_hs`. `preset = NAME` resets every field to a preset. `num_vcs = 0`
@@ -78,7 +78,7 @@ pub enum CostError {
 
 /// The cost model (every time in cycles).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct CostModel {
+pub struct FabricCostModel {
     /// The preset it started from.
     pub preset: String,
     /// Length of one cycle in ns (for printing only).
@@ -148,16 +148,16 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
 ];
 
-impl Default for CostModel {
+impl Default for FabricCostModel {
     fn default() -> Self {
-        CostModel::irregular()
+        FabricCostModel::irregular()
     }
 }
 
-impl CostModel {
+impl FabricCostModel {
     /// Digest 000 §2.5 defaults.
-    pub fn irregular() -> CostModel {
-        CostModel {
+    pub fn irregular() -> FabricCostModel {
+        FabricCostModel {
             preset: "irregular".into(),
             cycle_ns: 5.0,
             t_hs: 1000,
@@ -179,10 +179,10 @@ impl CostModel {
         }
     }
 
-    fn thesis(name: &str, ts_us: f64, tr_us: f64) -> CostModel {
+    fn thesis(name: &str, ts_us: f64, tr_us: f64) -> FabricCostModel {
         // tau_n = 0.5 us per flit = one cycle.
         let cyc = |us: f64| (us / 0.5).round() as u64;
-        CostModel {
+        FabricCostModel {
             preset: name.into(),
             cycle_ns: 500.0,
             t_hs: 0,
@@ -205,8 +205,8 @@ impl CostModel {
     }
 
     /// The unit-step model of digest 000 §8.3.
-    pub fn unitstep() -> CostModel {
-        CostModel {
+    pub fn unitstep() -> FabricCostModel {
+        FabricCostModel {
             preset: "unitstep".into(),
             cycle_ns: 1.0,
             t_hs: 0,
@@ -232,13 +232,13 @@ impl CostModel {
     ///
     /// # Errors
     /// [`CostError::UnknownPreset`].
-    pub fn preset(name: &str) -> Result<CostModel, CostError> {
+    pub fn preset(name: &str) -> Result<FabricCostModel, CostError> {
         match name.trim().to_ascii_lowercase().as_str() {
-            "irregular" | "default" => Ok(CostModel::irregular()),
-            "ncube2" | "ncube-2" => Ok(CostModel::thesis("ncube2", 107.0, 80.0)),
-            "high-startup" | "high" => Ok(CostModel::thesis("high-startup", 95.0, 75.0)),
-            "low-startup" | "low" => Ok(CostModel::thesis("low-startup", 10.0, 8.0)),
-            "unitstep" | "unit-step" => Ok(CostModel::unitstep()),
+            "irregular" | "default" => Ok(FabricCostModel::irregular()),
+            "ncube2" | "ncube-2" => Ok(FabricCostModel::thesis("ncube2", 107.0, 80.0)),
+            "high-startup" | "high" => Ok(FabricCostModel::thesis("high-startup", 95.0, 75.0)),
+            "low-startup" | "low" => Ok(FabricCostModel::thesis("low-startup", 10.0, 8.0)),
+            "unitstep" | "unit-step" => Ok(FabricCostModel::unitstep()),
             other => Err(CostError::UnknownPreset(other.to_string())),
         }
     }
@@ -273,7 +273,7 @@ impl CostModel {
             }
         };
         match key {
-            "preset" => *self = CostModel::preset(value)?,
+            "preset" => *self = FabricCostModel::preset(value)?,
             "cycle_ns" => {
                 let x = real()?;
                 if x == 0.0 {
@@ -331,7 +331,7 @@ impl CostModel {
     /// Apply `key=value` (the `--set` form).
     ///
     /// # Errors
-    /// As [`CostModel::set`], or a missing `=`.
+    /// As [`FabricCostModel::set`], or a missing `=`.
     pub fn set_pair(&mut self, pair: &str) -> Result<(), CostError> {
         match pair.split_once('=') {
             Some((k, v)) => self.set(k, v),
@@ -394,6 +394,18 @@ impl CostModel {
         (ns / self.cycle_ns).ceil() as u64
     }
 
+    /// The host's and NI's costs for [`mcast::hostni`], the one host/NI
+    /// model of the simulator and the runtime's fabric link.
+    pub fn host_ni(&self) -> mcast::hostni::HostNiCosts {
+        mcast::hostni::HostNiCosts {
+            t_hs: self.t_hs,
+            dma: self.dma_cycles(),
+            t_ns: self.t_ns,
+            t_nr: self.t_nr,
+            t_hr: self.t_hr,
+        }
+    }
+
     /// Check the values the simulator relies on.
     ///
     /// # Errors
@@ -410,8 +422,8 @@ impl CostModel {
     }
 }
 
-impl fmt::Display for CostModel {
-    /// The model as a config file that [`CostModel::parse_config`] reads back.
+impl fmt::Display for FabricCostModel {
+    /// The model as a config file that [`FabricCostModel::parse_config`] reads back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "// preset {}", self.preset)?;
         writeln!(f, "cycle_ns = {};", self.cycle_ns)?;
@@ -440,7 +452,7 @@ mod tests {
 
     #[test]
     fn irregular_defaults_match_digest_2_5() {
-        let c = CostModel::default();
+        let c = FabricCostModel::default();
         assert_eq!((c.t_hs, c.t_hr, c.t_ns, c.t_nr), (1000, 1000, 1000, 1000));
         assert_eq!(
             (c.packet_flits, c.vc_buf_flits, c.flit_bytes),
@@ -455,7 +467,7 @@ mod tests {
 
     #[test]
     fn r_sets_ni_overheads_from_t_hs() {
-        let mut c = CostModel::default();
+        let mut c = FabricCostModel::default();
         for (r, want) in [("0.5", 2000), ("1", 1000), ("2", 500), ("5", 200)] {
             c.set("r", r).unwrap();
             assert_eq!((c.t_ns, c.t_nr), (want, want), "R = {r}");
@@ -464,25 +476,25 @@ mod tests {
 
     #[test]
     fn thesis_presets() {
-        let h = CostModel::preset("high-startup").unwrap();
+        let h = FabricCostModel::preset("high-startup").unwrap();
         assert_eq!((h.t_ns, h.t_nr, h.cycle_ns), (190, 150, 500.0));
-        let l = CostModel::preset("low-startup").unwrap();
+        let l = FabricCostModel::preset("low-startup").unwrap();
         assert_eq!((l.t_ns, l.t_nr), (20, 16));
-        let n = CostModel::preset("ncube2").unwrap();
+        let n = FabricCostModel::preset("ncube2").unwrap();
         assert_eq!((n.t_ns, n.t_nr), (214, 160));
     }
 
     #[test]
     fn config_round_trips_and_reports_bad_lines() {
-        let mut c = CostModel::preset("low-startup").unwrap();
+        let mut c = FabricCostModel::preset("low-startup").unwrap();
         c.set("num_vcs", "4").unwrap();
         c.set("dateline", "off").unwrap();
         let text = c.to_string();
-        let mut d = CostModel::default();
+        let mut d = FabricCostModel::default();
         d.parse_config(&text).unwrap();
         d.preset = c.preset.clone();
         assert_eq!(c, d);
-        let mut e = CostModel::default();
+        let mut e = FabricCostModel::default();
         let err = e
             .parse_config("// booksim style\nnum_vcs = 4;\n\nbogus = 3;\n")
             .unwrap_err();
@@ -496,12 +508,12 @@ mod tests {
         assert!(e.set_pair("link_delay=4").is_ok());
         assert_eq!(e.link_delay, 4);
         assert!(e.set_pair("link_delay").is_err());
-        assert!(CostModel::preset("nope").is_err());
+        assert!(FabricCostModel::preset("nope").is_err());
     }
 
     #[test]
     fn validate_refuses_wormhole_buffers() {
-        let mut c = CostModel::default();
+        let mut c = FabricCostModel::default();
         c.set("vc_buf_flits", "64").unwrap();
         assert!(c.validate().is_err());
     }

@@ -1,8 +1,9 @@
 //! mcast-emulator: drivers that run mcast's sans-IO engines without sockets.
 //!
-//! So far: [`unitstep`], a discrete-event driver that runs the real smart-NI
+//! So far: [`lockstep`], a discrete-event driver that runs the real smart-NI
 //! engine ([`mcast::engine::NiEngine`]) of every rank in the paper's unit-step
-//! time model (digest 000 §4.4, §8.3), and [`plan_json`], the planning half of
+//! time model (digest 000 §4.4, §8.3; the pure model itself is
+//! [`mcast_algorithms::unitstep`]), and [`plan`], the planning half of
 //! the `mcsim` binary (`mcsim plan`).
 //!
 //! The switch emulator and the discrete-event simulator:
@@ -22,20 +23,18 @@
 //! engines, one tokio task per switch, real sockets on every link, ranks on
 //! loopback TCP host ports.
 //!
-//! [`plan_path`] answers `mcsim plan` for the path-based (UTPR) worm
+//! [`plan::path`] answers `mcsim plan` for the path-based (UTPR) worm
 //! planners on unidirectional tori; [`model_sci`] is `mcsim model sci`, the
 //! SCI-torus paper's latency models.
 //!
-//! [`plan_mesh`] answers `mcsim plan` for the Qualified Groups paper's mesh
+//! [`plan::mesh`] answers `mcsim plan` for the Qualified Groups paper's mesh
 //! schemes and the two-pass MIN multicast; `mcsim model min` is the MIN
 //! paper's throughput model ([`mcast_algorithms::min::model`]).
 
 pub mod cost;
 pub mod fabric;
+pub mod lockstep;
 pub mod model_sci;
-pub mod plan_json;
-pub mod plan_mesh;
-pub mod plan_path;
+pub mod plan;
 pub mod sim;
 pub mod switch;
-pub mod unitstep;

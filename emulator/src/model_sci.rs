@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use mcast_algorithms::path::sci_model::{estimate, SciAlgorithm, SciParams, TProcess};
 use serde::Serialize;
 
-use crate::plan_json::{input, McsimError};
+use crate::plan::request::{input, McsimError};
 
 /// What `mcsim model sci` was asked.
 #[derive(Debug, Clone, PartialEq)]

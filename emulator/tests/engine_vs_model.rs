@@ -5,7 +5,7 @@
 use mcast::Forwarding;
 use mcast_algorithms::unitstep::{simulate as model, Discipline};
 use mcast_algorithms::{Shape, Tree};
-use mcast_emulator::unitstep::{simulate, Post};
+use mcast_emulator::lockstep::{simulate, Post};
 use proptest::prelude::*;
 
 fn check(n: usize, shape: Shape, m: usize, fcfs: bool) {

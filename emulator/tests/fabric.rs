@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use mcast::fabric::{route_kind, unicast_route, FabricHello, FabricWelcome, Frame, FABRIC_VERSION};
-use mcast_emulator::cost::CostModel;
+use mcast_emulator::cost::FabricCostModel;
 use mcast_emulator::fabric::{FabricServer, FabricStats};
 use mcast_emulator::sim::fabric::SimFabric;
 use mcast_emulator::sim::{unicast, Happening, Net};
 use mcast_emulator::switch::routing::PathHeader;
-use mcast_emulator::switch::{Header, Packet};
+use mcast_emulator::switch::{SwitchHeader, SwitchPacket};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -110,7 +110,7 @@ impl Rank {
     }
 }
 
-fn start(spec: &str, cost: CostModel, ranks: usize) -> FabricServer {
+fn start(spec: &str, cost: FabricCostModel, ranks: usize) -> FabricServer {
     FabricServer::start(spec, cost, TOKEN.into(), ranks, Duration::from_secs(30)).unwrap()
 }
 
@@ -133,13 +133,13 @@ async fn settle(f: &FabricServer, injected: u64) -> FabricStats {
 /// The simulator's answer: host `a` injects a unicast to `b` at `s` (the
 /// rank paid the NI's t_ns); the packet reaches `b`'s NI when the tail
 /// arrives (the rank adds t_nr).
-fn sim_stamp(spec: &str, cost: &CostModel, a: usize, b: usize, s: u64) -> u64 {
+fn sim_stamp(spec: &str, cost: &FabricCostModel, a: usize, b: usize, s: u64) -> u64 {
     let f = SimFabric::parse(spec, cost.dateline).unwrap();
     let mut net: Net<()> = Net::new(f.routing(), cost).unwrap();
     net.inject(
         a,
         s,
-        Packet {
+        SwitchPacket {
             id: 0,
             header: unicast(b),
         },
@@ -164,9 +164,9 @@ async fn zero_load_unicasts_match_the_simulator() {
         "crossbar:4",
         "min:3",
     ];
-    let mut other = CostModel::preset("ncube2").unwrap();
+    let mut other = FabricCostModel::preset("ncube2").unwrap();
     other.set_pair("link_delay=3").unwrap();
-    for cost in [CostModel::default(), other] {
+    for cost in [FabricCostModel::default(), other] {
         for spec in specs {
             let n = SimFabric::parse(spec, cost.dateline).unwrap().nodes();
             let f = start(spec, cost.clone(), n);
@@ -221,7 +221,7 @@ async fn zero_load_unicasts_match_the_simulator() {
 /// Send every worm of a plan from its sender; every destination gets the
 /// message exactly once, nobody else gets anything.
 async fn run_worms(spec: &str, sends: Vec<(usize, u8, Bytes)>, dests: &[usize]) {
-    let cost = CostModel::default();
+    let cost = FabricCostModel::default();
     let n = SimFabric::parse(spec, cost.dateline).unwrap().nodes();
     let f = start(spec, cost, n);
     let mut ranks = Vec::new();
@@ -287,13 +287,13 @@ async fn worms_deliver_exactly_once() {
 
 /// One worm in an idle fabric: every destination's stamp is the
 /// simulator's.
-async fn worm_stamps(spec: &str, sender: usize, kind: u8, route: Bytes, header: Header) {
-    let cost = CostModel::default();
+async fn worm_stamps(spec: &str, sender: usize, kind: u8, route: Bytes, header: SwitchHeader) {
+    let cost = FabricCostModel::default();
     let fab = SimFabric::parse(spec, cost.dateline).unwrap();
     let n = fab.nodes();
     let s = 5000;
     let mut net: Net<()> = Net::new(fab.routing(), &cost).unwrap();
-    net.inject(sender, s, Packet { id: 0, header });
+    net.inject(sender, s, SwitchPacket { id: 0, header });
     let mut want = BTreeSet::new();
     while let Some(h) = net.step().unwrap() {
         if let Happening::Arrived { node, at, .. } = h {
@@ -336,7 +336,7 @@ async fn idle_worms_match_the_simulator() {
             w.sender,
             route_kind::IRREGULAR,
             Bytes::from(w.header.encode()),
-            Header::Irregular(Box::new(w.header.clone())),
+            SwitchHeader::Irregular(Box::new(w.header.clone())),
         )
         .await;
     }
@@ -352,7 +352,7 @@ async fn idle_worms_match_the_simulator() {
         w.sender,
         route_kind::PATH,
         Bytes::from(mcast_algorithms::path::header::encode_simple(w.delivers()).unwrap()),
-        Header::Path(Box::new(PathHeader {
+        SwitchHeader::Path(Box::new(PathHeader {
             dests: list.into(),
             pos: 0,
             on_h: false,
@@ -369,7 +369,7 @@ async fn a_min_region_header_matches_the_simulator() {
         0,
         route_kind::MIN,
         Bytes::from(h.encode()),
-        Header::Min(h),
+        SwitchHeader::Min(h),
     )
     .await;
 }
@@ -380,7 +380,7 @@ async fn a_min_region_header_matches_the_simulator() {
 #[tokio::test]
 async fn a_hot_spot_drains() {
     let spec = "torus:4x4";
-    let f = start(spec, CostModel::default(), 16);
+    let f = start(spec, FabricCostModel::default(), 16);
     let mut ranks = Vec::new();
     for r in 0..16 {
         ranks.push(Rank::join(&f.host_addrs()[r], r as u32).await.0);
@@ -411,7 +411,7 @@ async fn a_hot_spot_drains() {
         from[post as usize] += 1;
     }
     stamps.sort_unstable();
-    let c = CostModel::default();
+    let c = FabricCostModel::default();
     let ser = c.packet_flits.div_ceil(c.link_bandwidth);
     assert!(
         stamps.windows(2).all(|w| w[1] >= w[0] + ser),
@@ -435,7 +435,7 @@ async fn many_packets_under_load() {
         .with_test_writer()
         .try_init();
     for spec in ["torus:4x4@vc_buf_flits=128", "min:4", IRREGULAR] {
-        let cost = CostModel::default();
+        let cost = FabricCostModel::default();
         let mut c2 = cost.clone();
         let bare = mcast_emulator::sim::fabric::split_spec(spec, &mut c2).unwrap();
         let n = SimFabric::parse(bare, true).unwrap().nodes();
@@ -532,7 +532,7 @@ async fn many_packets_under_load() {
 
 #[tokio::test]
 async fn bad_input_does_not_hurt_the_others() {
-    let f = start("torus:4x4", CostModel::default(), 8);
+    let f = start("torus:4x4", FabricCostModel::default(), 8);
     let a = f.host_addrs().to_vec();
     // Wrong token, wrong rank, wrong version.
     let (_, ans) = Rank::connect(&a[1], "nope", 1).await;
@@ -633,7 +633,7 @@ async fn bad_input_does_not_hurt_the_others() {
 async fn a_silent_rank_is_lost() {
     let f = FabricServer::start(
         "crossbar:4",
-        CostModel::default(),
+        FabricCostModel::default(),
         TOKEN.into(),
         2,
         Duration::from_millis(800),
@@ -669,7 +669,7 @@ async fn a_silent_rank_is_lost() {
 
 #[test]
 fn bad_starts_are_errors() {
-    let c = CostModel::default();
+    let c = FabricCostModel::default();
     let t = Duration::from_secs(1);
     assert!(FabricServer::start("torus:2x2", c.clone(), "t".into(), 5, t).is_err());
     assert!(FabricServer::start("nonsense:3", c.clone(), "t".into(), 1, t).is_err());

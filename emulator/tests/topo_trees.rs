@@ -10,7 +10,7 @@ use mcast::algorithm::{TopoTree, TreeKind};
 use mcast::Forwarding;
 use mcast_algorithms::trees::{plan, Options, PortModel};
 use mcast_algorithms::Topology;
-use mcast_emulator::unitstep::{simulate_tree, Post};
+use mcast_emulator::lockstep::{simulate_tree, Post};
 use proptest::prelude::*;
 
 fn check(spec: &str, t: TopoTree, source: usize, dests: Vec<usize>) {

@@ -193,10 +193,10 @@ fn fabric_job(
     stats: bool,
     np: u32,
 ) -> Result<crate::spec::FabricJob, LaunchError> {
-    use mcast_emulator::cost::CostModel;
+    use mcast_emulator::cost::FabricCostModel;
     use mcast_emulator::sim::fabric::{split_spec, SimFabric};
     let usage = |e: String| LaunchError::Usage(format!("--fabric {spec}: {e}"));
-    let mut cost = CostModel::default();
+    let mut cost = FabricCostModel::default();
     if let Some(path) = config {
         let text = std::fs::read_to_string(path)
             .map_err(|e| LaunchError::Usage(format!("--fabric-config {}: {e}", path.display())))?;

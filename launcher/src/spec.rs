@@ -111,7 +111,7 @@ pub struct FabricJob {
     pub spec: String,
     /// The cost model after `--fabric-config` (the spec's knobs are applied
     /// on top when the fabric starts).
-    pub cost: mcast_emulator::cost::CostModel,
+    pub cost: mcast_emulator::cost::FabricCostModel,
     /// Print the fabric's counters as JSON on stderr at the end.
     pub stats: bool,
 }

@@ -13,11 +13,11 @@ use tokio::sync::mpsc;
 
 use super::route::decode_rank_route;
 use super::{Counters, Ctx, HostEv, Payload, RankEv, SharedRc, SwEv, MAX_QUEUED};
-use crate::switch::{Header, Time};
+use crate::switch::{SwitchHeader, Time};
 
 struct Queued {
     ready: Time,
-    header: Header,
+    header: SwitchHeader,
     payload: Payload,
 }
 
@@ -44,7 +44,7 @@ impl Ni {
 
     fn rank_event(&mut self, ev: RankEv) {
         match ev {
-            RankEv::Packet {
+            RankEv::SwitchPacket {
                 stamp,
                 post,
                 kind,
@@ -162,7 +162,7 @@ impl Ni {
             Counters::add(&self.ctx.counters.injected, 1);
             let origin = q.payload.origin;
             self.shared.borrow_mut().entered(origin);
-            let ev = SwEv::Packet {
+            let ev = SwEv::SwitchPacket {
                 port: port as u16,
                 vc,
                 arrived: t,
@@ -334,7 +334,7 @@ async fn connection(
                 data,
                 ..
             } => {
-                let ev = RankEv::Packet {
+                let ev = RankEv::SwitchPacket {
                     stamp,
                     post,
                     kind: route_kind,

@@ -13,7 +13,7 @@
 //! * **Host ports** speak the frames of [`mcast::fabric`]: a rank connects
 //!   to its port, sends `Hello`, gets `Welcome` (or `Refused` and the
 //!   connection is closed: wrong version, token, rank ≠ port, or the port
-//!   already has a live connection), then sends and receives `Packet`s.
+//!   already has a live connection), then sends and receives `Packet` frames.
 //! * **Every switch-to-switch link is a real socket**: one
 //!   `tokio::net::UnixStream::pair()` per directed link (output port of the
 //!   upstream switch → input port of the downstream one), carrying
@@ -62,7 +62,7 @@
 //! costs no virtual time (the buffers still bound the fabric in wall time).
 //!
 //! # Payloads
-//! The engines only see `Packet { id, header }`. Each switch keeps the
+//! The engines only see `SwitchPacket { id, header }`. Each switch keeps the
 //! payload (`post`, data, origin host) by id, and a FIFO of ids per input
 //! VC; the engine's `Credit` action for an input VC means its front packet
 //! has sent every branch (or was dropped), so the payload is freed then.
@@ -81,6 +81,7 @@
 mod host;
 pub mod route;
 mod switch;
+mod wiring;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -92,9 +93,9 @@ use bytes::Bytes;
 use mcast::fabric::{FabricWelcome, FABRIC_VERSION};
 use tokio::sync::mpsc;
 
-use crate::cost::CostModel;
+use crate::cost::FabricCostModel;
 use crate::sim::fabric::{split_spec, SimFabric};
-use crate::switch::{Header, Link, Routing, SwitchParams, Time};
+use crate::switch::{Link, Routing, SwitchHeader, SwitchParams, Time};
 use route::FabricKind;
 
 /// Packets a rank's injection queue may hold before the fabric stops
@@ -197,11 +198,11 @@ impl Counters {
 #[derive(Debug)]
 enum SwEv {
     /// A head arrived on input `port`, VC `vc`, at `arrived`.
-    Packet {
+    SwitchPacket {
         port: u16,
         vc: u16,
         arrived: Time,
-        header: Header,
+        header: SwitchHeader,
         payload: Payload,
     },
     /// Credits for output `port`, VC `vc`, usable from `at`.
@@ -233,7 +234,7 @@ enum HostEv {
 /// An event for a host's NI task from its rank.
 #[derive(Debug)]
 enum RankEv {
-    Packet {
+    SwitchPacket {
         stamp: u64,
         post: u64,
         kind: u8,
@@ -358,7 +359,7 @@ impl FabricServer {
     /// zero timeout, or sockets that cannot be opened.
     pub fn start(
         spec: &str,
-        mut cost: CostModel,
+        mut cost: FabricCostModel,
         token: String,
         ranks: usize,
         failure_timeout: Duration,
@@ -459,7 +460,7 @@ impl FabricServer {
                 };
                 let local = tokio::task::LocalSet::new();
                 local.block_on(&rt, async move {
-                    match run(ctx, listeners).await {
+                    match wiring::run(ctx, listeners).await {
                         Ok(()) => {
                             let _ = ready_tx.send(Ok(()));
                             let _ = stop_rx.await;
@@ -527,103 +528,4 @@ impl Drop for FabricServer {
     fn drop(&mut self) {
         self.stop_now();
     }
-}
-
-/// Set up every switch, link and host port on the fabric thread.
-async fn run(ctx: Ctx, listeners: Vec<std::net::TcpListener>) -> std::io::Result<()> {
-    let n_sw = ctx.routing.switches();
-    let ports = ctx.ports;
-    let mut sw_tx = Vec::with_capacity(n_sw);
-    let mut sw_rx = Vec::with_capacity(n_sw);
-    for _ in 0..n_sw {
-        let (tx, rx) = mpsc::unbounded_channel::<SwEv>();
-        sw_tx.push(tx);
-        sw_rx.push(rx);
-    }
-    let mut host_tx = Vec::with_capacity(ctx.nodes);
-    let mut host_rx = Vec::with_capacity(ctx.nodes);
-    for _ in 0..ctx.nodes {
-        let (tx, rx) = mpsc::unbounded_channel::<HostEv>();
-        host_tx.push(tx);
-        host_rx.push(rx);
-    }
-    let ctx = Rc::new(ctx);
-    let shared: SharedRc = Rc::new(RefCell::new(Shared {
-        hosts: (0..ctx.nodes).map(|_| HostShared::default()).collect(),
-        counters: ctx.counters.clone(),
-    }));
-    // One socket pair per directed switch-to-switch link.
-    let mut out_w: Vec<Vec<Option<tokio::net::unix::OwnedWriteHalf>>> = (0..n_sw)
-        .map(|_| (0..ports).map(|_| None).collect())
-        .collect();
-    let mut in_w: Vec<Vec<Option<tokio::net::unix::OwnedWriteHalf>>> = (0..n_sw)
-        .map(|_| (0..ports).map(|_| None).collect())
-        .collect();
-    #[allow(clippy::needless_range_loop)]
-    for s in 0..n_sw {
-        for p in 0..ports {
-            let Link::Switch { switch: d, port: q } = ctx.links[s * ports + p] else {
-                continue;
-            };
-            if d >= n_sw || q >= ports {
-                continue;
-            }
-            let (up, down) = tokio::net::UnixStream::pair()?;
-            let (up_r, up_w) = up.into_split();
-            let (down_r, down_w) = down.into_split();
-            out_w[s][p] = Some(up_w);
-            in_w[d][q] = Some(down_w);
-            // Upstream reads credits for its output port p.
-            tokio::task::spawn_local(switch::read_link(
-                ctx.clone(),
-                up_r,
-                sw_tx[s].clone(),
-                s,
-                p as u16,
-                false,
-            ));
-            // Downstream reads packets on its input port q.
-            tokio::task::spawn_local(switch::read_link(
-                ctx.clone(),
-                down_r,
-                sw_tx[d].clone(),
-                d,
-                q as u16,
-                true,
-            ));
-        }
-    }
-    for (s, ((rx, ow), iw)) in sw_rx.into_iter().zip(out_w).zip(in_w).enumerate() {
-        tokio::task::spawn_local(switch::run_switch(
-            ctx.clone(),
-            shared.clone(),
-            s,
-            rx,
-            ow,
-            iw,
-            host_tx.clone(),
-        ));
-    }
-    let mut host_rx = host_rx.into_iter();
-    let mut listeners = listeners.into_iter();
-    for i in 0..ctx.nodes {
-        let fab_rx = host_rx.next().expect("one receiver per host");
-        let (rank_tx, rank_rx) = mpsc::channel::<RankEv>(256);
-        tokio::task::spawn_local(host::run_ni(
-            ctx.clone(),
-            shared.clone(),
-            i,
-            fab_rx,
-            rank_rx,
-            sw_tx.clone(),
-        ));
-        if i < ctx.ranks {
-            let Some(l) = listeners.next() else {
-                continue;
-            };
-            let l = tokio::net::TcpListener::from_std(l)?;
-            tokio::task::spawn_local(host::accept(ctx.clone(), shared.clone(), i, l, rank_tx));
-        }
-    }
-    Ok(())
 }

@@ -9,10 +9,10 @@
 //!
 //! | kind | header | after the origin |
 //! |---:|---|---|
-//! | `0x80` | [`Header::Unicast`] | `dest: u32` |
-//! | `0x81` | [`Header::Irregular`] | the `RouteHeader` bytes (as rewritten by the switches) |
-//! | `0x82` | [`Header::Path`] | `pos: u16, on_h: u8`, then the destinations, `u32` each |
-//! | `0x83` | [`Header::Min`] | `n: u8` (stages), then the `RegionHeader` bytes |
+//! | `0x80` | [`SwitchHeader::Unicast`] | `dest: u32` |
+//! | `0x81` | [`SwitchHeader::Irregular`] | the `RouteHeader` bytes (as rewritten by the switches) |
+//! | `0x82` | [`SwitchHeader::Path`] | `pos: u16, on_h: u8`, then the destinations, `u32` each |
+//! | `0x83` | [`SwitchHeader::Min`] | `n: u8` (stages), then the `RegionHeader` bytes |
 //!
 //! [`decode_private`] never panics; it checks destinations against the
 //! fabric's size and a path header's position against its list.
@@ -24,7 +24,7 @@ use mcast_algorithms::irregular::RouteHeader;
 use mcast_algorithms::min::RegionHeader;
 
 use crate::switch::routing::PathHeader;
-use crate::switch::Header;
+use crate::switch::SwitchHeader;
 
 /// Private kind: a unicast.
 pub const PRIVATE_UNICAST: u8 = route_kind::FABRIC_PRIVATE;
@@ -83,7 +83,7 @@ pub fn decode_rank_route(
     route: &[u8],
     fabric: FabricKind,
     nodes: usize,
-) -> Result<Header, RouteDecodeError> {
+) -> Result<SwitchHeader, RouteDecodeError> {
     let bad_kind = Err(RouteDecodeError::Kind { kind });
     match kind {
         route_kind::UNICAST => {
@@ -100,14 +100,14 @@ pub fn decode_rank_route(
                     nodes,
                 });
             }
-            Ok(Header::Unicast { dest })
+            Ok(SwitchHeader::Unicast { dest })
         }
         route_kind::IRREGULAR => {
             if fabric != FabricKind::Irregular {
                 return bad_kind;
             }
             RouteHeader::decode(route)
-                .map(|h| Header::Irregular(Box::new(h)))
+                .map(|h| SwitchHeader::Irregular(Box::new(h)))
                 .map_err(|e| RouteDecodeError::Malformed(e.to_string()))
         }
         route_kind::PATH => {
@@ -123,7 +123,7 @@ pub fn decode_rank_route(
                 return bad_kind;
             };
             RegionHeader::decode(n, route)
-                .map(Header::Min)
+                .map(SwitchHeader::Min)
                 .map_err(|e| RouteDecodeError::Malformed(e.to_string()))
         }
         _ => bad_kind,
@@ -135,7 +135,7 @@ fn path_header(
     pos: u16,
     on_h: bool,
     nodes: usize,
-) -> Result<Header, RouteDecodeError> {
+) -> Result<SwitchHeader, RouteDecodeError> {
     let mut v = Vec::new();
     for d in dests {
         if d >= nodes as u64 {
@@ -156,23 +156,27 @@ fn path_header(
         )));
     }
     let dests: Arc<[u32]> = v.into();
-    Ok(Header::Path(Box::new(PathHeader { dests, pos, on_h })))
+    Ok(SwitchHeader::Path(Box::new(PathHeader {
+        dests,
+        pos,
+        on_h,
+    })))
 }
 
 /// Encode a header's state for the next switch: `(kind, route)`. `None`
-/// for [`Header::Consumed`] (never sent).
-pub fn encode_private(origin: u32, h: &Header) -> Option<(u8, Vec<u8>)> {
+/// for [`SwitchHeader::Consumed`] (never sent).
+pub fn encode_private(origin: u32, h: &SwitchHeader) -> Option<(u8, Vec<u8>)> {
     let mut v = origin.to_le_bytes().to_vec();
     let kind = match h {
-        Header::Unicast { dest } => {
+        SwitchHeader::Unicast { dest } => {
             v.extend_from_slice(&dest.to_le_bytes());
             PRIVATE_UNICAST
         }
-        Header::Irregular(r) => {
+        SwitchHeader::Irregular(r) => {
             v.extend_from_slice(&r.encode());
             PRIVATE_IRREGULAR
         }
-        Header::Path(p) => {
+        SwitchHeader::Path(p) => {
             v.extend_from_slice(&p.pos.to_le_bytes());
             v.push(u8::from(p.on_h));
             for d in p.dests.iter() {
@@ -180,12 +184,12 @@ pub fn encode_private(origin: u32, h: &Header) -> Option<(u8, Vec<u8>)> {
             }
             PRIVATE_PATH
         }
-        Header::Min(r) => {
+        SwitchHeader::Min(r) => {
             v.push(r.stages() as u8);
             v.extend_from_slice(&r.encode());
             PRIVATE_MIN
         }
-        Header::Consumed => return None,
+        SwitchHeader::Consumed => return None,
     };
     Some((kind, v))
 }
@@ -198,7 +202,7 @@ pub fn decode_private(
     kind: u8,
     route: &[u8],
     nodes: usize,
-) -> Result<(u32, Header), RouteDecodeError> {
+) -> Result<(u32, SwitchHeader), RouteDecodeError> {
     let origin = u32_le(route)
         .ok_or_else(|| RouteDecodeError::Malformed("private route without origin".into()))?;
     let b = &route[4..];
@@ -215,10 +219,10 @@ pub fn decode_private(
                     nodes,
                 });
             }
-            Header::Unicast { dest }
+            SwitchHeader::Unicast { dest }
         }
         PRIVATE_IRREGULAR => RouteHeader::decode(b)
-            .map(|h| Header::Irregular(Box::new(h)))
+            .map(|h| SwitchHeader::Irregular(Box::new(h)))
             .map_err(|e| RouteDecodeError::Malformed(e.to_string()))?,
         PRIVATE_PATH => {
             if b.len() < 3 || !(b.len() - 3).is_multiple_of(4) {
@@ -238,7 +242,7 @@ pub fn decode_private(
         PRIVATE_MIN => {
             let (&n, rest) = b.split_first().ok_or_else(short)?;
             RegionHeader::decode(u32::from(n), rest)
-                .map(Header::Min)
+                .map(SwitchHeader::Min)
                 .map_err(|e| RouteDecodeError::Malformed(e.to_string()))?
         }
         _ => return Err(RouteDecodeError::Kind { kind }),
@@ -253,26 +257,26 @@ mod tests {
     #[test]
     fn private_headers_round_trip() {
         let headers = [
-            Header::Unicast { dest: 7 },
-            Header::Irregular(Box::new(
+            SwitchHeader::Unicast { dest: 7 },
+            SwitchHeader::Irregular(Box::new(
                 RouteHeader::decode(
                     &mcast_algorithms::irregular::UnicastHeader { dest: 3 }.encode(),
                 )
                 .unwrap(),
             )),
-            Header::Path(Box::new(PathHeader {
+            SwitchHeader::Path(Box::new(PathHeader {
                 dests: vec![1u32, 5, 9].into(),
                 pos: 1,
                 on_h: true,
             })),
-            Header::Min(RegionHeader::new(4, 2, 9).unwrap()),
+            SwitchHeader::Min(RegionHeader::new(4, 2, 9).unwrap()),
         ];
         for h in headers {
             let (k, r) = encode_private(42, &h).unwrap();
             assert!(k >= route_kind::FABRIC_PRIVATE);
             assert_eq!(decode_private(k, &r, 16).unwrap(), (42, h));
         }
-        assert!(encode_private(0, &Header::Consumed).is_none());
+        assert!(encode_private(0, &SwitchHeader::Consumed).is_none());
         // A path position past the list, a destination out of range.
         let mut r = 0u32.to_le_bytes().to_vec();
         r.extend_from_slice(&[3, 0, 0]);
@@ -286,7 +290,7 @@ mod tests {
         let u = 3u32.to_le_bytes();
         assert_eq!(
             decode_rank_route(route_kind::UNICAST, &u, FabricKind::Direct, 16).unwrap(),
-            Header::Unicast { dest: 3 }
+            SwitchHeader::Unicast { dest: 3 }
         );
         assert!(decode_rank_route(route_kind::UNICAST, &u, FabricKind::Direct, 3).is_err());
         assert!(decode_rank_route(route_kind::UNICAST, &u[..3], FabricKind::Direct, 16).is_err());

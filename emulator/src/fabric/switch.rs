@@ -13,7 +13,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::route::{decode_private, encode_private};
 use super::{Counters, Ctx, HostEv, Payload, SharedRc, SwEv};
-use crate::switch::{Header, Link, Packet, SwAction, SwitchEngine, Time};
+use crate::switch::{Link, SwAction, SwitchEngine, SwitchHeader, SwitchPacket, Time};
 
 /// Read frames from one end of a switch-to-switch link into the switch's
 /// inbox: packets on input `port` (`packets`), or credits for output
@@ -55,10 +55,10 @@ pub(super) async fn read_link(
                         // The engine drops a consumed header and returns
                         // its credits.
                         tracing::error!("fabric: switch {sw} port {port}: bad header: {e}");
-                        (u32::MAX, Header::Consumed)
+                        (u32::MAX, SwitchHeader::Consumed)
                     }
                 };
-                SwEv::Packet {
+                SwEv::SwitchPacket {
                     port,
                     vc,
                     arrived: stamp,
@@ -114,7 +114,7 @@ impl Sw {
     fn event(&mut self, ev: SwEv) {
         let vcs = self.ctx.params.vcs;
         match ev {
-            SwEv::Packet {
+            SwEv::SwitchPacket {
                 port,
                 vc,
                 arrived,
@@ -137,7 +137,7 @@ impl Sw {
                 let now = arrived + self.ctx.params.t_r;
                 self.clock = self.clock.max(now);
                 self.engine
-                    .packet_in_at(now, arrived, port, vc, Packet { id, header });
+                    .packet_in_at(now, arrived, port, vc, SwitchPacket { id, header });
             }
             SwEv::Credit {
                 port,
@@ -273,7 +273,7 @@ impl Sw {
     fn quiesce(&mut self, mut batch: Vec<SwEv>) {
         let t_r = self.ctx.params.t_r;
         let time = |e: &SwEv| match e {
-            SwEv::Packet { arrived, .. } => arrived + t_r,
+            SwEv::SwitchPacket { arrived, .. } => arrived + t_r,
             SwEv::Credit { at, .. } => *at,
         };
         // Stable: equal times keep their wall order.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use mcast_algorithms::irregular::{Fabric, IrregularSpec};
 use mcast_algorithms::topo::Topology;
 
-use super::SimError;
+use super::SimulatorError;
 use crate::switch::routing::{CrossbarRouting, DirectRouting, IrregularRouting, MinRouting};
 use crate::switch::Routing;
 
@@ -43,14 +43,14 @@ impl std::fmt::Debug for SimFabric {
 /// A knob without `=`, or one the cost model refuses.
 pub fn split_spec<'a>(
     text: &'a str,
-    cost: &mut crate::cost::CostModel,
-) -> Result<&'a str, SimError> {
+    cost: &mut crate::cost::FabricCostModel,
+) -> Result<&'a str, SimulatorError> {
     let Some((spec, knobs)) = text.split_once('@') else {
         return Ok(text);
     };
     for kv in knobs.split(',').filter(|k| !k.trim().is_empty()) {
         cost.set_pair(kv)
-            .map_err(|e| SimError::Input(format!("fabric spec knob `{kv}`: {e}")))?;
+            .map_err(|e| SimulatorError::Input(format!("fabric spec knob `{kv}`: {e}")))?;
     }
     Ok(spec)
 }
@@ -59,10 +59,10 @@ impl SimFabric {
     /// Parse a spec; `dateline` is the cost model's knob.
     ///
     /// # Errors
-    /// [`SimError::Input`].
-    pub fn parse(text: &str, dateline: bool) -> Result<SimFabric, SimError> {
+    /// [`SimulatorError::Input`].
+    pub fn parse(text: &str, dateline: bool) -> Result<SimFabric, SimulatorError> {
         let t = text.trim();
-        let bad = |e: String| SimError::Input(format!("bad fabric `{t}`: {e}"));
+        let bad = |e: String| SimulatorError::Input(format!("bad fabric `{t}`: {e}"));
         if let Some(n) = t.strip_prefix("crossbar:") {
             let n: usize = n
                 .parse()
@@ -72,8 +72,8 @@ impl SimFabric {
             }
             return Ok(SimFabric::Crossbar(Arc::new(CrossbarRouting::new(n))));
         }
-        if let Some(net) = crate::plan_mesh::parse_min_fabric(t) {
-            let net = net.map_err(|e| SimError::Input(e.to_string()))?;
+        if let Some(net) = crate::plan::mesh::parse_min_fabric(t) {
+            let net = net.map_err(|e| SimulatorError::Input(e.to_string()))?;
             return Ok(SimFabric::Min(Arc::new(MinRouting::new(net))));
         }
         if t == "irregular" || t.starts_with("irregular:") {
@@ -117,17 +117,17 @@ impl SimFabric {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost::CostModel;
+    use crate::cost::FabricCostModel;
 
     #[test]
     fn knobs_ride_on_the_fabric_spec() {
-        let mut c = CostModel::default();
+        let mut c = FabricCostModel::default();
         let spec = split_spec("torus:8x8@num_vcs=4, packet_flits=8,dateline=0", &mut c).unwrap();
         assert_eq!(spec, "torus:8x8");
         assert_eq!((c.num_vcs, c.packet_flits, c.dateline), (4, 8, false));
-        let mut d = CostModel::default();
+        let mut d = FabricCostModel::default();
         assert_eq!(split_spec("hypercube:3", &mut d).unwrap(), "hypercube:3");
-        assert_eq!(d, CostModel::default());
+        assert_eq!(d, FabricCostModel::default());
         assert!(split_spec("torus:4x4@bogus=1", &mut d).is_err());
         assert!(split_spec("torus:4x4@num_vcs", &mut d).is_err());
     }

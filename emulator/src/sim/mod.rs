@@ -6,7 +6,8 @@
 //! [`Net::step`] runs events until something happens that the caller models
 //! (a packet's tail reached a host, or a caller event fell due). The NI and
 //! traffic models live in [`run`] (single multicasts driving the real
-//! [`mcast::engine::NiEngine`]) and [`load`] (load sweeps).
+//! [`mcast::engine::NiEngine`]) and [`load`] (load sweeps); both report
+//! their [`progress`] to a callback, if given one.
 //!
 //! # Timing
 //! A host's NI injects one packet at a time over its injection link (held
@@ -23,25 +24,26 @@
 //! # Watchdog
 //! If no packet moves for `watchdog_cycles` while packets are buffered in
 //! switches, or the event queue empties with packets still buffered,
-//! [`Net::step`] returns [`SimError::Deadlock`] naming the blocked
+//! [`Net::step`] returns [`SimulatorError::Deadlock`] naming the blocked
 //! channels.
 
 pub mod fabric;
 pub mod load;
+pub mod progress;
 mod queue;
 pub mod run;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::cost::{CostError, CostModel};
+use crate::cost::{CostError, FabricCostModel};
 use crate::switch::{
-    Blocked, Header, Link, Packet, Routing, SwAction, SwitchEngine, SwitchParams, Time,
+    Blocked, Link, Routing, SwAction, SwitchEngine, SwitchHeader, SwitchPacket, SwitchParams, Time,
 };
 
 /// Why a simulation stopped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SimError {
+pub enum SimulatorError {
     /// Bad input (fabric, algorithm, destinations, cost).
     #[error("{0}")]
     Input(String),
@@ -84,7 +86,7 @@ enum Ev<U> {
         sw: u32,
         port: u16,
         vc: u16,
-        packet: Packet,
+        packet: SwitchPacket,
     },
     Credit {
         sw: u32,
@@ -106,11 +108,11 @@ enum Ev<U> {
     },
     NiEnqueue {
         node: u32,
-        packet: Packet,
+        packet: SwitchPacket,
     },
     Arrive {
         node: u32,
-        packet: Packet,
+        packet: SwitchPacket,
     },
     User(U),
 }
@@ -119,7 +121,7 @@ struct NiPort {
     /// The switch and input port the host injects into.
     sw: u32,
     port: u16,
-    queue: VecDeque<Packet>,
+    queue: VecDeque<SwitchPacket>,
     link_free: Time,
     credits: Vec<u32>,
     /// Credits announced ahead of their arrival: (time, vc, flits).
@@ -137,7 +139,7 @@ pub enum Happening<U> {
         /// The host.
         node: usize,
         /// The copy.
-        packet: Packet,
+        packet: SwitchPacket,
         /// Tail arrival.
         at: Time,
     },
@@ -191,10 +193,13 @@ impl<U> Net<U> {
     ///
     /// # Errors
     /// An inconsistent cost model, or fewer VCs than the fabric's classes.
-    pub fn new(routing: Arc<dyn Routing>, cost: &CostModel) -> Result<Net<U>, SimError> {
+    pub fn new(
+        routing: Arc<dyn Routing>,
+        cost: &FabricCostModel,
+    ) -> Result<Net<U>, SimulatorError> {
         cost.validate()?;
         let params =
-            SwitchParams::from_cost(cost, routing.vc_classes()).map_err(SimError::Input)?;
+            SwitchParams::from_cost(cost, routing.vc_classes()).map_err(SimulatorError::Input)?;
         let n_sw = routing.switches();
         let ports = routing.ports();
         let switches = (0..n_sw)
@@ -266,7 +271,7 @@ impl<U> Net<U> {
     }
 
     /// Host `node` hands `packet` to its injection queue at `at` (≥ now).
-    pub fn inject(&mut self, node: usize, at: Time, packet: Packet) {
+    pub fn inject(&mut self, node: usize, at: Time, packet: SwitchPacket) {
         let at = at.max(self.now);
         if at == self.now {
             self.enqueue(node, packet);
@@ -281,7 +286,7 @@ impl<U> Net<U> {
         }
     }
 
-    fn enqueue(&mut self, node: usize, packet: Packet) {
+    fn enqueue(&mut self, node: usize, packet: SwitchPacket) {
         self.stats.injected += 1;
         let ni = &mut self.nis[node];
         ni.queue.push_back(packet);
@@ -482,8 +487,8 @@ impl<U> Net<U> {
         self.switches.iter().map(SwitchEngine::buffered).sum()
     }
 
-    fn deadlock(&self) -> SimError {
-        SimError::Deadlock {
+    fn deadlock(&self) -> SimulatorError {
+        SimulatorError::Deadlock {
             at: self.now,
             since: self.last_progress,
             blocked: self
@@ -497,8 +502,8 @@ impl<U> Net<U> {
     /// Run until the next [`Happening`]; `Ok(None)` when no event is left.
     ///
     /// # Errors
-    /// [`SimError::Deadlock`] from the watchdog.
-    pub fn step(&mut self) -> Result<Option<Happening<U>>, SimError> {
+    /// [`SimulatorError::Deadlock`] from the watchdog.
+    pub fn step(&mut self) -> Result<Option<Happening<U>>, SimulatorError> {
         loop {
             let Some((at, ev)) = self.queue.pop() else {
                 if self.buffered() > 0 {
@@ -565,83 +570,9 @@ impl<U> Net<U> {
 }
 
 /// A unicast header.
-pub fn unicast(dest: usize) -> Header {
-    Header::Unicast { dest: dest as u32 }
+pub fn unicast(dest: usize) -> SwitchHeader {
+    SwitchHeader::Unicast { dest: dest as u32 }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::fabric::SimFabric;
-    use super::*;
-
-    /// Zero-load unicast latency on every fabric kind: H·(t_r + t_w) + L/b,
-    /// H the switches traversed (from the topology, independently of the
-    /// engine), for every ordered pair of a small fabric of each kind.
-    #[test]
-    fn zero_load_unicast_latency_on_every_fabric() {
-        let fabrics = [
-            "torus:4x4",
-            "torus:5x3",
-            "torus:4x4:uni",
-            "torus:3x3x3",
-            "mesh:3x4",
-            "hypercube:4",
-            "irregular:switches=8,ports=8,nodes=32,connectivity=0.8,seed=3",
-            "crossbar:6",
-            "min:4",
-            "min:3:omega",
-        ];
-        let mut costs = vec![CostModel::default()];
-        let mut c = CostModel::default();
-        for kv in [
-            "packet_flits=10",
-            "link_bandwidth=4",
-            "link_delay=3",
-            "routing_delay=2",
-            "crossbar_delay=0",
-            "vc_buf_flits=20",
-            "num_vcs=4",
-        ] {
-            c.set_pair(kv).unwrap();
-        }
-        costs.push(c);
-        for cost in &costs {
-            let per_hop = cost.t_r() + cost.link_delay;
-            for spec in fabrics {
-                let f = SimFabric::parse(spec, true).unwrap();
-                let routing = f.routing();
-                let mut net: Net<()> = Net::new(routing.clone(), cost).unwrap();
-                let n = routing.nodes();
-                let mut checked = 0;
-                for s in 0..n {
-                    for d in (0..n).filter(|&d| d != s) {
-                        let h = routing.switch_hops(s, d).expect("hops known") as u64;
-                        let t0 = net.now();
-                        net.inject(
-                            s,
-                            t0,
-                            Packet {
-                                id: 0,
-                                header: unicast(d),
-                            },
-                        );
-                        match net.step().unwrap() {
-                            Some(Happening::Arrived { node, at, .. }) => {
-                                assert_eq!(node, d, "{spec}");
-                                assert_eq!(
-                                    at - t0,
-                                    h * per_hop + cost.serialization(),
-                                    "{spec} {s}->{d} H={h}"
-                                );
-                            }
-                            other => panic!("{spec}: {other:?}"),
-                        }
-                        checked += 1;
-                    }
-                }
-                assert_eq!(checked, n * (n - 1));
-                assert_eq!(net.stats.dropped, 0);
-            }
-        }
-    }
-}
+mod tests;

@@ -1,4 +1,6 @@
-//! The smart-NI engines of a whole job in unit-step virtual time.
+//! The smart-NI engines of a whole job in unit-step virtual time, in lock
+//! step: the driver that runs the real [`NiEngine`]s, where
+//! [`mcast_algorithms::unitstep`] is the pure model they are checked against.
 //!
 //! Time model (digest 000 §8.3, "unit-step simulator contract"): one step is one
 //! NI-to-NI packet transfer; an NI sends one packet copy per step, in the order
@@ -31,7 +33,7 @@ pub enum Post {
 
 /// Why a simulation could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SimError {
+pub enum LockstepError {
     #[error("engine error: {0}")]
     Engine(#[from] mcast::engine::EngineError),
     #[error("invalid simulation: {0}")]
@@ -63,7 +65,7 @@ pub fn simulate(
     shape: Shape,
     forwarding: Forwarding,
     m: usize,
-) -> Result<SimResult, SimError> {
+) -> Result<SimResult, LockstepError> {
     simulate_tree(size, post, TreeKind::Chain(shape), None, forwarding, m)
 }
 
@@ -76,9 +78,9 @@ pub fn simulate_tree(
     topology: Option<Arc<Topology>>,
     forwarding: Forwarding,
     m: usize,
-) -> Result<SimResult, SimError> {
+) -> Result<SimResult, LockstepError> {
     if size == 0 || m == 0 {
-        return Err(SimError::Invalid(
+        return Err(LockstepError::Invalid(
             "need at least one rank and one packet".into(),
         ));
     }
@@ -90,14 +92,18 @@ pub fn simulate_tree(
     let src = match post {
         Post::Bcast { root } => {
             if *root >= size {
-                return Err(SimError::Invalid(format!("root {root} >= size {size}")));
+                return Err(LockstepError::Invalid(format!(
+                    "root {root} >= size {size}"
+                )));
             }
             engines[*root].post_bcast(0, data, tree)?;
             *root
         }
         Post::Multicast { source, dests } => {
             if *source >= size {
-                return Err(SimError::Invalid(format!("source {source} >= size {size}")));
+                return Err(LockstepError::Invalid(format!(
+                    "source {source} >= size {size}"
+                )));
             }
             let members: Vec<Member> = dests
                 .iter()

@@ -31,9 +31,8 @@ use mcast_algorithms::oracle;
 use mcast_algorithms::path::{self, PathAlgorithm, PathError, PathPlan, Utpr};
 use mcast_algorithms::topo::{Topology, Vc};
 
-use crate::plan_json::{
-    input, internal, ContentionJson, McsimError, Node, PlanJson, PlanRequest, Receivers, SendJson,
-};
+use super::json::{ContentionJson, Node, PlanJson, Receivers, SendJson};
+use super::request::{input, internal, McsimError, PlanRequest};
 
 const PATH_NOTE: &str = "path worms: stepwise = pairs of same-phase worms using the same \
     physical link; link_type1 = worms sharing a link with another worm of their phase; depth \
@@ -73,7 +72,7 @@ pub(crate) fn plan_path(
              one radix (torus:AxB[x...]:uni), not {topo}"
         ))
     })?;
-    let (source, dests) = crate::plan_json::direct_nodes(req, topo)?;
+    let (source, dests) = super::request::direct_nodes(req, topo)?;
     let p = path::plan(topo, algorithm, source, &dests).map_err(|e| match e {
         PathError::Topo(_)
         | PathError::SourceIsDestination(_)
@@ -184,5 +183,5 @@ fn link_sharing(p: &PathPlan) -> (usize, usize) {
             users.entry((s.phase, c.node, c.dim)).or_default().push(i);
         }
     }
-    crate::plan_json::sharing(&users)
+    super::json::sharing(&users)
 }

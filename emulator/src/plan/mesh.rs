@@ -45,10 +45,8 @@ use mcast_algorithms::mesh::{self, Mesh, MeshAlgo, MeshPlan};
 use mcast_algorithms::min::{self, Min, Start, TwoPassPlan, Wiring};
 use mcast_algorithms::topo::Topology;
 
-use crate::plan_json::{
-    check_set, dest_items, input, internal, ContentionJson, McsimError, Node, PlanJson,
-    PlanRequest, Receivers, SendJson,
-};
+use super::json::{ContentionJson, Node, PlanJson, Receivers, SendJson};
+use super::request::{check_set, dest_items, input, internal, McsimError, PlanRequest};
 
 /// A mesh or MIN algorithm of this module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,7 +191,7 @@ pub(crate) fn plan_mesh(
             "{algo} is a mesh scheme; it needs a mesh fabric (mesh:AxB[x...]), not {topo}"
         ))
     })?;
-    let (source, dests) = crate::plan_json::direct_nodes(req, topo)?;
+    let (source, dests) = super::request::direct_nodes(req, topo)?;
     let pl: MeshPlan = mesh::plan(&grid, algo, source, &dests).map_err(|e| input(e.to_string()))?;
     mesh::check_plan(&grid, &pl).map_err(internal)?;
     if let Some(g) = &pl.grouping {

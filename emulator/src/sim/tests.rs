@@ -1,0 +1,75 @@
+//! The network half's zero-load timing on every fabric.
+
+use super::fabric::SimFabric;
+use super::*;
+
+/// Zero-load unicast latency on every fabric kind: H·(t_r + t_w) + L/b,
+/// H the switches traversed (from the topology, independently of the
+/// engine), for every ordered pair of a small fabric of each kind.
+#[test]
+fn zero_load_unicast_latency_on_every_fabric() {
+    let fabrics = [
+        "torus:4x4",
+        "torus:5x3",
+        "torus:4x4:uni",
+        "torus:3x3x3",
+        "mesh:3x4",
+        "hypercube:4",
+        "irregular:switches=8,ports=8,nodes=32,connectivity=0.8,seed=3",
+        "crossbar:6",
+        "min:4",
+        "min:3:omega",
+    ];
+    let mut costs = vec![FabricCostModel::default()];
+    let mut c = FabricCostModel::default();
+    for kv in [
+        "packet_flits=10",
+        "link_bandwidth=4",
+        "link_delay=3",
+        "routing_delay=2",
+        "crossbar_delay=0",
+        "vc_buf_flits=20",
+        "num_vcs=4",
+    ] {
+        c.set_pair(kv).unwrap();
+    }
+    costs.push(c);
+    for cost in &costs {
+        let per_hop = cost.t_r() + cost.link_delay;
+        for spec in fabrics {
+            let f = SimFabric::parse(spec, true).unwrap();
+            let routing = f.routing();
+            let mut net: Net<()> = Net::new(routing.clone(), cost).unwrap();
+            let n = routing.nodes();
+            let mut checked = 0;
+            for s in 0..n {
+                for d in (0..n).filter(|&d| d != s) {
+                    let h = routing.switch_hops(s, d).expect("hops known") as u64;
+                    let t0 = net.now();
+                    net.inject(
+                        s,
+                        t0,
+                        SwitchPacket {
+                            id: 0,
+                            header: unicast(d),
+                        },
+                    );
+                    match net.step().unwrap() {
+                        Some(Happening::Arrived { node, at, .. }) => {
+                            assert_eq!(node, d, "{spec}");
+                            assert_eq!(
+                                at - t0,
+                                h * per_hop + cost.serialization(),
+                                "{spec} {s}->{d} H={h}"
+                            );
+                        }
+                        other => panic!("{spec}: {other:?}"),
+                    }
+                    checked += 1;
+                }
+            }
+            assert_eq!(checked, n * (n - 1));
+            assert_eq!(net.stats.dropped, 0);
+        }
+    }
+}
