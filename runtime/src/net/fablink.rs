@@ -51,6 +51,7 @@ use crate::config::{Config, JobEnv};
 use crate::error::Error;
 use crate::fabric::Timeline;
 use crate::fabric::{packet_prefix, route_kind, FabricHello, FabricWelcome, Frame, FABRIC_VERSION};
+use crate::hostni::{HostNiCosts, Posted};
 use crate::inbox::{Inbox, Stamp};
 use crate::outq::Out;
 use crate::sync::lock;
@@ -81,6 +82,8 @@ pub(crate) struct FabricState {
     size: usize,
     out: Arc<Out>,
     welcome: FabricWelcome,
+    /// The host/NI cost model (the simulator's, `mcast::hostni`).
+    costs: HostNiCosts,
     inbox: Arc<Inbox>,
     /// Worm plans on this fabric.
     planner: crate::worms::Planner,
@@ -101,6 +104,7 @@ impl FabricState {
             inbox,
             planner: crate::worms::Planner::new(&welcome.spec),
             relay: Mutex::new(std::collections::HashMap::new()),
+            costs: HostNiCosts::from(&welcome),
             welcome,
             clock: Mutex::new(HostClock::default()),
             closing: AtomicBool::new(false),
@@ -110,32 +114,37 @@ impl FabricState {
     /// The host posts `m` packets now (of a message first posted at
     /// `post`, or now): the host pays `t_hs`, then DMAs them to the NI.
     fn post_at(&self, m: usize, post: Option<u64>) -> Ambient {
-        let w = &self.welcome;
         let mut c = lock(&self.clock);
         let post = post.unwrap_or(c.clock);
-        let h = c.clock + w.t_hs;
-        let dur = m as u64 * w.dma;
-        let start = c.dma_out.take(h, dur) - dur;
-        c.clock = h;
-        Ambient::Post { start, post }
+        let clock = c.clock;
+        let posted = self.costs.post(&mut c.dma_out, clock, m);
+        c.clock = posted.host;
+        Ambient::Post {
+            start: posted.start,
+            post,
+        }
     }
 
     /// A packet's tail reached the NI at `arrival`: when the NI is done
     /// receiving it.
     fn received(&self, arrival: u64) -> u64 {
         let mut c = lock(&self.clock);
-        c.ni.take(arrival, self.welcome.t_nr)
+        self.costs.receive(&mut c.ni, arrival)
     }
 
     /// Send `p` into the fabric with the switch route `route` (of kind
     /// `kind`), stamped per `amb`.
     fn send_routed(&self, p: Packet, kind: u8, route: &[u8], amb: Ambient) {
-        let w = &self.welcome;
         let (stamp, post) = {
             let mut c = lock(&self.clock);
             let (avail, post) = match amb {
                 Ambient::Post { start, post } => {
-                    (start + (u64::from(p.header.pkt_idx) + 1) * w.dma, post)
+                    let posted = Posted {
+                        host: 0,
+                        start,
+                        dma: self.costs.dma,
+                    };
+                    (posted.in_ni(p.header.pkt_idx as usize), post)
                 }
                 Ambient::Forward { ready, post } => (ready, post),
                 // Control messages take no model time: stamped far beyond any
@@ -146,7 +155,7 @@ impl FabricState {
             if avail >= UNTIMED {
                 (avail, post)
             } else {
-                (c.ni.take(avail, w.t_ns), post)
+                (self.costs.send(&mut c.ni, avail), post)
             }
         };
         let data_len = HEADER_LEN + p.route.encoded_len() + p.payload.len();
@@ -238,10 +247,9 @@ impl FabricState {
     /// A packet the NI finished receiving at `ready` was delivered to the
     /// host: its DMA to host memory, and the model time of its message.
     fn delivered(&self, ready: u64, post: u64) -> Stamp {
-        let w = &self.welcome;
         let mut c = lock(&self.clock);
-        let in_host = c.dma_in.take(ready, w.dma);
-        let done = in_host + w.t_hr;
+        let in_host = self.costs.to_host(&mut c.dma_in, ready);
+        let done = self.costs.complete(in_host);
         c.clock = c.clock.max(done);
         Stamp { done, post }
     }
