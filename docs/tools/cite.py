@@ -30,7 +30,8 @@ reported (path:line: text) and the exit status is 1 if any remain.  With
 it could not map, and exits 1 if anything remains to do.  Running the script
 twice is harmless: the second run finds nothing.
 
-Files under docs/, target/ and .git/ are skipped.  Python 3 standard library
+Files under docs/, target/ and .git/ are skipped.  Run `cargo fmt --all`
+afterwards (a rewritten code line can change length).  Python 3 standard library
 only.
 """
 
@@ -402,7 +403,7 @@ PHRASES = [
     ("lost in the paper's OCR are the digest's candidates,", "lost in the paper's OCR are our candidates,"),
     ("The SCI-torus paper's latency models (digest 003 §3) against every number the digest gives: its §3.9 table",
      "The SCI-torus paper's latency models [Oral 2003, §5] against our evaluation of its Eqs 8-12: the table"),
-    ('"got {got:.3}, digest {want}"', '"got {got:.3}, reference {want}"'),
+    ('"got {got:.3}, digest {want}"', '"got {got:.3}, want {want}"'),
     # -- 004
     ("it is the digest's recommendation, because", "it is our recommendation, because"),
     ("the digest's §9.1 reference means", "the reference means of tests/topo_table_9_1.rs"),
@@ -431,11 +432,11 @@ PHRASES = [
     ("digest's row is consistent with a mean over a few dozen sets (the digest",
      "reference row is consistent with a mean over a few dozen sets (the reference"),
     ("Digest 004 §9.2 link visits: ours (digest),", "Link visits [Robinson 1994, §6.6, Fig 6.8, derived]: ours (reference),"),
-    ('got {g:.1}, digest {w}', 'got {g:.1}, reference {w}'),
+    ('got {g:.1}, digest {w}', 'got {g:.1}, want {w}'),
     ("checked against the digest's [D] reference means", "checked against the computed reference means"),
     ("W-sort) from the digest.", "W-sort), computed reference means."),
     ("| digest: U-cube", "| reference: U-cube"),
-    ('vs digest {want}', 'vs reference {want}'),
+    ('vs digest {want}', 'vs table {want}'),
     ("(DESIGN.md idea 1; digest 004 §8.3 \"contention checker\")",
      "(DESIGN.md idea 1; the contention theory of [Robinson 1994, §3.2.3–3.2.4, §4.3])"),
     ("the thesis's selection hints (digest 004 §8):", "the thesis's selection hints [Robinson 1994, ch. 7]:"),
