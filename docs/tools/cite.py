@@ -192,17 +192,20 @@ CITE = {
     ("004", "5.5"): "§6.5, Fig 6.2",
     ("004", "5.6"): "§6.6",
     ("004", "7"): "chs. 3–6, worked figures",
-    ("004", "7.1"): "§3.4, Figs 3.1, 3.2, 3.9",
+    # Figs 3.1-3.2 are in §3.1, Fig 3.9 in §3.4.
+    ("004", "7.1"): "§3.1, §3.4, Figs 3.1, 3.2, 3.9",
     ("004", "7.2"): "§3.3, Fig 3.4",
     ("004", "7.3"): "§3.3, Fig 3.6",
     ("004", "7.4"): "§3.2.1, §3.3",
     ("004", "7.5"): "§4.3–4.4, Figs 4.4–4.5",
     ("004", "7.6"): "§4.4, Fig 4.10",
-    ("004", "7.7"): "§4.2, Fig 4.1",
+    # Fig 4.1 is in §4.1; the UTR/BTR paths on it follow §4.2.
+    ("004", "7.7"): "§4.1–4.2, Fig 4.1",
     # Labels are printed only as spot values; the full table is from Eq 5.2.
     ("004", "7.8"): "§5.2, Fig 5.4, Eq 5.2",
     ("004", "7.9"): "§5.3.1, Fig 5.6",
-    ("004", "7.10"): "§5.4, Figs 5.1, 5.7",
+    # Fig 5.1 is in §5.1, Fig 5.7 (the prepared worm) with §5.4.
+    ("004", "7.10"): "§5.1, §5.4, Figs 5.1, 5.7",
     # The M-torus family on the Fig 5.1 problem: not in the thesis.
     ("004", "7.11"): "ch. 6, Fig 5.1, derived",
     # The implementation checklist: closest are the conclusions.
@@ -322,7 +325,7 @@ PHRASES_FIRST = [
     ("splits in two, §5.3 [R]; the tail piece becomes a part of its own, as in its §7.11 vector)",
      "splits in two, which [Robinson 1994, §6.3] leaves open; the tail piece becomes a part of its own)"),
     ("(digest 004 §3.2 for UTR, §3.3 for BTR;", "([Robinson 1994, §4.2.1] for UTR, §4.2.2 for BTR;"),
-    ("§7.10 (and digest 003 §6.3):", "[Robinson 1994, §5.4, Figs 5.1, 5.7]:"),
+    ("§7.10 (and digest 003 §6.3):", "[Robinson 1994, §5.1, §5.4, Figs 5.1, 5.7]:"),
     ("(digest 004 §9.1 claims 1, 6, 12;", "([Robinson 1994, §3.3, §4.4, §6.2]:"),
     ("Digest 004 §9.1 claim 5:", "[Robinson 1994, §3.5.1, Figs 3.10–3.11, derived]:"),
     ("Digest 004 §9.2 claim 18:", "[Robinson 1994, §6.6, Fig 6.8, derived]:"),
