@@ -529,13 +529,13 @@ PHRASE_RES = [(phrase_regex(o), n) for o, n in PHRASES_FIRST + PHRASES]
 
 
 def keep_break(matched, new):
-    """Keep a line break that the matched text spanned: put it at the space of
-    `new` (outside brackets) nearest to where it was, or before `new`."""
-    m = BREAK.search(matched)
-    if not (m and "\n" in m.group(0)):
+    """Keep the line breaks that the matched text spanned: put each at the
+    space of `new` (outside brackets) nearest to where it was, or, for the
+    first one, before `new`."""
+    breaks = [m for m in BREAK.finditer(matched) if "\n" in m.group(0)]
+    if not breaks:
         return new
-    at = m.start()
-    cands = [0]
+    cands = []
     depth = 0
     for i, ch in enumerate(new):
         if ch in "[(":
@@ -544,10 +544,25 @@ def keep_break(matched, new):
             depth -= 1
         elif ch == " " and depth == 0:
             cands.append(i)
-    pos = min(cands, key=lambda i: abs(i - at))
-    if pos == 0:
-        return STRIP + m.group(0) + new
-    return new[:pos] + m.group(0) + new[pos + 1:]
+    chosen = {}  # position in new -> break text
+    lead = None
+    for b in breaks:
+        free = [c for c in cands if c not in chosen]
+        opts = free + ([0] if lead is None else [])
+        if not opts:
+            break
+        pos = min(opts, key=lambda i: abs(i - b.start()))
+        if pos == 0 and pos not in free:
+            lead = b.group(0)
+        else:
+            chosen[pos] = b.group(0)
+    out = []
+    for i, ch in enumerate(new):
+        out.append(chosen.get(i, ch))
+    text = "".join(out)
+    if lead is not None:
+        text = STRIP + lead + text
+    return text
 
 
 def rewrite(rel, text):
