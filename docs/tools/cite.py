@@ -278,6 +278,9 @@ TOKENS = [
 # rule cannot read.  (old, new): a space in `old` also matches a line break
 # followed by a comment leader.  `{P}` in new is the file's default paper key.
 PHRASES_FIRST = [
+    ("(digest §4.2's \"FPFS holds 1\" is for", "(the bound \"FPFS holds 1\", derived from [Sivaram 1998, §4.2, Fig 6], is for"),
+    ("digest 000 §8.3's unit-step model.", "the unit-step model of [Sivaram 1998, §4.3.2]."),
+    ("(digest 000 §2.3's condition)", "(the condition of [Sivaram 1998, §6.2])"),
     ("// §6.7: the 4×4 broadcast", "// [Oral 2003, §3, Fig 1, derived]: the 4×4 broadcast"),
     ("/// §3.10: relay counts", "/// [Oral 2003, §5, Eq 10, derived]: relay counts"),
     ("of thesis §3.6)", "of [Robinson 1994, §4.5])"),
