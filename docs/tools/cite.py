@@ -448,6 +448,7 @@ PHRASES = [
     ("the thesis's selection hints (digest 004 §8):", "the thesis's selection hints [Robinson 1994, ch. 7]:"),
     # -- emulator
     ("digests' worked examples,", "papers' worked examples,"),
+    ("against the digests' tables,", "against the papers' tables and our computed vectors,"),
     ("the one the digest's §9.1 means use)", "the one the reference means of tests/topo_table_9_1.rs use)"),
 ]
 
