@@ -4,7 +4,7 @@
 //! per-hop switch decision for a tree worm.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use mcast_algorithms::irregular::{Fabric, IrregularSpec, RouteHeader, Scheme, SplitMix64};
+use mcast_algorithms::irregular::{IrregularSpec, RouteHeader, Scheme, SplitMix64, SwitchNetwork};
 use std::hint::black_box;
 
 fn spec() -> IrregularSpec {
@@ -16,12 +16,12 @@ fn spec() -> IrregularSpec {
 fn bench_setup(c: &mut Criterion) {
     let s = spec();
     c.bench_function("irregular_fabric_setup_n1024", |b| {
-        b.iter(|| Fabric::from_spec(black_box(&s)))
+        b.iter(|| SwitchNetwork::from_spec(black_box(&s)))
     });
 }
 
 fn bench_plans(c: &mut Criterion) {
-    let f = Fabric::from_spec(&spec()).expect("generates");
+    let f = SwitchNetwork::from_spec(&spec()).expect("generates");
     let mut rng = SplitMix64::new(9);
     let others: Vec<usize> = (1..1024).collect();
     let mut g = c.benchmark_group("irregular_plan_n1024");

@@ -3,7 +3,7 @@
 //! unit-step model, and the optimal-k search of Theorem 3.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use mcast_algorithms::{optimal_k, simulate, split, Discipline, Plan, Shape, Tree};
+use mcast_algorithms::{optimal_k, simulate, split, ChainTree, Forwarding, Plan, Shape};
 use std::hint::black_box;
 
 const N: usize = 1024;
@@ -25,10 +25,12 @@ fn bench_tree(c: &mut Criterion) {
     let mut g = c.benchmark_group("tree_build_n1024");
     for k in [1usize, 2, 4, 10] {
         g.bench_with_input(BenchmarkId::new("kbinomial", k), &k, |b, &k| {
-            b.iter(|| Tree::new(Shape::KBinomial { k }, black_box(N)))
+            b.iter(|| ChainTree::new(Shape::KBinomial { k }, black_box(N)))
         });
     }
-    g.bench_function("flat", |b| b.iter(|| Tree::new(Shape::Flat, black_box(N))));
+    g.bench_function("flat", |b| {
+        b.iter(|| ChainTree::new(Shape::Flat, black_box(N)))
+    });
     g.finish();
 
     let chain: Vec<usize> = (0..N).map(|i| (i * 7919) % 100_003).collect();
@@ -36,9 +38,9 @@ fn bench_tree(c: &mut Criterion) {
         b.iter(|| Plan::from_chain(black_box(&chain), Shape::KBinomial { k: 2 }))
     });
 
-    let tree = Tree::new(Shape::KBinomial { k: 2 }, N).unwrap();
+    let tree = ChainTree::new(Shape::KBinomial { k: 2 }, N).unwrap();
     c.bench_function("unitstep_fpfs_n1024_k2_m8", |b| {
-        b.iter(|| simulate(black_box(&tree), 8, Discipline::Fpfs))
+        b.iter(|| simulate(black_box(&tree), 8, Forwarding::Fpfs))
     });
 }
 

@@ -6,7 +6,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use mcast_algorithms::contention::analyze;
 use mcast_algorithms::topo::{Links, Resolution};
-use mcast_algorithms::trees::{plan, Algorithm, MuPartition, Options, PortModel};
+use mcast_algorithms::trees::{plan, MuPartition, Options, PortModel, TreeAlgorithm};
 use mcast_algorithms::Topology;
 use std::hint::black_box;
 
@@ -39,12 +39,12 @@ fn bench_tori(c: &mut Criterion) {
         let src = 1234;
         let dests = subset(t.nodes(), src, t.nodes() - 1);
         for algo in [
-            Algorithm::UTorus,
-            Algorithm::SeparateAddressing,
-            Algorithm::DimensionOrderedChain,
-            Algorithm::KBinomial { k: None },
-            Algorithm::MdTorus,
-            Algorithm::MuTorus {
+            TreeAlgorithm::UTorus,
+            TreeAlgorithm::SeparateAddressing,
+            TreeAlgorithm::DimensionOrderedChain,
+            TreeAlgorithm::KBinomial { k: None },
+            TreeAlgorithm::MdTorus,
+            TreeAlgorithm::MuTorus {
                 r: 8,
                 partition: MuPartition::Count,
             },
@@ -62,7 +62,7 @@ fn bench_tori(c: &mut Criterion) {
         b.iter(|| {
             plan(
                 &t,
-                Algorithm::UTorus,
+                TreeAlgorithm::UTorus,
                 black_box(77),
                 black_box(&dests),
                 Options::default(),
@@ -77,10 +77,10 @@ fn bench_cube(c: &mut Criterion) {
     for (label, count) in [("broadcast", 4095), ("m512", 512)] {
         let dests = subset(t.nodes(), 0, count);
         for algo in [
-            Algorithm::UCube,
-            Algorithm::Maxport,
-            Algorithm::Combine,
-            Algorithm::WSort,
+            TreeAlgorithm::UCube,
+            TreeAlgorithm::Maxport,
+            TreeAlgorithm::Combine,
+            TreeAlgorithm::WSort,
         ] {
             g.bench_with_input(BenchmarkId::new(algo.to_string(), label), &dests, |b, d| {
                 b.iter(|| {
@@ -101,7 +101,7 @@ fn bench_cube(c: &mut Criterion) {
 fn bench_oracles(c: &mut Criterion) {
     let t = Topology::torus(&[16, 16], Links::Unidirectional).unwrap();
     let dests = subset(t.nodes(), 3, 255);
-    let m = plan(&t, Algorithm::UTorus, 3, &dests, Options::default()).unwrap();
+    let m = plan(&t, TreeAlgorithm::UTorus, 3, &dests, Options::default()).unwrap();
     c.bench_function("analyze_utorus_16x16_broadcast", |b| {
         b.iter(|| analyze(&t, black_box(&m)))
     });

@@ -7,16 +7,16 @@
 //! `cargo run -p mcast-algorithms --release --example qg_table`
 
 use mcast_algorithms::mesh::compare::{compare, markdown};
-use mcast_algorithms::mesh::{CostModel, Mesh, MeshAlgo};
+use mcast_algorithms::mesh::{Mesh, MeshAlgorithm, MeshCost};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mesh = Mesh::new(&[16, 16])?;
-    let cost = CostModel::paper(64.0);
+    let cost = MeshCost::paper(64.0);
     let mut rows = Vec::new();
     for (i, k) in [16usize, 32, 64].into_iter().enumerate() {
         rows.extend(compare(
             &mesh,
-            &MeshAlgo::ALL,
+            &MeshAlgorithm::ALL,
             k,
             100,
             100 + i as u64,

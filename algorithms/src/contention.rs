@@ -1,5 +1,5 @@
-//! Oracles for planned multicasts on a topology (DESIGN.md idea 1; digest
-//! 004 §8.3 "contention checker").
+//! Oracles for planned multicasts on a topology
+//! (DESIGN.md idea 1; the contention theory of [Robinson 1994, §3.2.3–3.2.4, §4.3]).
 //!
 //! * [`check_delivery`]: every destination receives exactly once, nobody else
 //!   receives, every sender had received, and every address field D is the
@@ -12,7 +12,7 @@
 //! * [`depth_conflicts`]: pairs of unicasts that share a virtual channel and
 //!   satisfy none of the four conditions of Theorems 3.3 / 4.1, i.e. that can
 //!   contend for some startup latency and message length.
-//! * [`link_sharing`]: physical-link sharing of §3.6, Type 1 and Type 2.
+//! * [`link_sharing`]: physical-link sharing of [Robinson 1994, §4.5, Figs 4.16–4.17], Type 1 and Type 2.
 //! * [`analyze`]: all counts at once, as a serialisable [`ContentionReport`].
 //!
 //! Sends are referred to by their index in [`Multicast::sends`].
@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::oracle::{self, OracleError};
 use crate::plan::PlanError;
 use crate::topo::{Channel, TopoError, Topology};
-use crate::trees::{Multicast, PortModel, SendRef};
+use crate::trees::{Multicast, PortModel, TreeSendRef};
 
 /// Why an oracle could not run or found a broken plan.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,7 +64,7 @@ pub struct Conflict {
     pub channel: Channel,
 }
 
-/// Physical-link sharing between unicasts of the same step (digest 004 §3.6).
+/// Physical-link sharing between unicasts of the same step [Robinson 1994, §4.5, Figs 4.16–4.17].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct LinkSharing {
     /// Type 1: the number of unicasts that share a one-directional physical
@@ -117,7 +117,7 @@ pub fn check_steps(topo: &Topology, m: &Multicast) -> Result<usize, ContentionEr
     oracle::check_delivery(&plan, m.source(), m.destinations())?;
     let recv: HashMap<usize, usize> = m.sends().iter().map(|s| (s.to, s.step)).collect();
     let all = m.sends();
-    let mut by_sender: HashMap<usize, Vec<&SendRef<'_>>> = HashMap::new();
+    let mut by_sender: HashMap<usize, Vec<&TreeSendRef<'_>>> = HashMap::new();
     for s in &all {
         topo.check_node(s.from)?;
         topo.check_node(s.to)?;
@@ -210,7 +210,7 @@ pub fn stepwise_conflicts(
 
 /// The delivery tree of a plan, for the conditions of Theorem 3.3 / 4.1.
 struct TreeIndex<'a> {
-    sends: Vec<SendRef<'a>>,
+    sends: Vec<TreeSendRef<'a>>,
     /// node -> index of the send that reaches it.
     recv: HashMap<usize, usize>,
     /// node -> (entry, exit) of a depth-first walk.
@@ -334,7 +334,7 @@ pub fn depth_conflicts(topo: &Topology, m: &Multicast) -> Result<Vec<Conflict>, 
     Ok(out)
 }
 
-/// Count physical-link sharing between unicasts of the same step (§3.6).
+/// Count physical-link sharing between unicasts of the same step ([Robinson 1994, §4.5, Figs 4.16–4.17]).
 ///
 /// # Errors
 /// [`ContentionError::Topo`] for nodes outside `topo`.
@@ -398,11 +398,11 @@ pub fn analyze(topo: &Topology, m: &Multicast) -> Result<ContentionReport, Conte
 mod tests {
     use super::*;
     use crate::topo::Resolution;
-    use crate::trees::{plan, Algorithm, Options, Transmission};
+    use crate::trees::{plan, Options, TreeAlgorithm, TreeSend};
 
     #[test]
     fn ucube_model_a_caveat() {
-        // Digest 004 §2.8 [D]: U-cube on an all-port 5-cube under Model A has
+        // [Robinson 1994, §3.4, Fig 3.9, derived]: U-cube on an all-port 5-cube under Model A has
         // stepwise contention on arc 01000 -> 01010 in step 2; Model B has none.
         let h = Topology::hypercube(5, Resolution::HighToLow).unwrap();
         let dests = [
@@ -411,7 +411,7 @@ mod tests {
         ];
         let a = plan(
             &h,
-            Algorithm::UCube,
+            TreeAlgorithm::UCube,
             0,
             &dests,
             Options::with_port_model(PortModel::AllPortA),
@@ -424,7 +424,7 @@ mod tests {
         assert_eq!(check_steps(&h, &a), Ok(a.steps()));
         let b = plan(
             &h,
-            Algorithm::UCube,
+            TreeAlgorithm::UCube,
             0,
             &dests,
             Options::with_port_model(PortModel::AllPortB),
@@ -437,7 +437,7 @@ mod tests {
     #[test]
     fn broken_plans_are_reported() {
         let h = Topology::hypercube(3, Resolution::HighToLow).unwrap();
-        let t = |step, from, to: usize, order| Transmission {
+        let t = |step, from, to: usize, order| TreeSend {
             step,
             from,
             to,

@@ -1,4 +1,4 @@
-//! k-binomial trees (irregular-networks paper, §4.3.3–4.3.4; digest §4.5–4.6).
+//! k-binomial trees [Sivaram 1998, §4.3.3–4.3.4, Figs 9–10].
 //!
 //! `n` is always the multicast *set size including the source* (the paper's §4
 //! meaning), and `m` the message length in packets.
@@ -105,8 +105,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn n_table_matches_digest() {
-        // Digest §4.5, table of N(s,k), s = 0..10.
+    fn n_table_matches_reference() {
+        // [Sivaram 1998, §4.3.3, Fig 9], table of N(s,k), s = 0..10.
         let rows: [(usize, [u64; 11]); 6] = [
             (1, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]),
             (2, [1, 2, 4, 7, 12, 20, 33, 54, 88, 143, 232]),

@@ -9,7 +9,7 @@
 //!
 //! * [`kbinomial`]: N(s,k), L1(n,k) and the optimal k of Theorem 3.
 //! * [`shape`]: tree shapes and the one-level [`split`] an NI evaluates.
-//! * [`tree`]: a whole [`Tree`] over chain positions, built from `split`.
+//! * [`chain_tree`]: a whole [`ChainTree`] over chain positions, built from `split`.
 //! * [`plan`]: a [`Plan`] over real node ids (DESIGN.md idea 1).
 //! * [`oracle`]: delivery and responsibility checks for any plan.
 //! * [`unitstep`]: the unit-step FPFS/FCFS model of the paper's §4.
@@ -22,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+pub mod chain_tree;
 pub mod contention;
 pub mod irregular;
 pub mod kbinomial;
@@ -32,16 +33,15 @@ pub mod path;
 pub mod plan;
 pub mod shape;
 pub mod topo;
-pub mod tree;
 pub mod trees;
 pub mod unitstep;
 
+pub use chain_tree::{ChainTree, ChainTreeError};
 pub use contention::{ContentionError, ContentionReport};
 pub use kbinomial::{ceil_log2, l1, n_nodes, optimal_k};
 pub use oracle::{check_delivery, check_responsibility, OracleError};
 pub use plan::{Plan, PlanError};
 pub use shape::{split, Shape, ShapeError};
-pub use topo::{SpecError, TopoError, Topology};
-pub use tree::{Tree, TreeError};
-pub use trees::{Algorithm, Multicast, PlannerError, PortModel};
-pub use unitstep::{simulate, Discipline, Schedule};
+pub use topo::{TopoError, TopoSpecError, Topology};
+pub use trees::{Multicast, PlannerError, PortModel, TreeAlgorithm};
+pub use unitstep::{simulate, Forwarding, Schedule};

@@ -143,9 +143,9 @@ pub fn check_delivery(plan: &Plan, source: usize, dests: &[usize]) -> Result<(),
 
 /// Check the responsibility contract on top of [`check_delivery`] (which runs
 /// first): the source is responsible for `dests`; a node reached by a send is
-/// responsible for that send's `responsible_for`. Every node with
+/// responsible for that send's `covers`. Every node with
 /// responsibility R must split R \ {itself} among its sends: each send's
-/// `responsible_for` contains its target and lies inside R \ {sender}, no node
+/// `covers` contains its target and lies inside R \ {sender}, no node
 /// is delegated twice, and every node of R \ {sender} is delegated.
 pub fn check_responsibility(
     plan: &Plan,
@@ -159,10 +159,10 @@ pub fn check_responsibility(
         owned.remove(&sender);
         let mut delegated = BTreeSet::new();
         for s in plan.sends(sender) {
-            if !s.responsible_for.contains(&s.to) {
+            if !s.covers.contains(&s.to) {
                 return Err(OracleError::NotResponsible { sender, node: s.to });
             }
-            for &node in &s.responsible_for {
+            for &node in &s.covers {
                 if !owned.contains(&node) {
                     return Err(OracleError::NotResponsible { sender, node });
                 }
@@ -170,7 +170,7 @@ pub fn check_responsibility(
                     return Err(OracleError::DelegatedTwice { sender, node });
                 }
             }
-            queue.push_back((s.to, s.responsible_for.iter().copied().collect()));
+            queue.push_back((s.to, s.covers.iter().copied().collect()));
         }
         if let Some(&node) = owned.difference(&delegated).next() {
             return Err(OracleError::NotCovered { sender, node });
@@ -196,17 +196,17 @@ fn reach(plan: &Plan, source: usize) -> BTreeSet<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Send;
+    use crate::plan::PlanSend;
     use crate::shape::Shape;
 
-    fn send(to: usize, resp: &[usize]) -> Send {
-        Send {
+    fn send(to: usize, resp: &[usize]) -> PlanSend {
+        PlanSend {
             to,
-            responsible_for: resp.to_vec(),
+            covers: resp.to_vec(),
         }
     }
 
-    fn parts(source: usize, nodes: Vec<(usize, Vec<Send>)>) -> Plan {
+    fn parts(source: usize, nodes: Vec<(usize, Vec<PlanSend>)>) -> Plan {
         Plan::from_parts(source, nodes).unwrap()
     }
 

@@ -11,24 +11,24 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use crate::chain_tree::{ChainTree, ChainTreeError};
 use crate::shape::Shape;
-use crate::tree::{Tree, TreeError};
 
 /// One send of a plan: a copy of every packet goes to `to`, which becomes
-/// responsible for `responsible_for`.
+/// responsible for `covers`.
 ///
-/// For chain plans `responsible_for` is the receiver's chain range in chain
+/// For chain plans `covers` is the receiver's chain range in chain
 /// order, so it starts with `to` itself (the receiver is a destination too) and
 /// continues with every node it must forward to, directly or indirectly.
 ///
 /// Note: this type shares its name with `std::marker::Send`; it is deliberately
-/// not re-exported at the crate root. Refer to it as `plan::Send`.
+/// not re-exported at the crate root. Refer to it as `plan::PlanSend`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Send {
+pub struct PlanSend {
     /// The receiving node id.
     pub to: usize,
     /// The node ids the receiver becomes responsible for (itself included).
-    pub responsible_for: Vec<usize>,
+    pub covers: Vec<usize>,
 }
 
 /// A plan that cannot be built.
@@ -63,34 +63,34 @@ pub enum PlanError {
     },
     /// The tree could not be built (e.g. k = 0).
     #[error(transparent)]
-    Tree(#[from] TreeError),
+    ChainTree(#[from] ChainTreeError),
 }
 
 /// For every participating node, the ordered list of sends it makes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     source: usize,
-    nodes: Vec<(usize, Vec<Send>)>,
+    nodes: Vec<(usize, Vec<PlanSend>)>,
     index: BTreeMap<usize, usize>,
 }
 
 impl Plan {
     /// Build the plan of `shape` over `chain` (`chain[0]` = source, all ids
-    /// distinct): chain position `p` of the [`Tree`] is node `chain[p]`.
+    /// distinct): chain position `p` of the [`ChainTree`] is node `chain[p]`.
     ///
     /// Every chain node gets an entry, in chain order (leaves with no sends).
     ///
-    /// Memory: the `responsible_for` lists hold Σ_p depth(p) ids in all (each
+    /// Memory: the `covers` lists hold Σ_p depth(p) ids in all (each
     /// node appears once per edge on its path from the source): O(n) for `Flat`,
     /// O(n log n) for k-binomial trees with k ≥ 2, O(n²) for the linear chain
     /// (k = 1).
     ///
     /// # Errors
     /// [`PlanError::EmptyChain`], [`PlanError::DuplicateNode`], or
-    /// [`PlanError::Tree`] for an invalid shape.
+    /// [`PlanError::ChainTree`] for an invalid shape.
     pub fn from_chain(chain: &[usize], shape: Shape) -> Result<Plan, PlanError> {
         check_chain(chain)?;
-        let tree = Tree::new(shape, chain.len())?;
+        let tree = ChainTree::new(shape, chain.len())?;
         Ok(Self::build(chain, &tree))
     }
 
@@ -99,7 +99,7 @@ impl Plan {
     /// # Errors
     /// As [`Plan::from_chain`], plus [`PlanError::LengthMismatch`] when
     /// `tree.n() != chain.len()`.
-    pub fn from_tree(chain: &[usize], tree: &Tree) -> Result<Plan, PlanError> {
+    pub fn from_tree(chain: &[usize], tree: &ChainTree) -> Result<Plan, PlanError> {
         check_chain(chain)?;
         if tree.n() != chain.len() {
             return Err(PlanError::LengthMismatch {
@@ -116,7 +116,10 @@ impl Plan {
     ///
     /// # Errors
     /// [`PlanError::DuplicateEntry`] if a node has two entries.
-    pub fn from_parts(source: usize, nodes: Vec<(usize, Vec<Send>)>) -> Result<Plan, PlanError> {
+    pub fn from_parts(
+        source: usize,
+        nodes: Vec<(usize, Vec<PlanSend>)>,
+    ) -> Result<Plan, PlanError> {
         let mut index = BTreeMap::new();
         for (i, (node, _)) in nodes.iter().enumerate() {
             if index.insert(*node, i).is_some() {
@@ -130,8 +133,8 @@ impl Plan {
         })
     }
 
-    fn build(chain: &[usize], tree: &Tree) -> Plan {
-        let nodes: Vec<(usize, Vec<Send>)> = chain
+    fn build(chain: &[usize], tree: &ChainTree) -> Plan {
+        let nodes: Vec<(usize, Vec<PlanSend>)> = chain
             .iter()
             .enumerate()
             .map(|(pos, &node)| {
@@ -140,9 +143,9 @@ impl Plan {
                     .iter()
                     .map(|&c| {
                         let (lo, hi) = tree.range(c);
-                        Send {
+                        PlanSend {
                             to: chain[c],
-                            responsible_for: chain[lo..=hi].to_vec(),
+                            covers: chain[lo..=hi].to_vec(),
                         }
                     })
                     .collect();
@@ -168,7 +171,7 @@ impl Plan {
 
     /// The sends of `node` in order; empty if it sends nothing or does not
     /// take part.
-    pub fn sends(&self, node: usize) -> &[Send] {
+    pub fn sends(&self, node: usize) -> &[PlanSend] {
         self.index
             .get(&node)
             .map(|&i| self.nodes[i].1.as_slice())
@@ -182,7 +185,7 @@ impl Plan {
 
     /// Every participating node with its ordered sends (chain order for chain
     /// plans, the given order for [`Plan::from_parts`]).
-    pub fn nodes(&self) -> impl Iterator<Item = (usize, &[Send])> + '_ {
+    pub fn nodes(&self) -> impl Iterator<Item = (usize, &[PlanSend])> + '_ {
         self.nodes.iter().map(|(n, s)| (*n, s.as_slice()))
     }
 
@@ -241,9 +244,9 @@ mod tests {
         );
         assert!(matches!(
             Plan::from_chain(&[1, 2], Shape::KBinomial { k: 0 }),
-            Err(PlanError::Tree(_))
+            Err(PlanError::ChainTree(_))
         ));
-        let t = Tree::new(Shape::Flat, 3).unwrap();
+        let t = ChainTree::new(Shape::Flat, 3).unwrap();
         assert_eq!(
             Plan::from_tree(&[1, 2], &t),
             Err(PlanError::LengthMismatch { tree: 3, chain: 2 })
@@ -264,9 +267,9 @@ mod tests {
         assert_eq!(p.send_count(), 7);
         let s = p.sends(40);
         assert_eq!(s.iter().map(|x| x.to).collect::<Vec<_>>(), vec![44, 22, 11]);
-        assert_eq!(s[0].responsible_for, vec![44, 55, 66, 77]);
-        assert_eq!(s[1].responsible_for, vec![22, 33]);
-        assert_eq!(s[2].responsible_for, vec![11]);
+        assert_eq!(s[0].covers, vec![44, 55, 66, 77]);
+        assert_eq!(s[1].covers, vec![22, 33]);
+        assert_eq!(s[2].covers, vec![11]);
         assert_eq!(p.sends(44)[0].to, 66);
         assert!(p.sends(77).is_empty());
         assert!(p.contains(77));

@@ -7,7 +7,7 @@ use crate::kbinomial::{l1, n_nodes};
 /// The shape of a multicast tree over an ordered chain of participants.
 ///
 /// `Chain` is `KBinomial { k: 1 }` and the binomial tree on `n` nodes is
-/// `KBinomial { k: ⌈log2 n⌉ }` (digest §4.5: "the 4-binomial tree on 16 nodes is
+/// `KBinomial { k: ⌈log2 n⌉ }` ([Sivaram 1998, §4.3.3, Fig 9]: "the 4-binomial tree on 16 nodes is
 /// the full binomial tree"). `Flat` is separate addressing: the source sends to
 /// every destination itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -54,7 +54,7 @@ impl Shape {
 /// inclusive range `[lo, hi]`, in the order it serves them, each with the
 /// inclusive range that child becomes responsible for.
 ///
-/// For k-binomial trees this is one level of the digest's §4.6 `build` (Fig 10):
+/// For k-binomial trees this is one level of the construction of [Sivaram 1998, §4.3.4, Fig 10]:
 /// with s = L1(hi−lo+1, k), the i-th child (i = 1..min(s,k)) starts
 /// N(s−i, k) places left of the previous child's start (the first from the right
 /// end), truncated at lo+1. Recursing on every child range yields exactly the

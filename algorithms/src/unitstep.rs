@@ -1,5 +1,5 @@
-//! The unit-step model of packetised NI multicast (paper §4.2–4.3.2; digest
-//! §4.4 and the §8.3 "unit-step simulator contract").
+//! The unit-step model of packetised NI multicast
+//! [Sivaram 1998, §4.2–4.3.2].
 //!
 //! Time is counted in steps; one step is one NI-to-NI packet transfer. Every
 //! NI sends one packet copy per step. The source has every packet at time 0.
@@ -8,8 +8,8 @@
 //! that step and arrives at the child one step later, at the end of the step
 //! (so "sent in step t" means started at t−1, arrived at t).
 //!
-//! * [`Discipline::Fpfs`] loops packets outer, children inner (Fig 6(b)).
-//! * [`Discipline::Fcfs`] loops children outer, packets inner (Fig 6(a),
+//! * [`Forwarding::Fpfs`] loops packets outer, children inner (Fig 6(b)).
+//! * [`Forwarding::Fcfs`] loops children outer, packets inner (Fig 6(a),
 //!   reconstructed): packet i goes to the first child as soon as it arrives,
 //!   and to the later children only after the whole message has gone to the
 //!   earlier ones.
@@ -33,16 +33,16 @@
 //! peak is 1 under FPFS on trees whose root has the most children (every
 //! packet leaves an intermediate NI before the next arrives, Lemma 1–2), and m
 //! under FCFS wherever a node has ≥ 2 children (packet 1 stays until the last
-//! child gets it, after all m have arrived) — digest §4.2. Trees whose root has
+//! child gets it, after all m have arrived) — [Sivaram 1998, §4.2, Fig 6]. Trees whose root has
 //! fewer children than a descendant (e.g. n = 16, k = 3) queue packets under
 //! FPFS too. The hold time of a packet is the paper's T_p / T_c (§4.2.3) when
 //! packets are read as they arrive.
 
-use crate::tree::Tree;
+use crate::chain_tree::ChainTree;
 
 /// How an NI orders the copies it sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Discipline {
+pub enum Forwarding {
     /// First-Packet-First-Served: packets outer, children inner.
     Fpfs,
     /// First-Child-First-Served: children outer, packets inner.
@@ -53,7 +53,7 @@ pub enum Discipline {
 /// step, and NI packet holding (see the module documentation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
-    discipline: Discipline,
+    forwarding: Forwarding,
     m: usize,
     arrivals: Vec<Vec<usize>>,
     hold_start: Vec<Vec<usize>>,
@@ -62,10 +62,10 @@ pub struct Schedule {
     completion: usize,
 }
 
-/// Run the unit-step model on `tree` with `m` packets under `discipline`.
+/// Run the unit-step model on `tree` with `m` packets under `forwarding`.
 ///
 /// `m = 0` yields an empty schedule (completion 0, nothing held).
-pub fn simulate(tree: &Tree, m: usize, discipline: Discipline) -> Schedule {
+pub fn simulate(tree: &ChainTree, m: usize, forwarding: Forwarding) -> Schedule {
     let n = tree.n();
     let mut arrivals = vec![vec![0usize; m]; n];
     let mut hold_start = vec![vec![0usize; m]; n];
@@ -84,15 +84,15 @@ pub fn simulate(tree: &Tree, m: usize, discipline: Discipline) -> Schedule {
             first_start[j].get_or_insert(start);
             released[v][j] = start + 1;
         };
-        match discipline {
-            Discipline::Fpfs => {
+        match forwarding {
+            Forwarding::Fpfs => {
                 for j in 0..m {
                     for &c in children {
                         copy(c, j, &mut arrivals);
                     }
                 }
             }
-            Discipline::Fcfs => {
+            Forwarding::Fcfs => {
                 for &c in children {
                     for j in 0..m {
                         copy(c, j, &mut arrivals);
@@ -122,7 +122,7 @@ pub fn simulate(tree: &Tree, m: usize, discipline: Discipline) -> Schedule {
         .max()
         .unwrap_or(0);
     Schedule {
-        discipline,
+        forwarding,
         m,
         arrivals,
         hold_start,
@@ -152,9 +152,9 @@ fn peak_overlap(from: &[usize], to: &[usize]) -> usize {
 }
 
 impl Schedule {
-    /// The discipline the schedule was computed with.
-    pub fn discipline(&self) -> Discipline {
-        self.discipline
+    /// The forwarding the schedule was computed with.
+    pub fn forwarding(&self) -> Forwarding {
+        self.forwarding
     }
 
     /// The number of packets m.
@@ -224,18 +224,18 @@ mod tests {
     use super::*;
     use crate::shape::Shape;
 
-    fn kb(n: usize, k: usize) -> Tree {
-        Tree::new(Shape::KBinomial { k }, n).unwrap()
+    fn kb(n: usize, k: usize) -> ChainTree {
+        ChainTree::new(Shape::KBinomial { k }, n).unwrap()
     }
 
     #[test]
     fn trivial_cases() {
         let t = kb(1, 2);
-        let s = simulate(&t, 3, Discipline::Fpfs);
+        let s = simulate(&t, 3, Forwarding::Fpfs);
         assert_eq!(s.completion(), 0);
         assert_eq!(s.peak_held(), 0);
         assert_eq!(s.arrivals(0), &[0, 0, 0]);
-        let s = simulate(&kb(5, 2), 0, Discipline::Fcfs);
+        let s = simulate(&kb(5, 2), 0, Forwarding::Fcfs);
         assert_eq!(s.completion(), 0);
         assert_eq!(s.peak_held(), 0);
         assert_eq!(s.packets(), 0);
@@ -245,7 +245,7 @@ mod tests {
     fn linear_pipeline() {
         // S -> 1 -> 2 -> 3, 3 packets: 5 steps, every NI holds one packet.
         let t = kb(4, 1);
-        for d in [Discipline::Fpfs, Discipline::Fcfs] {
+        for d in [Forwarding::Fpfs, Forwarding::Fcfs] {
             let s = simulate(&t, 3, d);
             assert_eq!(s.arrivals(1), &[1, 2, 3]);
             assert_eq!(s.arrivals(2), &[2, 3, 4]);
@@ -262,13 +262,13 @@ mod tests {
 
     #[test]
     fn flat_source_sends_everything() {
-        let t = Tree::new(Shape::Flat, 5).unwrap();
-        let s = simulate(&t, 2, Discipline::Fpfs);
+        let t = ChainTree::new(Shape::Flat, 5).unwrap();
+        let s = simulate(&t, 2, Forwarding::Fpfs);
         assert_eq!(s.completion(), 8);
         assert_eq!(s.arrivals(1), &[1, 5]);
         assert_eq!(s.arrivals(4), &[4, 8]);
         assert_eq!(s.peak_held(), 1);
-        let s = simulate(&t, 2, Discipline::Fcfs);
+        let s = simulate(&t, 2, Forwarding::Fcfs);
         assert_eq!(s.arrivals(1), &[1, 2]);
         assert_eq!(s.arrivals(4), &[7, 8]);
         assert_eq!(s.peak_held(), 2);

@@ -1,4 +1,4 @@
-//! The fully specified §8.2 network of the irregular-networks digest: up*/down*
+//! The fully specified test network standing in for Fig 17 [Sivaram 1998, §5.3.2, Fig 17, derived]: up*/down*
 //! setup, Fig 13 chains and weights, the four schedules with the paper's step
 //! counts and sender/worm pairings, the Fig 18 strings, the tree worm, and the
 //! Fig 17(b) duplicate with and without the header rewrite.
@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use mcast_algorithms::irregular::examples::{paper_network, paper_node, paper_switch};
 use mcast_algorithms::irregular::{
-    BitStringHeader, Dir, Fabric, IdForm, NodeId, NodeSet, RouteHeader, Scheme, SwitchId,
-    TraceOptions, WormKind,
+    BitStringHeader, IdForm, NodeId, NodeSet, RouteHeader, Scheme, SwitchId, SwitchNetwork,
+    UpDownDir, WormKind, WormTraceOptions,
 };
 use mcast_algorithms::{check_delivery, check_responsibility, Shape};
 
@@ -30,7 +30,7 @@ fn nodes_of(switches: &[usize]) -> Vec<NodeId> {
 fn paper_dests() -> Vec<NodeId> {
     nodes_of(&[1, 2, 3, 4, 5, 7, 8, 9])
 }
-fn switches_of_nodes(f: &Fabric, nodes: &[NodeId]) -> Vec<usize> {
+fn switches_of_nodes(f: &SwitchNetwork, nodes: &[NodeId]) -> Vec<usize> {
     let mut v: Vec<usize> = nodes
         .iter()
         .map(|&n| f.topology().switch_of(n).unwrap() + 1)
@@ -75,12 +75,12 @@ fn updown_setup() {
         (2, 10),
     ];
     for (a, b) in downs {
-        assert_eq!(ud.dir(sw(a), sw(b)), Dir::Down, "{a}->{b}");
-        assert_eq!(ud.dir(sw(b), sw(a)), Dir::Up, "{b}->{a}");
+        assert_eq!(ud.dir(sw(a), sw(b)), UpDownDir::Down, "{a}->{b}");
+        assert_eq!(ud.dir(sw(b), sw(a)), UpDownDir::Up, "{b}->{a}");
     }
     // Host ports count as down; inter-switch ports start at 2.
-    assert_eq!(ud.port_dir(f.topology(), sw(6), 0), Some(Dir::Down));
-    assert_eq!(ud.port_dir(f.topology(), sw(4), 2), Some(Dir::Up));
+    assert_eq!(ud.port_dir(f.topology(), sw(6), 0), Some(UpDownDir::Down));
+    assert_eq!(ud.port_dir(f.topology(), sw(4), 2), Some(UpDownDir::Up));
 }
 
 #[test]
@@ -141,7 +141,7 @@ fn fig13_chains_and_weights() {
 }
 
 /// (step, sender, paper switches covered) for every send.
-fn schedule(f: &Fabric, scheme: Scheme) -> Vec<(usize, NodeId, Vec<usize>)> {
+fn schedule(f: &SwitchNetwork, scheme: Scheme) -> Vec<(usize, NodeId, Vec<usize>)> {
     let plan = f.plan(scheme, p(10, 1), &paper_dests()).unwrap();
     check_delivery(&plan.to_plan().unwrap(), p(10, 1), &paper_dests()).unwrap();
     check_responsibility(&plan.to_plan().unwrap(), p(10, 1), &paper_dests()).unwrap();
@@ -228,7 +228,7 @@ fn path_worm_routes() {
     assert!(plan.sends.iter().all(|s| s.worm == WormKind::Path));
 }
 
-fn string_switches(f: &Fabric, set: &NodeSet) -> Vec<usize> {
+fn string_switches(f: &SwitchNetwork, set: &NodeSet) -> Vec<usize> {
     switches_of_nodes(f, &set.iter().collect::<Vec<_>>())
 }
 
@@ -292,7 +292,7 @@ fn tree_worm_all_16() {
 }
 
 fn copies_per_node(
-    f: &Fabric,
+    f: &SwitchNetwork,
     src: NodeId,
     dests: &[NodeId],
     rewrite: bool,
@@ -305,7 +305,7 @@ fn copies_per_node(
         .unwrap(),
     );
     let t = f
-        .trace_with(src, &h, TraceOptions { pick: 0, rewrite })
+        .trace_with(src, &h, WormTraceOptions { pick: 0, rewrite })
         .unwrap();
     let mut m = BTreeMap::new();
     for n in t.delivered {

@@ -2,15 +2,16 @@
 //! 4..32 ports) with random destination sets, and codec properties.
 
 use mcast_algorithms::irregular::{
-    BitStringHeader, Fabric, HeaderError, IdForm, IrregularSpec, MultiDropHeader, NodeSet,
-    PortMask, RouteHeader, Scheme, SplitMix64, SsrHeader, TraceOptions, UnicastHeader, WormKind,
+    BitStringHeader, HeaderError, IdForm, IrregularSpec, MultiDropHeader, NodeSet, PortMask,
+    RouteHeader, Scheme, SplitMix64, SsrHeader, SwitchNetwork, UnicastHeader, WormKind,
+    WormTraceOptions,
 };
 use mcast_algorithms::{check_delivery, check_responsibility, Shape};
 use proptest::prelude::*;
 
 /// A random network whose parameters always leave enough link ports
 /// (nodes ≤ s·min(k/2, k−3), connectivity ≥ 0.8) to be connected quickly.
-fn arb_fabric() -> impl Strategy<Value = Fabric> {
+fn arb_fabric() -> impl Strategy<Value = SwitchNetwork> {
     (
         8usize..=64,
         4usize..=32,
@@ -31,13 +32,13 @@ fn arb_fabric() -> impl Strategy<Value = Fabric> {
                 seed,
                 root: rooted.then(|| (rseed as usize) % s),
             };
-            Fabric::from_spec(&spec).ok()
+            SwitchNetwork::from_spec(&spec).ok()
         })
 }
 
 /// A random source and destination set (size uniform in 1..n−1, members
 /// uniform), drawn from `seed`.
-fn draw(f: &Fabric, seed: u64) -> Option<(usize, Vec<usize>)> {
+fn draw(f: &SwitchNetwork, seed: u64) -> Option<(usize, Vec<usize>)> {
     let n = f.topology().node_count();
     if n < 2 {
         return None;
@@ -68,7 +69,7 @@ proptest! {
                 // Any choice among minimal next hops (and up ports) gives the
                 // same deliveries on legal routes (Theorems 4 and 5).
                 for pick in 1..3 {
-                    let t = f.trace_with(s.sender, &s.header, TraceOptions { pick, rewrite: true }).unwrap();
+                    let t = f.trace_with(s.sender, &s.header, WormTraceOptions { pick, rewrite: true }).unwrap();
                     let mut a = t.delivered.clone();
                     a.sort();
                     let mut b = s.delivers.clone();

@@ -9,20 +9,20 @@
 //! 10 seeds × `SAMPLES` draws. Run with `--nocapture` to see the table.
 
 use mcast_algorithms::check_delivery;
-use mcast_algorithms::irregular::{Fabric, IrregularSpec, Scheme, SplitMix64};
+use mcast_algorithms::irregular::{IrregularSpec, Scheme, SplitMix64, SwitchNetwork};
 
 const SAMPLES: usize = 10;
 const DESTS: [usize; 4] = [4, 8, 16, 31];
 
 #[test]
 fn default_network_table() {
-    let fabrics: Vec<Fabric> = (0..10)
+    let fabrics: Vec<SwitchNetwork> = (0..10)
         .map(|seed| {
             let spec: IrregularSpec =
                 format!("irregular:switches=8,ports=8,nodes=32,connectivity=0.8,seed={seed}")
                     .parse()
                     .unwrap();
-            Fabric::from_spec(&spec).unwrap()
+            SwitchNetwork::from_spec(&spec).unwrap()
         })
         .collect();
     let mut table = String::from(

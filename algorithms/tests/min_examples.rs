@@ -1,8 +1,8 @@
-//! Every worked example of digest 001 (Park & Yoon, MIN multicast) as a test.
+//! Every worked example of [Park 1996] (MIN multicast), and the vectors computed from it, as a test.
 
 use mcast_algorithms::min::{
     bit_reverse, check_two_pass, copy_rates, decide, model, throughput, two_pass, Arbitration,
-    CopyCase, Decision, Min, MinError, MinHeaderError, RegionHeader, Start, Wiring,
+    CopyCase, Min, MinError, MinHeaderError, RegionHeader, SeDecision, Start, Wiring,
 };
 
 /// (source or relay, destination, (in-link, out-link) per stage).
@@ -16,7 +16,7 @@ fn b(s: &str) -> u32 {
     u32::from_str_radix(s, 2).unwrap()
 }
 
-/// Digest §1.2: the wiring vectors at N = 16 and N = 8.
+/// [Park 1996, §2.1, Definition 1]: the wiring vectors at N = 16 and N = 8.
 #[test]
 fn wiring_vectors() {
     let m = net(4);
@@ -48,7 +48,7 @@ fn wiring_vectors() {
     );
 }
 
-/// Digest §1.3: unicast path vectors at N = 16, (in-link → out-link) per stage.
+/// [Park 1996, §2.1, derived]: unicast path vectors at N = 16, (in-link → out-link) per stage.
 #[test]
 fn unicast_path_vectors() {
     let m = net(4);
@@ -106,7 +106,7 @@ fn unicast_path_vectors() {
     }
 }
 
-/// Digest §6.1 (paper Fig. 2): region [0100, 1000] from source 5.
+/// [Park 1996, §2.2, Fig 2]: region [0100, 1000] from source 5.
 #[test]
 fn fig2_region_routing() {
     let m = net(4);
@@ -114,7 +114,7 @@ fn fig2_region_routing() {
     // The header split at stage 3.
     assert_eq!(
         decide(h, 3).unwrap(),
-        Decision::Replicate(
+        SeDecision::Replicate(
             RegionHeader::new(4, b("0100"), b("0111")).unwrap(),
             RegionHeader::new(4, b("1000"), b("1000")).unwrap()
         )
@@ -145,7 +145,7 @@ fn fig2_region_routing() {
     }
 }
 
-/// Digest §6.2 (paper Fig. 3): 5 → {0, 3, 6, 11, 13} with s = 4.
+/// [Park 1996, §3.1, Fig 3]: 5 → {0, 3, 6, 11, 13} with s = 4.
 #[test]
 fn fig3_two_pass() {
     let m = net(4);
@@ -209,7 +209,7 @@ fn fig3_two_pass() {
     ];
     for (send, (relay, dst, hops)) in plan.sends[1..].iter().zip(want) {
         assert_eq!(
-            (send.pass, send.from, send.host_delivers.clone()),
+            (send.pass, send.from, send.delivers.clone()),
             (2, relay, vec![dst])
         );
         for (hop, (i, o)) in send.trace.hops.iter().zip(hops) {
@@ -233,7 +233,7 @@ fn fig3_two_pass() {
     assert_eq!(plan.link_visits(), 13 + 25);
 }
 
-/// Digest §6.4 (paper Fig. 4): the deadlock pair.
+/// [Park 1996, §3.2, Fig 4]: the deadlock pair.
 #[test]
 fn fig4_deadlock_pair() {
     let m = net(4);
@@ -327,7 +327,7 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol
 }
 
-/// Patel: f = 1, n = 7, full load gives η = 0.3271, with the digest's stage
+/// Patel: f = 1, n = 7, full load gives η = 0.3271, with our stage
 /// sequence.
 #[test]
 fn model_reduces_to_patel() {
@@ -345,7 +345,7 @@ fn model_reduces_to_patel() {
     assert!(close(t.eta, 0.516541, 1e-6));
 }
 
-/// Digest §5.5 exact copy rates (c_{n−1} … c_0).
+/// [Park 1996, §4.2, Fig 5, derived] exact copy rates (c_{n−1} … c_0).
 #[test]
 fn copy_rates_exact() {
     let rev = |n: u32, f: u64| {
@@ -402,7 +402,7 @@ fn copy_rates_exact() {
     );
 }
 
-/// Digest §6.5 traces 1, 2 and 4.
+/// [Park 1996, §4.1, Eqs 1–2, derived] traces 1, 2 and 4.
 #[test]
 fn model_traces() {
     let t = throughput(4, 4, 0.5, 1.0, CopyCase::RandomStart).unwrap();
@@ -432,10 +432,10 @@ fn model_traces() {
     assert!(close(t.eta, 0.178988, 1e-6));
 }
 
-/// The digest's reconstructed Fig. 6 (n = 7, L = 1.0) and Fig. 7 (η vs n)
+/// Our reconstruction of Fig. 6 (n = 7, L = 1.0) and Fig. 7 (η vs n)
 /// values for several (m, f).
 #[test]
-fn model_digest_m_f_values() {
+fn model_reconstructed_m_f_values() {
     let fig6 = [
         (2, 0.1, 0.3098),
         (2, 0.5, 0.2530),

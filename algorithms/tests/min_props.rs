@@ -1,4 +1,4 @@
-//! Property tests for the MIN multicast (digest 001 §2.1, §3, §4.4).
+//! Property tests for the MIN multicast [Park 1996, §2.2, Fig 2; §3.1, Theorem 1; §3.2, Theorem 2, derived].
 
 use mcast_algorithms::min::{
     bit_reverse, check_two_pass, two_pass, Arbitration, Min, RegionHeader, Start, Wiring,

@@ -1,31 +1,31 @@
 //! Every worked example of the irregular-networks paper's NI-based multicast
-//! section, as digested in `papers/000-irregular-networks.md` §4.1–4.6 and §8.3.
-//! The digest was checked against the paper text
-//! (`papers/seeds/000-irregular-networks.txt` §4.2–4.3); where the paper states a
+//! section, as cited: [Sivaram 1998, §4.1–4.3.4], with computed vectors for
+//! §4.3.2–4.3.3. The vectors were checked against the paper text
+//! ([Sivaram 1998, §4.2–4.3]); where the paper states a
 //! number (Fig 7: 6 vs 5 steps; Fig 8: 9 = 3 + (3−1)·3 steps) the test says so.
 
 use std::collections::BTreeMap;
 
-use mcast_algorithms::plan::Send;
+use mcast_algorithms::plan::PlanSend;
 use mcast_algorithms::{
     ceil_log2, check_delivery, check_responsibility, l1, n_nodes, optimal_k, simulate, split,
-    Discipline, Plan, Shape, Tree,
+    ChainTree, Forwarding, Plan, Shape,
 };
 
-fn kb(n: usize, k: usize) -> Tree {
-    Tree::new(Shape::KBinomial { k }, n).unwrap()
+fn kb(n: usize, k: usize) -> ChainTree {
+    ChainTree::new(Shape::KBinomial { k }, n).unwrap()
 }
 
 fn fpfs(n: usize, k: usize, m: usize) -> usize {
-    simulate(&kb(n, k), m, Discipline::Fpfs).completion()
+    simulate(&kb(n, k), m, Forwarding::Fpfs).completion()
 }
 
 fn fcfs(n: usize, k: usize, m: usize) -> usize {
-    simulate(&kb(n, k), m, Discipline::Fcfs).completion()
+    simulate(&kb(n, k), m, Forwarding::Fcfs).completion()
 }
 
-/// The non-leaf positions of a tree with their children, as the digest lists them.
-fn listing(t: &Tree) -> BTreeMap<usize, Vec<usize>> {
+/// The non-leaf positions of a tree with their children, in the order Fig 10's construction lists them.
+fn listing(t: &ChainTree) -> BTreeMap<usize, Vec<usize>> {
     (0..t.n())
         .filter(|&p| !t.children(p).is_empty())
         .map(|p| (p, t.children(p).to_vec()))
@@ -36,10 +36,10 @@ fn map(entries: &[(usize, &[usize])]) -> BTreeMap<usize, Vec<usize>> {
     entries.iter().map(|&(p, c)| (p, c.to_vec())).collect()
 }
 
-// ---------------------------------------------------------------- digest §4.6
+// ---------------------------------------------------------------- [Sivaram 1998, §4.3.4, Fig 10]
 
-/// The digest's §4.6 `build`, transcribed literally (recursive, signed
-/// arithmetic), as the reference `split`/`Tree` must match exactly.
+/// The construction of [Sivaram 1998, §4.3.4, Fig 10], transcribed literally (recursive, signed
+/// arithmetic), as the reference `split`/`ChainTree` must match exactly.
 fn reference_build(lo: usize, hi: usize, k: usize, children: &mut [Vec<usize>]) {
     let sz = hi - lo + 1;
     if sz <= 1 {
@@ -62,7 +62,7 @@ fn reference_build(lo: usize, hi: usize, k: usize, children: &mut [Vec<usize>]) 
 }
 
 #[test]
-fn tree_equals_digest_build() {
+fn tree_equals_reference_build() {
     for n in 1..=300 {
         for k in 1..=10 {
             let mut want = vec![Vec::new(); n];
@@ -105,9 +105,9 @@ fn s4_6_caveat_n16_k3_root_has_one_child() {
     assert_eq!(t.children(0), &[1]);
     assert_eq!(t.children(1).len(), 3);
     // Lemma 2's precondition fails: packets reach position 1 every step but it
-    // needs 3 steps per packet, so even FPFS queues packets there (digest §4.2's
-    // "FPFS holds 1" is for trees whose root has the most children).
-    let s = simulate(&t, 8, Discipline::Fpfs);
+    // needs 3 steps per packet, so even FPFS queues packets there
+    // (the bound "FPFS holds 1", derived from [Sivaram 1998, §4.2, Fig 6], is for trees whose root has the most children).
+    let s = simulate(&t, 8, Forwarding::Fpfs);
     assert_eq!(s.peak_held_at(1), 6);
     // Theorem 3's value with k stays an upper bound (and is met here).
     for m in 1..=11 {
@@ -117,18 +117,18 @@ fn s4_6_caveat_n16_k3_root_has_one_child() {
 
 #[test]
 fn s4_6_properties_n_le_69() {
-    // Digest §4.6: for n ≤ 69, k ≤ ⌈log2 n⌉, m ≤ 11: single-packet completion
+    // [Sivaram 1998, §4.3.4, Fig 10]: for n ≤ 69, k ≤ ⌈log2 n⌉, m ≤ 11: single-packet completion
     // is L1(n,k); m-packet completion ≤ L1 + (m−1)·k.
     for n in 2..=69 {
         for k in 1..=ceil_log2(n) {
             let t = kb(n, k);
             assert_eq!(
-                simulate(&t, 1, Discipline::Fpfs).completion(),
+                simulate(&t, 1, Forwarding::Fpfs).completion(),
                 l1(n, k),
                 "n={n} k={k}"
             );
             for m in 1..=11 {
-                let c = simulate(&t, m, Discipline::Fpfs).completion();
+                let c = simulate(&t, m, Forwarding::Fpfs).completion();
                 assert!(c <= l1(n, k) + (m - 1) * k, "n={n} k={k} m={m}: {c}");
             }
         }
@@ -147,14 +147,14 @@ fn s4_6_plan_over_chain_passes_oracles() {
     let p = Plan::from_chain(&chain, Shape::KBinomial { k: 3 }).unwrap();
     assert_eq!(
         p.sends(chain[0]),
-        &[Send {
+        &[PlanSend {
             to: chain[1],
-            responsible_for: chain[1..].to_vec()
+            covers: chain[1..].to_vec()
         }]
     );
 }
 
-// ---------------------------------------------------------------- digest §4.1
+// ---------------------------------------------------------------- [Sivaram 1998, §4.1]
 
 #[test]
 fn s4_1_three_destinations_single_packet() {
@@ -163,15 +163,15 @@ fn s4_1_three_destinations_single_packet() {
     assert_eq!(fpfs(4, ceil_log2(4), 1), 2);
 }
 
-// ---------------------------------------------------------------- digest §4.2
+// ---------------------------------------------------------------- [Sivaram 1998, §4.2, Fig 6]
 
 #[test]
 fn s4_2_peak_held_fpfs_1_fcfs_m() {
-    // Digest §4.2 [D]: n = 16, m = 8, binomial and 2-binomial trees.
+    // [Sivaram 1998, §4.2, Fig 6, derived]: n = 16, m = 8, binomial and 2-binomial trees.
     for k in [4, 2] {
         let t = kb(16, k);
-        assert_eq!(simulate(&t, 8, Discipline::Fpfs).peak_held(), 1, "k={k}");
-        assert_eq!(simulate(&t, 8, Discipline::Fcfs).peak_held(), 8, "k={k}");
+        assert_eq!(simulate(&t, 8, Forwarding::Fpfs).peak_held(), 1, "k={k}");
+        assert_eq!(simulate(&t, 8, Forwarding::Fcfs).peak_held(), 8, "k={k}");
     }
 }
 
@@ -185,7 +185,7 @@ fn s4_2_hold_times_tc_and_tp() {
     let kk = t.children(1).len();
     assert_eq!(kk, 3);
     for p in 1..=8 {
-        let s = simulate(&t, p, Discipline::Fcfs);
+        let s = simulate(&t, p, Forwarding::Fcfs);
         for i in 0..p {
             let (a, b) = s.hold_interval(1, i).unwrap();
             let i1 = i + 1;
@@ -197,7 +197,7 @@ fn s4_2_hold_times_tc_and_tp() {
     // NI holds each packet exactly T_p = δ(v) steps.
     for n in [8, 16, 32] {
         let t = kb(n, ceil_log2(n));
-        let s = simulate(&t, 5, Discipline::Fpfs);
+        let s = simulate(&t, 5, Forwarding::Fpfs);
         for v in 1..n {
             for i in 0..5 {
                 match s.hold_interval(v, i) {
@@ -211,15 +211,15 @@ fn s4_2_hold_times_tc_and_tp() {
 
 #[test]
 fn s4_2_fpfs_never_slower_than_fcfs() {
-    // Digest §4.2 [D]: n = 2..64, every k ≤ ⌈log2 n⌉, m = 1..8: 2,568 cases,
+    // [Sivaram 1998, §4.2, Fig 6, derived]: n = 2..64, every k ≤ ⌈log2 n⌉, m = 1..8: 2,568 cases,
     // FPFS strictly faster in 777, never slower.
     let (mut cases, mut faster) = (0, 0);
     for n in 2..=64 {
         for k in 1..=ceil_log2(n) {
             let t = kb(n, k);
             for m in 1..=8 {
-                let p = simulate(&t, m, Discipline::Fpfs).completion();
-                let c = simulate(&t, m, Discipline::Fcfs).completion();
+                let p = simulate(&t, m, Forwarding::Fpfs).completion();
+                let c = simulate(&t, m, Forwarding::Fcfs).completion();
                 assert!(p <= c, "n={n} k={k} m={m}: FPFS {p} > FCFS {c}");
                 cases += 1;
                 faster += usize::from(p < c);
@@ -231,7 +231,7 @@ fn s4_2_fpfs_never_slower_than_fcfs() {
     assert_eq!((fpfs(16, 2, 2), fcfs(16, 2, 2)), (7, 8));
 }
 
-// ---------------------------------------------------------------- digest §4.3
+// ---------------------------------------------------------------- [Sivaram 1998, §4.3.1, Fig 7]
 
 #[test]
 fn s4_3_fig7_three_packets_three_destinations() {
@@ -240,14 +240,14 @@ fn s4_3_fig7_three_packets_three_destinations() {
     // S has children A (first) and B; A has child C: positions A=2, B=1, C=3.
     assert_eq!(bin.children(0), &[2, 1]);
     assert_eq!(bin.children(2), &[3]);
-    let s = simulate(&bin, 3, Discipline::Fpfs);
+    let s = simulate(&bin, 3, Forwarding::Fpfs);
     assert_eq!(s.arrivals(2), &[1, 3, 5]); // S→A in steps 1, 3, 5
     assert_eq!(s.arrivals(1), &[2, 4, 6]); // S→B in steps 2, 4, 6
     assert_eq!(s.arrivals(3), &[2, 4, 6]); // A→C in steps 2, 4, 6
     assert_eq!(s.completion(), 6);
 
     let lin = kb(4, 1);
-    let s = simulate(&lin, 3, Discipline::Fpfs);
+    let s = simulate(&lin, 3, Forwarding::Fpfs);
     assert_eq!(s.arrivals(1), &[1, 2, 3]);
     assert_eq!(s.arrivals(2), &[2, 3, 4]);
     assert_eq!(s.arrivals(3), &[3, 4, 5]);
@@ -257,7 +257,7 @@ fn s4_3_fig7_three_packets_three_destinations() {
     assert_eq!(optimal_k(4, 3), 1);
 }
 
-// ---------------------------------------------------------------- digest §4.4
+// ---------------------------------------------------------------- [Sivaram 1998, §4.3.2, Fig 8]
 
 #[test]
 fn s4_4_fig8_three_packets_seven_destinations() {
@@ -266,7 +266,7 @@ fn s4_4_fig8_three_packets_seven_destinations() {
         listing(&t),
         map(&[(0, &[4, 2, 1]), (4, &[6, 5]), (2, &[3]), (6, &[7])])
     );
-    let s = simulate(&t, 3, Discipline::Fpfs);
+    let s = simulate(&t, 3, Forwarding::Fpfs);
     assert_eq!(s.completion(), 9); // paper: 9 = 3 + (3−1)·3
     assert_eq!(s.completion(), l1(8, 3) + (3 - 1) * t.children(0).len());
     assert_eq!(s.arrivals(4), &[1, 4, 7]);
@@ -288,7 +288,7 @@ fn s4_4_fig8_three_packets_seven_destinations() {
     }
 }
 
-// ---------------------------------------------------------------- digest §4.5
+// ---------------------------------------------------------------- [Sivaram 1998, §4.3.3, Fig 9]
 
 #[test]
 fn s4_5_n_table() {
@@ -324,7 +324,7 @@ fn argmin(n: usize, m: usize) -> Vec<usize> {
     (1..=obj.len()).filter(|&k| obj[k - 1] == best).collect()
 }
 
-/// One row of the digest's optimal-k table: n, L1 for k = 1.., and
+/// One row of the optimal-k table (computed from [Sivaram 1998, §4.3.3]): n, L1 for k = 1.., and
 /// (m_lo, m_hi, optimal k set); m_hi = None means "and above" (checked to 400).
 type Row = (
     usize,
@@ -568,7 +568,7 @@ fn s4_5_binomial_is_k_equal_ceil_log2() {
     }
 }
 
-// ---------------------------------------------------------------- digest §8.3
+// ---------------------------------------------------------------- [Sivaram 1998, §4.3.2–4.3.3, derived]
 
 #[test]
 fn s8_3_trees() {
@@ -636,7 +636,7 @@ fn s8_3_trees() {
 
 #[test]
 fn s8_3_completion_table() {
-    // (n, k, FPFS m = 1..6, FCFS m = 1..6 or None when the digest gives none,
+    // (n, k, FPFS m = 1..6, FCFS m = 1..6 or None where no FCFS value is computed,
     //  whether FPFS equals the Theorem 3 value L1 + (m−1)k).
     type Row = (usize, usize, [usize; 6], Option<[usize; 6]>);
     let rows: [Row; 6] = [
@@ -664,7 +664,7 @@ fn s8_3_completion_table() {
 
 #[test]
 fn s8_3_single_packet_arrivals_n16_k2() {
-    let s = simulate(&kb(16, 2), 1, Discipline::Fpfs);
+    let s = simulate(&kb(16, 2), 1, Forwarding::Fpfs);
     let want: &[(usize, &[usize])] = &[
         (1, &[4]),
         (2, &[1, 9]),

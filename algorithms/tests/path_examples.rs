@@ -1,5 +1,5 @@
-//! The worked examples of digest 004 §7.8–7.11 and digest 003 §6.3, §6.6,
-//! §6.7 for the path-based (UTPR) module.
+//! The worked examples of [Robinson 1994, §5.2, Fig 5.4, Eq 5.2; §5.3.1, Fig 5.6; §5.1, §5.4, Figs 5.1, 5.7; ch. 6, Fig 5.1, derived] and [Robinson 1994, §5.4, Fig 5.7, derived]
+//! [Oral 2003, §3, Fig 1, derived] for the path-based (UTPR) module.
 
 use mcast_algorithms::path::{
     plan, plan_with, Cdg, PathAlgorithm, PathError, PathPlan, PathWorm, Utpr, VcSets,
@@ -23,7 +23,7 @@ fn coords(t: &Topology, v: &[usize]) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// §7.8: the 6×6 labels, their inverse, and the boundaries.
+/// [Robinson 1994, §5.2, Fig 5.4, Eq 5.2]: the 6×6 labels, their inverse, and the boundaries.
 #[test]
 fn labels_and_boundaries_6x6() {
     let t = torus(&[6, 6]);
@@ -115,7 +115,7 @@ fn lemma_5_7_and_h_is_a_circuit() {
     }
 }
 
-/// §7.8: plane 3 of the 4×4×4 labels (Fig 5.5).
+/// [Robinson 1994, §5.2, Fig 5.4, Eq 5.2]: plane 3 of the 4×4×4 labels (Fig 5.5).
 #[test]
 fn labels_4x4x4() {
     let t = torus(&[4, 4, 4]);
@@ -183,7 +183,7 @@ fn hop_dims_and_vcs(r: &mcast_algorithms::path::WormRoute) -> (Vec<usize>, Strin
     )
 }
 
-/// §7.9: the restrictive worm, 10 hops on p-channels, labels 23..33 in order.
+/// [Robinson 1994, §5.3.1, Fig 5.6]: the restrictive worm, 10 hops on p-channels, labels 23..33 in order.
 #[test]
 fn restrictive_worm_6x6() {
     let t = torus(&[6, 6]);
@@ -238,7 +238,7 @@ fn fig_5_1(t: &Topology) -> (usize, Vec<usize>) {
     (n2(t, 3, 2), d.iter().map(|&(a, b)| n2(t, a, b)).collect())
 }
 
-/// §7.10 (and digest 003 §6.3): the general worm, 26 hops, one boundary.
+/// [Robinson 1994, §5.1, §5.4, Figs 5.1, 5.7]: the general worm, 26 hops, one boundary.
 #[test]
 fn general_worm_6x6() {
     let t = torus(&[6, 6]);
@@ -318,7 +318,7 @@ fn general_worm_6x6() {
     seen.sort_unstable();
     seen.dedup();
     assert_eq!(seen.len(), 27);
-    // Segment lengths (digest 003 §6.3): 2,2,3,3,2,2,2,6,4.
+    // Segment lengths [Robinson 1994, §5.4, Fig 5.7, derived]: 2,2,3,3,2,2,2,6,4.
     let mut prev = 0;
     let seg: Vec<usize> = r
         .reached_at
@@ -358,7 +358,7 @@ fn phases(t: &Topology, p: &PathPlan) -> Vec<Phase> {
         .collect()
 }
 
-/// §7.11: the M-torus family on the Fig 5.1 problem.
+/// [Robinson 1994, ch. 6, Fig 5.1, derived]: the M-torus family on the Fig 5.1 problem.
 #[test]
 fn m_torus_family_fig_5_1() {
     let t = torus(&[6, 6]);
@@ -440,7 +440,7 @@ fn m_torus_family_fig_5_1() {
     }
 }
 
-/// Digest 003 §6.6 / §6.7 worm vectors on 4×4 (S-torus and Mu-torus(R)).
+/// [Oral 2003, §3, Fig 1, derived] worm vectors on 4×4 (S-torus and Mu-torus(R)).
 #[test]
 fn sci_4x4_worm_vectors() {
     let t = torus(&[4, 4]);
@@ -491,8 +491,8 @@ fn sci_4x4_worm_vectors() {
         vec![(3, 1), (0, 1), (1, 3)]
     );
     assert_eq!(mu.link_visits(), 17);
-    // Md-torus: digest 003 merges the source's split ring ((1,2) serves
-    // (1,3), (1,0) in phase 2: 14 link visits); we follow digest 004's
+    // Md-torus: the SCI-torus planner merges the source's split ring ((1,2) serves
+    // (1,3), (1,0) in phase 2: 14 link visits); we follow the maximal-runs fix of
     // split, so (1,3) is the head of its own run, reached by the phase-1
     // worm (6 + 3 hops), then (1,3) -> (1,0): 16 link visits.
     let md = plan(&t, PathAlgorithm::MdTorus, src, &dests).unwrap();
@@ -503,7 +503,7 @@ fn sci_4x4_worm_vectors() {
     );
     assert_eq!(md.sends[0].route.len(), 9);
     assert_eq!(md.link_visits(), 16);
-    // §6.7: the 4×4 broadcast from (0,0) is a 15-hop worm with no boundary.
+    // [Oral 2003, §3, Fig 1, derived]: the 4×4 broadcast from (0,0) is a 15-hop worm with no boundary.
     let all: Vec<usize> = (1..16).collect();
     let b = plan(&t, PathAlgorithm::STorus, 0, &all).unwrap();
     assert_eq!(b.link_visits(), 15);

@@ -1,7 +1,7 @@
-//! The SCI-torus paper's latency models (digest 003 §3) against every number
-//! the digest gives: its §3.9 table (4×4 testbed profile, 128 B, µs), the
-//! RC6–RC8 values of §8, the §3.10 relay counts for r on 8×8 and 16×16, and
-//! the §6.2 network term.
+//! The SCI-torus paper's latency models [Oral 2003, §5] against our evaluation
+//! of its Eqs 8-12: the table (4×4 testbed profile, 128 B, µs), the
+//! Eq 8, 10-12 values at the Table 1 parameters [Oral 2003, §5, Table 1], relay
+//! counts for r on 8×8 and 16×16 [Oral 2003, §5, Eq 10, derived], and the network term of Eq 4 [Oral 2003, §5, Eq 4, derived].
 
 use mcast_algorithms::path::sci_model::{
     estimate, hop_counts, unicast_network_ns, MdForm, SciAlgorithm, SciModelError, SciParams,
@@ -14,10 +14,10 @@ fn lat(p: &SciParams, a: SciAlgorithm, g: usize) -> f64 {
 }
 
 fn close(got: f64, want: f64) {
-    assert!((got - want).abs() <= 0.06, "got {got:.3}, digest {want}");
+    assert!((got - want).abs() <= 0.06, "got {got:.3}, want {want}");
 }
 
-/// Digest 003 §3.9: (G, SepAdd Eq 8, S-torus Eq 12, U-torus fraction,
+/// [Oral 2003, §5.1–5.5, Eqs 8–12, derived]: (G, SepAdd Eq 8, S-torus Eq 12, U-torus fraction,
 /// U-torus ceiling, Md h = ⌈G/k⌉, Mu h = ⌈G/r⌉ + r − 2).
 const TABLE: [(usize, f64, f64, f64, f64, f64, f64); 13] = [
     (4, 33.0, 542.0, 1270.0, 1270.0, 214.0, 414.0),
@@ -36,7 +36,7 @@ const TABLE: [(usize, f64, f64, f64, f64, f64, f64); 13] = [
 ];
 
 #[test]
-fn digest_003_table_3_9() {
+fn sci_model_eqs_8_to_12() {
     let p = SciParams::testbed();
     let ceil = SciParams {
         utorus_form: UTorusForm::Ceiling,
@@ -55,7 +55,7 @@ fn digest_003_table_3_9() {
     // RC6 slope: 10.99 µs per destination.
     let slope = lat(&p, SciAlgorithm::Separate, 16) - lat(&p, SciAlgorithm::Separate, 15);
     assert!((slope - 10.988).abs() < 1e-9);
-    // L_i at 128 B (§3.5): 209.99 (Md), 204.99 (Mu), 632.99 (U), 268.99 (S).
+    // L_i at 128 B ([Oral 2003, §5, Eq 5, Table 1]): 209.99 (Md), 204.99 (Mu), 632.99 (U), 268.99 (S).
     for (a, li) in [
         (SciAlgorithm::MdTorus, 209.988),
         (SciAlgorithm::MuTorus, 204.988),
@@ -69,7 +69,7 @@ fn digest_003_table_3_9() {
     assert!((big.o_us() - 3.2036).abs() < 1e-9);
 }
 
-/// §3.10: relay counts of the Mu candidate for r on 8×8 (G = 64) and 16×16
+/// [Oral 2003, §5, Eq 10, derived]: relay counts of the Mu candidate for r on 8×8 (G = 64) and 16×16
 /// (G = 256): r = k is optimal.
 #[test]
 fn mu_optimal_r_is_k() {
@@ -134,9 +134,9 @@ fn model_errors() {
     assert!(estimate(&big, SciAlgorithm::MdTorus, 4096).is_ok());
 }
 
-/// §6.2: the UTR unicast (0,0) -> (2,1) on 4×4 has h_p = 3, h_f = 1,
+/// [Oral 2003, §5, Eq 4, derived]: the UTR unicast (0,0) -> (2,1) on 4×4 has h_p = 3, h_f = 1,
 /// h_s = 1 and a network term of 772 ns; (0,0) -> (3,3) is the 994 ns
-/// maximum of §3.9.
+/// maximum of [Oral 2003, §5.1–5.5, Eqs 8–12, derived].
 #[test]
 fn network_terms() {
     let t = Topology::torus(&[4, 4], Links::Unidirectional).unwrap();

@@ -1,27 +1,27 @@
-//! Digest 004 §9.2 claim 18: mean link visits (one per link per worm,
+//! [Robinson 1994, §6.6, Fig 6.8, derived]: mean link visits (one per link per worm,
 //! summed over all worms, R_UTPR routing) of S-torus, M_d-torus,
 //! M_u-torus(8), M_u-torus(64) and the unicast-based M_u-torus(2) on the
 //! 4096-node tori 64×64 and 16×16×16, for multicast sizes m = 64, 512 and
 //! 4096 (m counts the source).
 //!
-//! The digest's numbers are its own [D] means over random sets (the thesis's
+//! The reference numbers are computed means over random sets (the thesis's
 //! Fig 6.8 values were lost in OCR), and they average over random *sources*
 //! too (M_d-torus broadcast on 64×64: 8064 from node 0, 8094 on average).
 //! So this test draws the source and the destinations uniformly with a fixed
 //! seed (SplitMix64) — `TRIALS` sets for m = 64 and 512, `BROADCAST_SOURCES`
 //! sources for the broadcast — and compares with a relative tolerance:
 //! `TOL_RANDOM` for the random-set rows, `TOL_BROADCAST` for the broadcast
-//! row. Broadcast values from node 0 are compared exactly where the digest
+//! row. Broadcast values from node 0 are compared exactly where the reference
 //! gives them (S-torus N − 1 = 4095 and the M_u-torus rows, which come out
 //! the same from every source we drew); M_d-torus depends on the source
 //! (8064 from node 0, 8127 − p from (0, p)).
 //!
 //! With 400 sets per row (the thesis's trial count) every cell is within 1%
-//! of the digest except the 64×64, m = 64 row, which is 2–3% below it for
+//! of the reference except the 64×64, m = 64 row, which is 2–3% below it for
 //! S-torus, M_d, M_u(8) and M_u(64) (and within 0.2% for the unicast
 //! baseline) whatever the seed, with the source fixed at node 0 or random.
 //! The per-set standard deviation there is about 138 link visits, so the
-//! digest's row is consistent with a mean over a few dozen sets (the digest
+//! reference row is consistent with a mean over a few dozen sets (the reference
 //! does not say how many); hence the 4% tolerance for random-set rows.
 //!
 //! Print the table with
@@ -45,8 +45,8 @@ const ALGOS: [PathAlgorithm; 5] = [
     PathAlgorithm::MuTorus { r: 2 },
 ];
 
-/// (radices, m, [S, M_d, M_u(8), M_u(64), M_u(2)]) from digest 004 §9.2.
-const DIGEST: [(&[usize], usize, [f64; 5]); 6] = [
+/// (radices, m, [S, M_d, M_u(8), M_u(64), M_u(2)]) from [Robinson 1994, §6.6, Fig 6.8, derived].
+const REFERENCE: [(&[usize], usize, [f64; 5]); 6] = [
     (&[64, 64], 64, [1789.0, 1795.0, 1875.0, 1789.0, 2020.0]),
     (&[64, 64], 512, [4083.0, 5294.0, 5833.0, 5806.0, 8268.0]),
     (&[64, 64], 4096, [4095.0, 8094.0, 11200.0, 8064.0, 16320.0]),
@@ -88,11 +88,11 @@ fn means(t: &Topology, m: usize, rng: &mut SplitMix64) -> [f64; 5] {
 #[test]
 fn link_visit_table() {
     let mut rng = SplitMix64::new(SEED);
-    println!("Digest 004 §9.2 link visits: ours (digest), seed {SEED:#x}, {TRIALS} sets per row, {BROADCAST_SOURCES} sources for m = 4096");
+    println!("Link visits [Robinson 1994, §6.6, Fig 6.8, derived]: ours (reference), seed {SEED:#x}, {TRIALS} sets per row, {BROADCAST_SOURCES} sources for m = 4096");
     println!("| Torus | m | S-torus | M_d | M_u(8) | M_u(64) | unicast M_u(2) |");
     println!("|---|---|---|---|---|---|---|");
     let mut failures = Vec::new();
-    for (radices, m, want) in DIGEST {
+    for (radices, m, want) in REFERENCE {
         let t = Topology::torus(radices, Links::Unidirectional).unwrap();
         let got = means(&t, m, &mut rng);
         let name = radices
@@ -113,7 +113,7 @@ fn link_visit_table() {
         };
         for (i, (g, w)) in got.iter().zip(want).enumerate() {
             if ((g - w) / w).abs() > tol {
-                failures.push(format!("{name} m={m} {}: got {g:.1}, digest {w}", ALGOS[i]));
+                failures.push(format!("{name} m={m} {}: got {g:.1}, want {w}", ALGOS[i]));
             }
         }
     }

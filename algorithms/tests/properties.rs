@@ -1,11 +1,11 @@
 //! Property tests: plans over random chains pass the delivery oracle, and the
-//! unit-step model obeys the paper's bounds (digest §4.4–4.6).
+//! unit-step model obeys the paper's bounds [Sivaram 1998, §4.3.2, Fig 8; §4.3.3, Fig 9; §4.3.4, Fig 10].
 
 use std::collections::BTreeSet;
 
 use mcast_algorithms::{
-    ceil_log2, check_delivery, check_responsibility, l1, optimal_k, simulate, Discipline, Plan,
-    PlanError, Shape, Tree,
+    ceil_log2, check_delivery, check_responsibility, l1, optimal_k, simulate, ChainTree,
+    Forwarding, Plan, PlanError, Shape,
 };
 use proptest::prelude::*;
 
@@ -35,7 +35,7 @@ proptest! {
             prop_assert_eq!(plan.len(), n);
             prop_assert_eq!(plan.send_count(), n - 1);
             // The plan is the tree, renamed through the chain.
-            let tree = Tree::new(shape, n).unwrap();
+            let tree = ChainTree::new(shape, n).unwrap();
             for p in 0..n {
                 let to: Vec<usize> = plan.sends(chain[p]).iter().map(|s| s.to).collect();
                 let want: Vec<usize> = tree.children(p).iter().map(|&c| chain[c]).collect();
@@ -59,11 +59,11 @@ proptest! {
 
     #[test]
     fn unit_step_bounds((n, k, m, _chain) in case()) {
-        let tree = Tree::new(Shape::KBinomial { k }, n).unwrap();
-        let one = simulate(&tree, 1, Discipline::Fpfs);
+        let tree = ChainTree::new(Shape::KBinomial { k }, n).unwrap();
+        let one = simulate(&tree, 1, Forwarding::Fpfs);
         prop_assert_eq!(one.completion(), l1(n, k));
-        let fp = simulate(&tree, m, Discipline::Fpfs);
-        let fc = simulate(&tree, m, Discipline::Fcfs);
+        let fp = simulate(&tree, m, Forwarding::Fpfs);
+        let fc = simulate(&tree, m, Forwarding::Fcfs);
         prop_assert!(fp.completion() <= l1(n, k) + (m - 1) * k);
         prop_assert!(fp.completion() <= fc.completion(), "FPFS {} > FCFS {}", fp.completion(), fc.completion());
         // Both disciplines deliver every packet everywhere, in packet order,
@@ -92,17 +92,17 @@ proptest! {
 
     #[test]
     fn tree_shape_limits((n, k, _m, _chain) in case()) {
-        let tree = Tree::new(Shape::KBinomial { k }, n).unwrap();
+        let tree = ChainTree::new(Shape::KBinomial { k }, n).unwrap();
         for p in 0..n {
             prop_assert!(tree.children(p).len() <= k);
         }
         prop_assert_eq!(tree.height(), (0..n).map(|p| tree.depth(p)).max().unwrap());
-        let flat = Tree::new(Shape::Flat, n).unwrap();
+        let flat = ChainTree::new(Shape::Flat, n).unwrap();
         prop_assert_eq!(flat.children(0).len(), n - 1);
         prop_assert!((1..n).all(|p| flat.children(p).is_empty()));
         // Separate addressing: the source sends m·(n−1) copies back to back.
         let m = 3;
-        prop_assert_eq!(simulate(&flat, m, Discipline::Fpfs).completion(), m * (n - 1));
+        prop_assert_eq!(simulate(&flat, m, Forwarding::Fpfs).completion(), m * (n - 1));
         let order: BTreeSet<usize> = tree.preorder().iter().copied().collect();
         prop_assert_eq!(order.len(), n);
     }

@@ -1,8 +1,8 @@
-//! The worked examples of digest 002 (Qualified Groups) as tests. Points are
-//! written (x, y) as in the digest; x is dimension 0.
+//! The worked examples of [Al-Dubai 2009] (Qualified Groups) and our synthetic
+//! Examples A-D as tests. Points are written (x, y); x is dimension 0.
 
 use mcast_algorithms::mesh::{
-    check_groups, check_plan, evaluate, grouping, plan, CostModel, Mesh, MeshAlgo, MeshError,
+    check_groups, check_plan, evaluate, grouping, plan, Mesh, MeshAlgorithm, MeshCost, MeshError,
     MeshPlan,
 };
 
@@ -57,7 +57,7 @@ const EXAMPLE_A: [(usize, usize); 29] = [
     (8, 5),
 ];
 
-fn all_checked(mesh: &Mesh, algo: MeshAlgo, p: usize, d: &[usize]) -> MeshPlan {
+fn all_checked(mesh: &Mesh, algo: MeshAlgorithm, p: usize, d: &[usize]) -> MeshPlan {
     let pl = plan(mesh, algo, p, d).unwrap();
     check_plan(mesh, &pl).unwrap();
     pl
@@ -65,7 +65,7 @@ fn all_checked(mesh: &Mesh, algo: MeshAlgo, p: usize, d: &[usize]) -> MeshPlan {
 
 /// The paper's Figs 6–7 numbers (N_y = 9 < N_x = 11; W = 13, 11, 25, 13;
 /// W_av = 15.5; QP(G3) = 0.6 > TD = 0.5, split along X; 5 groups), on the
-/// digest's Example A, whose coordinates reproduce them (the paper's own
+/// our Example A, whose coordinates reproduce them (the paper's own
 /// coordinates are lost with its figures).
 #[test]
 fn paper_figs_6_7_via_example_a() {
@@ -123,7 +123,7 @@ fn example_a_worms_and_traffic() {
     let mesh = Mesh::new(&[10, 10]).unwrap();
     let p = mesh.node(&[5, 2]).unwrap();
     let d = pts(&mesh, &EXAMPLE_A);
-    let qg = all_checked(&mesh, MeshAlgo::QG, p, &d);
+    let qg = all_checked(&mesh, MeshAlgorithm::QG, p, &d);
     assert_eq!(qg.phases(), 2);
     let step1: Vec<Vec<(usize, usize)>> = qg
         .sends
@@ -169,28 +169,28 @@ fn example_a_worms_and_traffic() {
     assert_eq!(step2, want);
     assert_eq!(qg.link_visits(), 56);
     assert_eq!(qg.additional_traffic(), 27);
-    let dp = all_checked(&mesh, MeshAlgo::DualPath, p, &d);
+    let dp = all_checked(&mesh, MeshAlgorithm::DualPath, p, &d);
     assert_eq!(
         (dp.sends.len(), dp.link_visits(), dp.additional_traffic()),
         (2, 66, 37)
     );
     assert_eq!(dp.sends.iter().map(|s| s.hops()).max(), Some(52));
-    let mp = all_checked(&mesh, MeshAlgo::MultiPath, p, &d);
+    let mp = all_checked(&mesh, MeshAlgorithm::MultiPath, p, &d);
     assert_eq!(
         (mp.sends.len(), mp.link_visits(), mp.additional_traffic()),
         (4, 62, 33)
     );
     assert_eq!(mp.sends.iter().map(|s| s.hops()).max(), Some(38));
-    let cp = all_checked(&mesh, MeshAlgo::ColumnPath, p, &d);
+    let cp = all_checked(&mesh, MeshAlgorithm::ColumnPath, p, &d);
     assert_eq!(
         (cp.sends.len(), cp.link_visits(), cp.additional_traffic()),
         (11, 75, 46)
     );
     assert_eq!(cp.phases(), 3);
-    // Contention-free timing with zero preparation (digest §5.2 [CHECK]).
-    let cost = CostModel {
+    // Contention-free timing with zero preparation ([Al-Dubai 2009, §4.1, Theorem 2], checked by hand).
+    let cost = MeshCost {
         prep: Some(0.0),
-        ..CostModel::paper(32.0)
+        ..MeshCost::paper(32.0)
     };
     let nets: Vec<f64> = [&dp, &mp, &cp, &qg]
         .iter()
@@ -206,7 +206,7 @@ fn example_a_worms_and_traffic() {
     }
 }
 
-/// Digest Example B (8×8, hand-checkable).
+/// Example B (8×8, hand-checkable) [Al-Dubai 2009, §3, §4.1, derived].
 #[test]
 fn example_b() {
     let mesh = Mesh::new(&[8, 8]).unwrap();
@@ -240,7 +240,7 @@ fn example_b() {
     );
     let reps: Vec<(usize, usize)> = g.representatives().iter().map(|&r| xy(&mesh, r)).collect();
     assert_eq!(reps, [(1, 3), (2, 5), (5, 3), (6, 2), (4, 4)]);
-    let qg = all_checked(&mesh, MeshAlgo::QG, p, &d);
+    let qg = all_checked(&mesh, MeshAlgorithm::QG, p, &d);
     let route1: Vec<(usize, usize)> = qg.sends[1].route.iter().map(|&n| xy(&mesh, n)).collect();
     assert_eq!(
         route1,
@@ -258,12 +258,12 @@ fn example_b() {
     );
     assert_eq!(qg.link_visits(), 19);
     assert_eq!(qg.additional_traffic(), 10);
-    let dp = all_checked(&mesh, MeshAlgo::DualPath, p, &d);
+    let dp = all_checked(&mesh, MeshAlgorithm::DualPath, p, &d);
     assert_eq!(dp.link_visits(), 26);
-    let mp = all_checked(&mesh, MeshAlgo::MultiPath, p, &d);
+    let mp = all_checked(&mesh, MeshAlgorithm::MultiPath, p, &d);
     assert_eq!(mp.link_visits(), 17);
     let l2: Vec<(usize, usize)> = mp.sends[3].route.iter().map(|&n| xy(&mesh, n)).collect();
-    // The digest routes the last leg (5,2) → (6,1) with Lin's R, via (5,1);
+    // Lin's R would route the last leg (5,2) → (6,1) via (5,1);
     // legs here are XY-routed (the paper's simulations), via (6,2). Same hops.
     assert_eq!(
         l2,
@@ -285,11 +285,11 @@ fn example_b() {
     firsts.sort_unstable();
     firsts.dedup();
     assert_eq!(firsts.len(), 4);
-    let cp = all_checked(&mesh, MeshAlgo::ColumnPath, p, &d);
+    let cp = all_checked(&mesh, MeshAlgorithm::ColumnPath, p, &d);
     assert_eq!((cp.sends.len(), cp.link_visits(), cp.phases()), (6, 20, 2));
-    let cost = CostModel {
+    let cost = MeshCost {
         prep: Some(0.0),
-        ..CostModel::paper(32.0)
+        ..MeshCost::paper(32.0)
     };
     let m = evaluate(&qg, &cost);
     let arr: Vec<((usize, usize), f64)> =
@@ -318,12 +318,12 @@ fn example_b() {
     assert!(close(evaluate(&cp, &cost).cv, 0.360, 5e-4));
     // With the paper's preparation times the source starts later.
     assert_eq!(
-        evaluate(&qg, &CostModel::paper(32.0)).network_latency,
+        evaluate(&qg, &MeshCost::paper(32.0)).network_latency,
         139.0 + 16.0
     );
 }
 
-/// Digest Example C: an asymmetric 12×6 mesh, repeated splitting, a group
+/// Example C [Al-Dubai 2009, §3, derived]: an asymmetric 12×6 mesh, repeated splitting, a group
 /// that never qualifies, and step 1 collapsing to one worm.
 #[test]
 fn example_c_asymmetric() {
@@ -375,21 +375,21 @@ fn example_c_asymmetric() {
         ]
     );
     check_groups(&g, &d).unwrap();
-    let qg = all_checked(&mesh, MeshAlgo::QG, p, &d);
+    let qg = all_checked(&mesh, MeshAlgorithm::QG, p, &d);
     assert_eq!(mesh.label(p), 71);
     let step1: Vec<_> = qg.sends.iter().filter(|s| s.phase == 1).collect();
     assert_eq!(step1.len(), 1);
     assert_eq!(step1[0].hops(), 45);
-    let cost = CostModel {
+    let cost = MeshCost {
         prep: Some(0.0),
-        ..CostModel::paper(32.0)
+        ..MeshCost::paper(32.0)
     };
     assert_eq!(evaluate(&qg, &cost).network_latency, 161.0);
-    let dp = all_checked(&mesh, MeshAlgo::DualPath, p, &d);
+    let dp = all_checked(&mesh, MeshAlgorithm::DualPath, p, &d);
     assert_eq!(evaluate(&dp, &cost).network_latency, 118.0);
 }
 
-/// Digest Example D: 3-D grouping on a 4×4×4 mesh.
+/// Example D [Al-Dubai 2009, §3, derived]: 3-D grouping on a 4×4×4 mesh.
 #[test]
 fn example_d_3d() {
     let mesh = Mesh::new(&[4, 4, 4]).unwrap();
@@ -431,19 +431,19 @@ fn example_d_3d() {
     assert_eq!(split, [9, 10]);
     check_groups(&g, &d).unwrap();
     // DP and QG plan in 3-D; MP and CP are 2-D only.
-    all_checked(&mesh, MeshAlgo::QG, p, &d);
-    all_checked(&mesh, MeshAlgo::DualPath, p, &d);
+    all_checked(&mesh, MeshAlgorithm::QG, p, &d);
+    all_checked(&mesh, MeshAlgorithm::DualPath, p, &d);
     assert!(matches!(
-        plan(&mesh, MeshAlgo::MultiPath, p, &d),
+        plan(&mesh, MeshAlgorithm::MultiPath, p, &d),
         Err(MeshError::Unsupported { .. })
     ));
     assert!(matches!(
-        plan(&mesh, MeshAlgo::ColumnPath, p, &d),
+        plan(&mesh, MeshAlgorithm::ColumnPath, p, &d),
         Err(MeshError::Unsupported { .. })
     ));
 }
 
-/// The snake labelling of the digest's 4×4 picture, and its n-D
+/// The snake labelling of a 4×4 mesh, and its n-D
 /// generalisation keeps consecutive labels adjacent.
 #[test]
 fn snake_labels() {
@@ -477,13 +477,13 @@ fn snake_labels() {
     }
 }
 
-/// Digest §5.6 edge cases.
+/// [Al-Dubai 2009, §3, derived] edge cases.
 #[test]
 fn edge_cases() {
     let mesh = Mesh::new(&[8, 8]).unwrap();
     let p = mesh.node(&[3, 3]).unwrap();
     // |D| = 1: one group, no second step.
-    let q = all_checked(&mesh, MeshAlgo::QG, p, &[mesh.node(&[6, 1]).unwrap()]);
+    let q = all_checked(&mesh, MeshAlgorithm::QG, p, &[mesh.node(&[6, 1]).unwrap()]);
     assert_eq!((q.phases(), q.sends.len()), (1, 1));
     // All destinations in one orthant.
     let d = pts(&mesh, &[(6, 6), (7, 7), (6, 7)]);
@@ -493,7 +493,7 @@ fn edge_cases() {
     let corner = mesh.node(&[0, 0]).unwrap();
     all_checked(
         &mesh,
-        MeshAlgo::QG,
+        MeshAlgorithm::QG,
         corner,
         &pts(&mesh, &[(7, 7), (1, 5), (6, 0), (3, 3)]),
     );
@@ -510,26 +510,29 @@ fn edge_cases() {
     assert!(count(0.2) >= count(0.5) && count(0.5) >= count(0.8));
     // Bad requests are typed errors.
     assert_eq!(
-        plan(&mesh, MeshAlgo::QG, p, &[]),
+        plan(&mesh, MeshAlgorithm::QG, p, &[]),
         Err(MeshError::NoDestinations)
     );
     assert_eq!(
-        plan(&mesh, MeshAlgo::QG, p, &[p]),
+        plan(&mesh, MeshAlgorithm::QG, p, &[p]),
         Err(MeshError::SourceIsDestination(p))
     );
     assert_eq!(
-        plan(&mesh, MeshAlgo::QG, p, &[1, 1]),
+        plan(&mesh, MeshAlgorithm::QG, p, &[1, 1]),
         Err(MeshError::DuplicateDestination(1))
     );
     assert!(matches!(
-        plan(&mesh, MeshAlgo::QG, p, &[64]),
+        plan(&mesh, MeshAlgorithm::QG, p, &[64]),
         Err(MeshError::NodeOutOfRange { .. })
     ));
     assert!(matches!(
-        plan(&mesh, MeshAlgo::Qg { td: 1.5 }, p, &[1]),
+        plan(&mesh, MeshAlgorithm::Qg { td: 1.5 }, p, &[1]),
         Err(MeshError::BadThreshold(_))
     ));
-    assert!("qg:0".parse::<MeshAlgo>().is_err());
-    assert_eq!("qg:0.2".parse::<MeshAlgo>(), Ok(MeshAlgo::Qg { td: 0.2 }));
-    assert_eq!("qg".parse::<MeshAlgo>(), Ok(MeshAlgo::QG));
+    assert!("qg:0".parse::<MeshAlgorithm>().is_err());
+    assert_eq!(
+        "qg:0.2".parse::<MeshAlgorithm>(),
+        Ok(MeshAlgorithm::Qg { td: 0.2 })
+    );
+    assert_eq!("qg".parse::<MeshAlgorithm>(), Ok(MeshAlgorithm::QG));
 }

@@ -2,7 +2,7 @@
 //! random meshes and destination sets.
 
 use mcast_algorithms::mesh::{
-    check_groups, check_plan, evaluate, grouping, plan, CostModel, Mesh, MeshAlgo,
+    check_groups, check_plan, evaluate, grouping, plan, Mesh, MeshAlgorithm, MeshCost,
 };
 use proptest::prelude::*;
 
@@ -32,10 +32,10 @@ proptest! {
     #[test]
     fn plans_deliver_exactly_once((radices, p, d) in case(3), td in 0.05f64..0.95) {
         let mesh = Mesh::new(&radices).unwrap();
-        for algo in [MeshAlgo::Qg { td }, MeshAlgo::QG, MeshAlgo::DualPath, MeshAlgo::MultiPath, MeshAlgo::ColumnPath] {
+        for algo in [MeshAlgorithm::Qg { td }, MeshAlgorithm::QG, MeshAlgorithm::DualPath, MeshAlgorithm::MultiPath, MeshAlgorithm::ColumnPath] {
             let pl = match plan(&mesh, algo, p, &d) {
                 Ok(pl) => pl,
-                Err(_) if mesh.dims() != 2 && matches!(algo, MeshAlgo::MultiPath | MeshAlgo::ColumnPath) => continue,
+                Err(_) if mesh.dims() != 2 && matches!(algo, MeshAlgorithm::MultiPath | MeshAlgorithm::ColumnPath) => continue,
                 Err(e) => panic!("{algo}: {e}"),
             };
             check_plan(&mesh, &pl).unwrap();
@@ -51,20 +51,20 @@ proptest! {
                 }
             }
             prop_assert!(pl.link_visits() >= d.len());
-            let m = evaluate(&pl, &CostModel::paper(64.0));
+            let m = evaluate(&pl, &MeshCost::paper(64.0));
             prop_assert!(m.arrivals.iter().all(|a| a.1.is_finite() && a.1 > 0.0));
             prop_assert!(m.cv >= 0.0 && m.network_latency >= m.mean_node_latency);
             match algo {
-                MeshAlgo::DualPath => prop_assert!(pl.sends.len() <= 2 && pl.phases() == 1),
-                MeshAlgo::MultiPath => {
+                MeshAlgorithm::DualPath => prop_assert!(pl.sends.len() <= 2 && pl.phases() == 1),
+                MeshAlgorithm::MultiPath => {
                     prop_assert!(pl.sends.len() <= 4 && pl.phases() == 1);
                     let mut first: Vec<usize> = pl.sends.iter().map(|s| s.route[1]).collect();
                     first.sort_unstable();
                     first.dedup();
                     prop_assert_eq!(first.len(), pl.sends.len(), "MP first hops distinct");
                 }
-                MeshAlgo::ColumnPath => prop_assert_eq!(pl.phases(), pl.sends.len().div_ceil(4)),
-                MeshAlgo::Qg { .. } => {
+                MeshAlgorithm::ColumnPath => prop_assert_eq!(pl.phases(), pl.sends.len().div_ceil(4)),
+                MeshAlgorithm::Qg { .. } => {
                     prop_assert!(pl.phases() <= 2);
                     prop_assert!(pl.sends.iter().filter(|s| s.phase == 1).count() <= 2);
                 }

@@ -1,16 +1,24 @@
 //! A quick version of `examples/qg_table.rs` (30 random multicasts per k on a
 //! 16×16 mesh) checking the paper's qualitative claims that hold in its
-//! contention-free setting (digest 002 §8): QG has the lowest additional
+//! contention-free setting [Al-Dubai 2009, §4.2]: QG has the lowest additional
 //! traffic (C5); DP and MP beat QG and CP in latency with few destinations
 //! (C2); CP is slowest (C4); QG's jitter is the lowest with many
 //! destinations (C6, at k = 64) and falls with k while the baselines' rises.
 
 use mcast_algorithms::mesh::compare::{compare, Row};
-use mcast_algorithms::mesh::{CostModel, Mesh, MeshAlgo};
+use mcast_algorithms::mesh::{Mesh, MeshAlgorithm, MeshCost};
 
 fn rows(k: usize, seed: u64) -> Vec<Row> {
     let mesh = Mesh::new(&[16, 16]).unwrap();
-    compare(&mesh, &MeshAlgo::ALL, k, 30, seed, &CostModel::paper(64.0)).unwrap()
+    compare(
+        &mesh,
+        &MeshAlgorithm::ALL,
+        k,
+        30,
+        seed,
+        &MeshCost::paper(64.0),
+    )
+    .unwrap()
 }
 
 fn get<'a>(r: &'a [Row], alg: &str) -> &'a Row {

@@ -1,6 +1,6 @@
-//! Every worked example of digest 004 §7.1–7.7 (plus the unicast examples of
-//! digest 003 §6.5–6.7 and the unicast M_u-torus(2) baseline of 004 §7.11),
-//! typed as they stand in the digests: nodes as `4,3` or `0101`.
+//! Every worked example of [Robinson 1994, §3.1, §3.4, Figs 3.1, 3.2, 3.9; §3.3, Fig 3.4; §3.3, Fig 3.6; §3.2.1, §3.3; §4.3–4.4, Figs 4.4–4.5; §4.4, Fig 4.10; §4.1–4.2, Fig 4.1] (plus the unicast examples of
+//! [Robinson 1994, §4.3–4.4, Figs 4.4–4.5, derived] [Oral 2003, §3, Fig 1, derived] and the unicast M_u-torus(2) baseline of [Robinson 1994, ch. 6, Fig 5.1, derived]),
+//! typed as they stand in the papers: nodes as `4,3` or `0101`.
 
 use std::collections::BTreeSet;
 
@@ -8,7 +8,7 @@ use mcast_algorithms::contention::{
     analyze, check_delivery, check_steps, depth_conflicts, link_sharing, stepwise_conflicts,
 };
 use mcast_algorithms::topo::{Channel, Dir, Vc};
-use mcast_algorithms::trees::{plan, Algorithm, MuPartition, Options, PortModel, Transmission};
+use mcast_algorithms::trees::{plan, MuPartition, Options, PortModel, TreeAlgorithm, TreeSend};
 use mcast_algorithms::{Multicast, Topology};
 
 fn topo(spec: &str) -> Topology {
@@ -23,7 +23,7 @@ fn nodes(t: &Topology, s: &str) -> Vec<usize> {
     t.parse_nodes(s).unwrap()
 }
 
-fn run(t: &Topology, algo: Algorithm, src: &str, dests: &str, model: PortModel) -> Multicast {
+fn run(t: &Topology, algo: TreeAlgorithm, src: &str, dests: &str, model: PortModel) -> Multicast {
     let m = plan(
         t,
         algo,
@@ -79,14 +79,14 @@ fn contention_free(t: &Topology, m: &Multicast) {
     assert!(depth_conflicts(t, m).unwrap().is_empty());
 }
 
-// ---------------------------------------------------------------- §7.1
+// ---------------------------------------------------------------- [Robinson 1994, §3.1, §3.4, Figs 3.1, 3.2, 3.9]
 
 const D71: &str = "0001;0011;0101;0111;1011;1100;1110;1111";
 
 #[test]
 fn s7_1_ucube_one_port() {
     let t = topo("hypercube:4");
-    let m = run(&t, Algorithm::UCube, "0000", D71, PortModel::OnePort);
+    let m = run(&t, TreeAlgorithm::UCube, "0000", D71, PortModel::OnePort);
     assert_eq!(m.steps(), 4);
     assert_eq!(
         schedule(&t, &m),
@@ -108,7 +108,7 @@ fn s7_1_ucube_one_port() {
 fn s7_1_ucube_all_port() {
     let t = topo("hypercube:4");
     for model in [PortModel::AllPortA, PortModel::AllPortB] {
-        let m = run(&t, Algorithm::UCube, "0000", D71, model);
+        let m = run(&t, TreeAlgorithm::UCube, "0000", D71, model);
         assert_eq!(m.steps(), 4);
         assert_eq!(
             schedule(&t, &m),
@@ -132,7 +132,7 @@ fn s7_1_ucube_all_port() {
 fn s7_1_maxport() {
     let t = topo("hypercube:4");
     for model in [PortModel::AllPortA, PortModel::AllPortB] {
-        let m = run(&t, Algorithm::Maxport, "0000", D71, model);
+        let m = run(&t, TreeAlgorithm::Maxport, "0000", D71, model);
         assert_eq!(m.steps(), 4);
         assert_eq!(
             schedule(&t, &m),
@@ -161,7 +161,7 @@ fn s7_1_maxport() {
 fn s7_1_combine() {
     let t = topo("hypercube:4");
     for model in [PortModel::AllPortA, PortModel::AllPortB] {
-        let m = run(&t, Algorithm::Combine, "0000", D71, model);
+        let m = run(&t, TreeAlgorithm::Combine, "0000", D71, model);
         assert_eq!(m.steps(), 3);
         assert_eq!(
             schedule(&t, &m),
@@ -184,7 +184,7 @@ fn s7_1_combine() {
 fn s7_1_wsort() {
     let t = topo("hypercube:4");
     for model in [PortModel::AllPortA, PortModel::AllPortB] {
-        let m = run(&t, Algorithm::WSort, "0000", D71, model);
+        let m = run(&t, TreeAlgorithm::WSort, "0000", D71, model);
         assert_eq!(m.steps(), 2);
         assert_eq!(
             schedule(&t, &m),
@@ -209,14 +209,14 @@ fn s7_1_wsort() {
     }
 }
 
-// ---------------------------------------------------------------- §7.2
+// ---------------------------------------------------------------- [Robinson 1994, §3.3, Fig 3.4]
 
 #[test]
 fn s7_2_fig_3_4() {
     let t = topo("hypercube:4");
     let m = run(
         &t,
-        Algorithm::UCube,
+        TreeAlgorithm::UCube,
         "0100",
         "0001;0011;0101;0111;1000;1010;1011;1111",
         PortModel::OnePort,
@@ -238,13 +238,13 @@ fn s7_2_fig_3_4() {
     contention_free(&t, &m);
 }
 
-// ---------------------------------------------------------------- §7.3
+// ---------------------------------------------------------------- [Robinson 1994, §3.3, Fig 3.6]
 
 #[test]
 fn s7_3_fig_3_6() {
     let t = topo("hypercube:4");
     let d = "1001;1010;1011";
-    let m = run(&t, Algorithm::Maxport, "0000", d, PortModel::ALL_PORT);
+    let m = run(&t, TreeAlgorithm::Maxport, "0000", d, PortModel::ALL_PORT);
     assert_eq!(m.steps(), 3);
     assert_eq!(
         schedule(&t, &m),
@@ -255,7 +255,7 @@ fn s7_3_fig_3_6() {
         ])
     );
     assert_eq!(covers(&t, &m, "1001"), strs(&["1001", "1010", "1011"]));
-    for algo in [Algorithm::UCube, Algorithm::Combine] {
+    for algo in [TreeAlgorithm::UCube, TreeAlgorithm::Combine] {
         for model in [PortModel::AllPortA, PortModel::AllPortB] {
             let m = run(&t, algo, "0000", d, model);
             assert_eq!(m.steps(), 2);
@@ -272,7 +272,7 @@ fn s7_3_fig_3_6() {
     }
 }
 
-// ---------------------------------------------------------------- §7.4
+// ---------------------------------------------------------------- [Robinson 1994, §3.2.1, §3.3]
 
 #[test]
 fn s7_4_small_vectors() {
@@ -286,10 +286,10 @@ fn s7_4_small_vectors() {
         let h: Topology = format!("hypercube:{n}").parse().unwrap();
         let all: Vec<usize> = (1..h.nodes()).collect();
         for algo in [
-            Algorithm::UCube,
-            Algorithm::Maxport,
-            Algorithm::Combine,
-            Algorithm::WSort,
+            TreeAlgorithm::UCube,
+            TreeAlgorithm::Maxport,
+            TreeAlgorithm::Combine,
+            TreeAlgorithm::WSort,
         ] {
             for model in [PortModel::AllPortA, PortModel::AllPortB] {
                 let m = plan(&h, algo, 0, &all, Options::with_port_model(model)).unwrap();
@@ -299,7 +299,7 @@ fn s7_4_small_vectors() {
     }
 }
 
-// ---------------------------------------------------------------- §7.5
+// ---------------------------------------------------------------- [Robinson 1994, §4.3–4.4, Figs 4.4–4.5]
 
 const S75: &str = "4,3";
 const D75: &str = "0,0;1,1;2,1;0,3;1,3;4,4";
@@ -316,7 +316,7 @@ fn ch(t: &Topology, at: &str, dim: usize, dir: Dir, vc: Vc) -> Channel {
 #[test]
 fn s7_5_utorus_utr() {
     let t = topo("torus:5x5:uni");
-    let m = run(&t, Algorithm::UTorus, S75, D75, PortModel::OnePort);
+    let m = run(&t, TreeAlgorithm::UTorus, S75, D75, PortModel::OnePort);
     assert_eq!(m.steps(), 3);
     assert_eq!(
         schedule(&t, &m),
@@ -378,7 +378,7 @@ fn s7_5_utorus_utr() {
 #[test]
 fn s7_5_utorus_btr() {
     let t = topo("torus:5x5");
-    let m = run(&t, Algorithm::UTorus, S75, D75, PortModel::OnePort);
+    let m = run(&t, TreeAlgorithm::UTorus, S75, D75, PortModel::OnePort);
     assert_eq!(m.steps(), 3);
     let route = |a: &str, b: &str| t.route(node(&t, a), node(&t, b)).unwrap();
     assert_eq!(
@@ -416,7 +416,7 @@ fn s7_5_utorus_btr() {
 fn hand(t: &Topology, dests: &str, sends: &[(usize, &str, &str, usize)]) -> Multicast {
     let sends = sends
         .iter()
-        .map(|&(step, a, b, order)| Transmission {
+        .map(|&(step, a, b, order)| TreeSend {
             step,
             from: node(t, a),
             to: node(t, b),
@@ -463,7 +463,7 @@ fn s7_5_fig_4_5_contention_scenarios() {
     assert_eq!(check_steps(&t, &a), Ok(2));
 }
 
-// ---------------------------------------------------------------- §7.6
+// ---------------------------------------------------------------- [Robinson 1994, §4.4, Fig 4.10]
 
 #[test]
 fn s7_6_utorus_3d() {
@@ -471,7 +471,7 @@ fn s7_6_utorus_3d() {
     let dests = "4,9,3;1,9,7;1,0,2;8,5,4;4,8,9;9,0,5;3,5,5;9,0,1;8,0,5;1,6,4";
     for spec in ["torus:10x10x10:uni", "torus:10x10x10"] {
         let t = topo(spec);
-        let m = run(&t, Algorithm::UTorus, src, dests, PortModel::OnePort);
+        let m = run(&t, TreeAlgorithm::UTorus, src, dests, PortModel::OnePort);
         assert_eq!(m.steps(), 4);
         assert_eq!(
             schedule(&t, &m),
@@ -500,7 +500,7 @@ fn s7_6_utorus_3d() {
     }
 }
 
-// ---------------------------------------------------------------- §7.7
+// ---------------------------------------------------------------- [Robinson 1994, §4.1–4.2, Fig 4.1]
 
 #[test]
 fn s7_7_routes_4x4() {
@@ -537,7 +537,7 @@ fn s7_7_routes_4x4() {
     );
 }
 
-// ------------------------------------------- digest 003 §6.5–6.7, 004 §7.11
+// ------------------------------------------- [Robinson 1994, §4.3–4.4, Figs 4.4–4.5, derived] [Oral 2003, §3, Fig 1, derived], [Robinson 1994, ch. 6, Fig 5.1, derived]
 
 fn link_visits(t: &Topology, m: &Multicast) -> (usize, usize) {
     let mut used = BTreeSet::new();
@@ -556,7 +556,7 @@ fn sci_6_6_4x4_g10() {
     let t = topo("torus:4x4:uni");
     let (src, d) = ("1,2", "0,1;0,3;1,0;1,3;2,0;2,2;3,1;3,2;3,3");
     let one = PortModel::OnePort;
-    let sa = run(&t, Algorithm::SeparateAddressing, src, d, one);
+    let sa = run(&t, TreeAlgorithm::SeparateAddressing, src, d, one);
     assert_eq!(sa.steps(), 9);
     let order: Vec<String> = sa
         .sends()
@@ -569,7 +569,7 @@ fn sci_6_6_4x4_g10() {
     );
     assert_eq!(link_visits(&t, &sa), (27, 13));
 
-    let u = run(&t, Algorithm::UTorus, src, d, one);
+    let u = run(&t, TreeAlgorithm::UTorus, src, d, one);
     assert_eq!(
         schedule(&t, &u),
         expect(&[
@@ -586,7 +586,7 @@ fn sci_6_6_4x4_g10() {
     );
     assert_eq!(link_visits(&t, &u), (20, 14));
 
-    let md = run(&t, Algorithm::MdTorus, src, d, one);
+    let md = run(&t, TreeAlgorithm::MdTorus, src, d, one);
     assert_eq!(
         schedule(&t, &md),
         expect(&[
@@ -603,7 +603,7 @@ fn sci_6_6_4x4_g10() {
     );
     assert_eq!(link_visits(&t, &md), (20, 15));
 
-    let mu = Algorithm::MuTorus {
+    let mu = TreeAlgorithm::MuTorus {
         r: 4,
         partition: MuPartition::Length,
     };
@@ -631,7 +631,7 @@ fn sci_6_7_4x4_broadcast() {
     let all: Vec<String> = (1..16).map(|v| t.format_node(v).unwrap()).collect();
     let d = all.join(";");
     let one = PortModel::OnePort;
-    let u = run(&t, Algorithm::UTorus, "0,0", &d, one);
+    let u = run(&t, TreeAlgorithm::UTorus, "0,0", &d, one);
     assert_eq!(u.steps(), 4);
     let mut want = vec![(1, "0,0", "2,0"), (2, "0,0", "1,0"), (2, "2,0", "3,0")];
     let (a0, a2, a1, a3) = (
@@ -647,9 +647,9 @@ fn sci_6_7_4x4_broadcast() {
     }
     assert_eq!(schedule(&t, &u), expect(&want));
     assert_eq!(link_visits(&t, &u), (20, 15));
-    let sa = run(&t, Algorithm::SeparateAddressing, "0,0", &d, one);
+    let sa = run(&t, TreeAlgorithm::SeparateAddressing, "0,0", &d, one);
     assert_eq!((sa.steps(), link_visits(&t, &sa)), (15, (48, 15)));
-    let md = run(&t, Algorithm::MdTorus, "0,0", &d, one);
+    let md = run(&t, TreeAlgorithm::MdTorus, "0,0", &d, one);
     assert_eq!(md.steps(), 6);
     let heads: Vec<String> = md
         .sends_from(0)
@@ -659,7 +659,7 @@ fn sci_6_7_4x4_broadcast() {
         .collect();
     assert_eq!(heads, strs(&["1,3", "2,2", "3,1"]));
     assert_eq!(link_visits(&t, &md), (24, 18));
-    let mu = Algorithm::MuTorus {
+    let mu = TreeAlgorithm::MuTorus {
         r: 4,
         partition: MuPartition::Length,
     };
@@ -674,7 +674,7 @@ fn s7_11_unicast_mu_torus_2() {
     let t = topo("torus:6x6:uni");
     let m = run(
         &t,
-        Algorithm::MuTorus {
+        TreeAlgorithm::MuTorus {
             r: 2,
             partition: MuPartition::Count,
         },
@@ -701,7 +701,7 @@ fn s7_11_unicast_mu_torus_2() {
     // (5,1), (1,0), (2,1) and then serves its own part.
     let m4 = run(
         &t,
-        Algorithm::MuTorus {
+        TreeAlgorithm::MuTorus {
             r: 4,
             partition: MuPartition::Count,
         },
@@ -720,11 +720,11 @@ fn s7_11_unicast_mu_torus_2() {
 
 #[test]
 fn link_sharing_type1_on_a_unidirectional_link() {
-    // §3.6: in step 2, (0,3) -> (2,3) uses the h-channel and (1,3) -> (0,2)
+    // [Robinson 1994, §4.5, Figs 4.16–4.17]: in step 2, (0,3) -> (2,3) uses the h-channel and (1,3) -> (0,2)
     // the p-channel of the one physical link (1,3) -> (2,3): not contention,
     // but both unicasts share the link (Type 1).
     let t = topo("torus:5x5:uni");
-    let tr = |step, a: &str, b: &str, order| Transmission {
+    let tr = |step, a: &str, b: &str, order| TreeSend {
         step,
         from: node(&t, a),
         to: node(&t, b),

@@ -1,4 +1,4 @@
-//! Property tests of the topology planners (digest 004 §9.1 claims 1, 6, 12;
+//! Property tests of the topology planners ([Robinson 1994, §3.3, §4.4, §6.2]:
 //! Theorems 3.5, 4.4): random sources and destination sets on random tori
 //! (up to 16×16 and 8×8×8, UTR and BTR), meshes and hypercubes (up to n = 10).
 
@@ -6,7 +6,9 @@ use mcast_algorithms::contention::{
     check_delivery, check_steps, depth_conflicts, stepwise_conflicts,
 };
 use mcast_algorithms::topo::{Links, Resolution};
-use mcast_algorithms::trees::{plan, weighted_sort, Algorithm, MuPartition, Options, PortModel};
+use mcast_algorithms::trees::{
+    plan, weighted_sort, MuPartition, Options, PortModel, TreeAlgorithm,
+};
 use mcast_algorithms::{ceil_log2, Topology};
 use proptest::prelude::*;
 
@@ -76,27 +78,27 @@ fn any_case() -> impl Strategy<Value = (Topology, usize, Vec<usize>)> {
     })
 }
 
-const ALL: [Algorithm; 14] = [
-    Algorithm::SeparateAddressing,
-    Algorithm::DimensionOrderedChain,
-    Algorithm::UTorus,
-    Algorithm::UCube,
-    Algorithm::Maxport,
-    Algorithm::Combine,
-    Algorithm::WSort,
-    Algorithm::KBinomial { k: None },
-    Algorithm::KBinomial { k: Some(1) },
-    Algorithm::KBinomial { k: Some(3) },
-    Algorithm::MdTorus,
-    Algorithm::MuTorus {
+const ALL: [TreeAlgorithm; 14] = [
+    TreeAlgorithm::SeparateAddressing,
+    TreeAlgorithm::DimensionOrderedChain,
+    TreeAlgorithm::UTorus,
+    TreeAlgorithm::UCube,
+    TreeAlgorithm::Maxport,
+    TreeAlgorithm::Combine,
+    TreeAlgorithm::WSort,
+    TreeAlgorithm::KBinomial { k: None },
+    TreeAlgorithm::KBinomial { k: Some(1) },
+    TreeAlgorithm::KBinomial { k: Some(3) },
+    TreeAlgorithm::MdTorus,
+    TreeAlgorithm::MuTorus {
         r: 2,
         partition: MuPartition::Count,
     },
-    Algorithm::MuTorus {
+    TreeAlgorithm::MuTorus {
         r: 5,
         partition: MuPartition::Count,
     },
-    Algorithm::MuTorus {
+    TreeAlgorithm::MuTorus {
         r: 4,
         partition: MuPartition::Length,
     },
@@ -109,7 +111,7 @@ proptest! {
     /// the source), with no stepwise and no depth contention, UTR and BTR.
     #[test]
     fn utorus_minimum_time_and_contention_free((t, s, d) in torus_case()) {
-        let m = plan(&t, Algorithm::UTorus, s, &d, Options::default()).unwrap();
+        let m = plan(&t, TreeAlgorithm::UTorus, s, &d, Options::default()).unwrap();
         check_delivery(&m).unwrap();
         prop_assert_eq!(check_steps(&t, &m).unwrap(), ceil_log2(d.len() + 1));
         prop_assert_eq!(m.steps(), ceil_log2(d.len() + 1));
@@ -121,7 +123,7 @@ proptest! {
     /// contention-free regardless of startup latency (claim 1).
     #[test]
     fn ucube_one_port((t, s, d) in cube_case(10)) {
-        let m = plan(&t, Algorithm::UCube, s, &d, Options::default()).unwrap();
+        let m = plan(&t, TreeAlgorithm::UCube, s, &d, Options::default()).unwrap();
         check_delivery(&m).unwrap();
         prop_assert_eq!(m.steps(), ceil_log2(d.len() + 1));
         prop_assert_eq!(check_steps(&t, &m).unwrap(), m.steps());
@@ -130,19 +132,19 @@ proptest! {
     }
 
     /// Maxport, Combine and W-sort are depth contention-free under both
-    /// all-port models (digest 004 §2.8 [D], Theorem 3.6); U-cube has no
+    /// all-port models ([Robinson 1994, §3.4, Fig 3.9, derived], Theorem 3.6); U-cube has no
     /// stepwise contention under Model B.
     #[test]
     fn all_port_cube_algorithms((t, s, d) in cube_case(8)) {
         for model in [PortModel::AllPortA, PortModel::AllPortB] {
-            for algo in [Algorithm::Maxport, Algorithm::Combine, Algorithm::WSort] {
+            for algo in [TreeAlgorithm::Maxport, TreeAlgorithm::Combine, TreeAlgorithm::WSort] {
                 let m = plan(&t, algo, s, &d, Options::with_port_model(model)).unwrap();
                 check_delivery(&m).unwrap();
                 prop_assert_eq!(check_steps(&t, &m).unwrap(), m.steps());
                 prop_assert!(depth_conflicts(&t, &m).unwrap().is_empty(), "{:?} {:?}", algo, model);
             }
         }
-        let m = plan(&t, Algorithm::UCube, s, &d, Options::with_port_model(PortModel::AllPortB)).unwrap();
+        let m = plan(&t, TreeAlgorithm::UCube, s, &d, Options::with_port_model(PortModel::AllPortB)).unwrap();
         prop_assert!(stepwise_conflicts(&t, &m).unwrap().is_empty());
         // All-port never needs more steps than one-port U-cube.
         prop_assert!(m.steps() <= ceil_log2(d.len() + 1));
@@ -156,8 +158,8 @@ proptest! {
             for model in [PortModel::OnePort, PortModel::AllPortA, PortModel::AllPortB] {
                 let Ok(m) = plan(&t, algo, s, &d, Options { port_model: model, packets: 4 }) else {
                     // Only topology mismatches may be refused.
-                    let cube_only = matches!(algo, Algorithm::UCube | Algorithm::Maxport | Algorithm::Combine | Algorithm::WSort);
-                    let torus_only = matches!(algo, Algorithm::MdTorus | Algorithm::MuTorus { .. });
+                    let cube_only = matches!(algo, TreeAlgorithm::UCube | TreeAlgorithm::Maxport | TreeAlgorithm::Combine | TreeAlgorithm::WSort);
+                    let torus_only = matches!(algo, TreeAlgorithm::MdTorus | TreeAlgorithm::MuTorus { .. });
                     prop_assert!(cube_only && !t.is_hypercube() || torus_only && !(t.is_torus() && t.regular_radix().is_some()));
                     continue;
                 };
@@ -177,7 +179,7 @@ proptest! {
         let s = seed.0 % n;
         let mut d: Vec<usize> = seed.1.into_iter().filter(|&v| v < n && v != s).collect();
         d.dedup();
-        let m = plan(&t, Algorithm::DimensionOrderedChain, s, &d, Options::default()).unwrap();
+        let m = plan(&t, TreeAlgorithm::DimensionOrderedChain, s, &d, Options::default()).unwrap();
         prop_assert_eq!(m.steps(), ceil_log2(d.len() + 1));
         prop_assert!(stepwise_conflicts(&t, &m).unwrap().is_empty());
         prop_assert!(depth_conflicts(&t, &m).unwrap().is_empty());

@@ -1,11 +1,11 @@
-//! Digest 004 §9.1 claim 5: mean (over 100 random destination sets, source
+//! [Robinson 1994, §3.5.1, Figs 3.10–3.11, derived]: mean (over 100 random destination sets, source
 //! 0) of the maximum step, all-port, on the 6-cube and the 10-cube. The
 //! planners' values are printed (`cargo test --test topo_table_9_1 --
-//! --nocapture`) and checked against the digest's [D] reference means within
+//! --nocapture`) and checked against the computed reference means within
 //! sampling tolerance.
 
 use mcast_algorithms::topo::Resolution;
-use mcast_algorithms::trees::{plan, Algorithm, Options, PortModel};
+use mcast_algorithms::trees::{plan, Options, PortModel, TreeAlgorithm};
 use mcast_algorithms::Topology;
 
 /// A deterministic xorshift64* generator.
@@ -31,7 +31,7 @@ impl Rng {
     }
 }
 
-/// (n, m, U-cube, Maxport, Combine A, Combine B, W-sort) from the digest.
+/// (n, m, U-cube, Maxport, Combine A, Combine B, W-sort), computed reference means.
 #[allow(clippy::approx_constant)] // 3.14 is a mean step count, not π
 const REFERENCE: [(usize, usize, f64, f64, f64, f64, f64); 10] = [
     (6, 8, 4.0, 3.14, 3.00, 3.00, 2.53),
@@ -51,16 +51,16 @@ const TRIALS: usize = 100;
 #[test]
 fn table_9_1_mean_max_steps() {
     let mut rng = Rng(0x5EED_0004_0009_0001);
-    println!("n   m     U-cube(A)  U-cube(B)  Maxport  Combine(A) [B]   W-sort   | digest: U-cube Maxport Combine [B] W-sort");
+    println!("n   m     U-cube(A)  U-cube(B)  Maxport  Combine(A) [B]   W-sort   | reference: U-cube Maxport Combine [B] W-sort");
     for &(n, m, ru, rmax, rca, rcb, rw) in &REFERENCE {
         let t = Topology::hypercube(n, Resolution::HighToLow).unwrap();
         let runs = [
-            (Algorithm::UCube, PortModel::AllPortA),
-            (Algorithm::UCube, PortModel::AllPortB),
-            (Algorithm::Maxport, PortModel::AllPortA),
-            (Algorithm::Combine, PortModel::AllPortA),
-            (Algorithm::Combine, PortModel::AllPortB),
-            (Algorithm::WSort, PortModel::AllPortA),
+            (TreeAlgorithm::UCube, PortModel::AllPortA),
+            (TreeAlgorithm::UCube, PortModel::AllPortB),
+            (TreeAlgorithm::Maxport, PortModel::AllPortA),
+            (TreeAlgorithm::Combine, PortModel::AllPortA),
+            (TreeAlgorithm::Combine, PortModel::AllPortB),
+            (TreeAlgorithm::WSort, PortModel::AllPortA),
         ];
         let mut sums = [0usize; 6];
         for _ in 0..TRIALS {
@@ -70,7 +70,7 @@ fn table_9_1_mean_max_steps() {
                 sums[i] += p.steps();
             }
             // Maxport and W-sort never reuse a channel: A and B agree.
-            for algo in [Algorithm::Maxport, Algorithm::WSort] {
+            for algo in [TreeAlgorithm::Maxport, TreeAlgorithm::WSort] {
                 let a = plan(
                     &t,
                     algo,
@@ -105,7 +105,7 @@ fn table_9_1_mean_max_steps() {
         ] {
             assert!(
                 (got - want).abs() <= tol,
-                "n={n} m={m} {what}: {got} vs digest {want}"
+                "n={n} m={m} {what}: {got} vs table {want}"
             );
         }
     }

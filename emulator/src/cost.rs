@@ -8,12 +8,12 @@
 //! `link_delay` cycles (t_w).
 //!
 //! # Presets
-//! * `irregular` (the default): digest 000 §2.5 — 5 ns cycle, t_hs = t_hr =
+//! * `irregular` (the default): [Sivaram 1998, §6.2] — 5 ns cycle, t_hs = t_hr =
 //!   1000 cycles, R = 1 (t_ns = t_nr = t_hs / R), 1-byte flits, 128-flit
 //!   packets, 640-flit input buffers, 1-cycle routing, crossbar and link
 //!   propagation, 266 MB/s DMA.
-//! * `ncube2`, `high-startup`, `low-startup`: the thesis (digest 004 §3.5,
-//!   ch. 6). The thesis has no smart NI: the sending processor is busy τ_S
+//! * `ncube2`, `high-startup`, `low-startup`: the thesis
+//!   [Robinson 1994, §4.4, ch. 6]. The thesis has no smart NI: the sending processor is busy τ_S
 //!   per message sent and τ_R per message received, so these presets put
 //!   τ_S in `t_ns` and τ_R in `t_nr` (per copy at the node) and set
 //!   `t_hs = t_hr = 0`. One cycle is τ_n = 0.5 µs, one flit per cycle, and
@@ -21,7 +21,7 @@
 //!   so a unicast costs τ_S + (H + L)·τ_n + τ_R. nCUBE-2: τ_S ≈ 107 µs,
 //!   τ_R ≈ 80 µs (its τ_n is not given; 0.5 µs is assumed). High startup:
 //!   95 / 75 µs; low startup: 10 / 8 µs.
-//! * `unitstep`: digest 000 §8.3's unit-step model. Only the per-copy step
+//! * `unitstep`: the unit-step model of [Sivaram 1998, §4.3.2]. Only the per-copy step
 //!   counts: one-flit packets, one flit per cycle, no overheads and no
 //!   routing or propagation delay, so a copy occupies its sender's injection
 //!   link for one cycle and arrives one cycle after it starts.
@@ -155,7 +155,7 @@ impl Default for FabricCostModel {
 }
 
 impl FabricCostModel {
-    /// Digest 000 §2.5 defaults.
+    /// [Sivaram 1998, §6.2] defaults.
     pub fn irregular() -> FabricCostModel {
         FabricCostModel {
             preset: "irregular".into(),
@@ -204,7 +204,7 @@ impl FabricCostModel {
         }
     }
 
-    /// The unit-step model of digest 000 §8.3.
+    /// The unit-step model of [Sivaram 1998, §4.3.2–4.3.3, derived].
     pub fn unitstep() -> FabricCostModel {
         FabricCostModel {
             preset: "unitstep".into(),
@@ -451,7 +451,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn irregular_defaults_match_digest_2_5() {
+    fn irregular_defaults_match_paper_6_2() {
         let c = FabricCostModel::default();
         assert_eq!((c.t_hs, c.t_hr, c.t_ns, c.t_nr), (1000, 1000, 1000, 1000));
         assert_eq!(

@@ -2,7 +2,7 @@
 //!
 //! So far: [`lockstep`], a discrete-event driver that runs the real smart-NI
 //! engine ([`mcast::engine::NiEngine`]) of every rank in the paper's unit-step
-//! time model (digest 000 §4.4, §8.3; the pure model itself is
+//! time model ([Sivaram 1998, §4.3.2, Fig 8; §4.3.2–4.3.3, derived]; the pure model itself is
 //! [`mcast_algorithms::unitstep`]), and [`plan`], the planning half of
 //! the `mcsim` binary (`mcsim plan`).
 //!

@@ -2,7 +2,7 @@
 //! step: the driver that runs the real [`NiEngine`]s, where
 //! [`mcast_algorithms::unitstep`] is the pure model they are checked against.
 //!
-//! Time model (digest 000 §8.3, "unit-step simulator contract"): one step is one
+//! Time model [Sivaram 1998, §4.3.2]: one step is one
 //! NI-to-NI packet transfer; an NI sends one packet copy per step, in the order
 //! its engine emitted them; a copy started at `max(NI free, time the engine
 //! emitted it)` arrives one step later. The engine decides everything else —
@@ -175,15 +175,15 @@ pub fn simulate_tree(
     })
 }
 
-/// Digest 000 §8.3: (n, k, FPFS completion for m = 1..6, FCFS completion
-/// where the digest gives it), in unit steps. Shared by the tests of this
+/// [Sivaram 1998, §4.3.2–4.3.3, derived]: (n, k, FPFS completion for m = 1..6, FCFS completion
+/// where computed), in unit steps. Shared by the tests of this
 /// driver and of the simulator's `unitstep` preset.
 #[cfg(test)]
-pub(crate) type Digest83Row = (usize, usize, [u64; 6], Option<[u64; 6]>);
+pub(crate) type FpfsVectorRow = (usize, usize, [u64; 6], Option<[u64; 6]>);
 
 /// The rows of that table.
 #[cfg(test)]
-pub(crate) const DIGEST_8_3: [Digest83Row; 6] = [
+pub(crate) const FPFS_VECTORS: [FpfsVectorRow; 6] = [
     (8, 3, [3, 6, 9, 12, 15, 18], Some([3, 6, 9, 12, 15, 18])),
     (16, 4, [4, 8, 12, 16, 20, 24], Some([4, 8, 12, 16, 20, 24])),
     (16, 3, [5, 8, 11, 14, 17, 20], Some([5, 8, 11, 14, 17, 20])),
@@ -219,10 +219,10 @@ mod tests {
         .completion
     }
 
-    /// Digest 000 §8.3: FPFS and FCFS completion, m = 1..6, run on the real engine.
+    /// [Sivaram 1998, §4.3.2–4.3.3, derived]: FPFS and FCFS completion, m = 1..6, run on the real engine.
     #[test]
-    fn engine_reproduces_digest_8_3_table() {
-        for (n, k, want_fpfs, want_fcfs) in DIGEST_8_3 {
+    fn engine_reproduces_fpfs_vectors() {
+        for (n, k, want_fpfs, want_fcfs) in FPFS_VECTORS {
             for m in 1..=6 {
                 assert_eq!(fpfs(n, k, m), want_fpfs[m - 1], "FPFS n={n} k={k} m={m}");
                 if let Some(w) = want_fcfs {
@@ -232,7 +232,7 @@ mod tests {
         }
     }
 
-    /// Digest 000 §4.3 / paper §4.3.1: 3 packets to 3 destinations take 6 steps
+    /// [Sivaram 1998, §4.3.1, Fig 7]: 3 packets to 3 destinations take 6 steps
     /// on the binomial tree and 5 on the linear one.
     #[test]
     fn binomial_is_not_optimal_for_three_packets() {
@@ -240,7 +240,7 @@ mod tests {
         assert_eq!(fpfs(4, 1, 3), 5);
     }
 
-    /// Digest 000 §4.4, Fig 8: 3 packets to 7 destinations on the binomial tree
+    /// [Sivaram 1998, §4.3.2, Fig 8]: 3 packets to 7 destinations on the binomial tree
     /// take 9 steps, with these arrival steps per chain position.
     #[test]
     fn fig8_arrivals() {
@@ -267,7 +267,7 @@ mod tests {
         }
     }
 
-    /// Digest 000 §8.3: single-packet arrival step per position, n = 16, k = 2.
+    /// [Sivaram 1998, §4.3.2–4.3.3, derived]: single-packet arrival step per position, n = 16, k = 2.
     #[test]
     fn single_packet_arrivals_n16_k2() {
         let r = simulate(
@@ -292,7 +292,7 @@ mod tests {
         }
     }
 
-    /// Digest 000 §4.2: an FPFS NI never holds a packet for later children; an
+    /// [Sivaram 1998, §4.2, Fig 6]: an FPFS NI never holds a packet for later children; an
     /// FCFS one holds the whole message (checked on n = 16, m = 8).
     #[test]
     fn buffer_claim() {

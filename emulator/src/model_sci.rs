@@ -1,5 +1,5 @@
 //! `mcsim model sci`: the SCI-torus paper's small-message latency models
-//! ([`mcast_algorithms::path::sci_model`], digest 003 §3) evaluated for
+//! ([`mcast_algorithms::path::sci_model`], [Oral 2003, §5]) evaluated for
 //! given parameters, as a serialisable [`SciJson`].
 //!
 //! ```json

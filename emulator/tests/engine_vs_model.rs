@@ -3,18 +3,18 @@
 //! every packet at every position, under FPFS and FCFS.
 
 use mcast::Forwarding;
-use mcast_algorithms::unitstep::{simulate as model, Discipline};
-use mcast_algorithms::{Shape, Tree};
+use mcast_algorithms::unitstep::{self, simulate as model};
+use mcast_algorithms::{ChainTree, Shape};
 use mcast_emulator::lockstep::{simulate, Post};
 use proptest::prelude::*;
 
 fn check(n: usize, shape: Shape, m: usize, fcfs: bool) {
     let (fw, d) = if fcfs {
-        (Forwarding::Fcfs, Discipline::Fcfs)
+        (Forwarding::Fcfs, unitstep::Forwarding::Fcfs)
     } else {
-        (Forwarding::Fpfs, Discipline::Fpfs)
+        (Forwarding::Fpfs, unitstep::Forwarding::Fpfs)
     };
-    let tree = Tree::new(shape, n).unwrap();
+    let tree = ChainTree::new(shape, n).unwrap();
     let want = model(&tree, m, d);
     let got = simulate(n, &Post::Bcast { root: 0 }, shape, fw, m).unwrap();
     for pos in 1..n {

@@ -69,8 +69,8 @@ fn delivered_once(plan: &Value) {
     }
 }
 
-/// Digest 002 Example B in mcsim notation (coordinates highest dimension
-/// first, so the digest's (x, y) is "y,x").
+/// Example B [Al-Dubai 2009, §3, §4.1, derived] in mcsim notation (coordinates highest dimension
+/// first, so a point (x, y) of the tests is "y,x").
 const B_SOURCE: &str = "4,2";
 const B_DESTS: &str = "4,0;2,1;3,1;5,2;4,4;2,5;3,5;1,6;2,6";
 
@@ -187,7 +187,7 @@ fn qg_on_a_3d_mesh_and_errors() {
     ]);
 }
 
-/// Digest 001 §6.2 (paper Fig. 3).
+/// [Park 1996, §3.1, Fig 3].
 #[test]
 fn min_two_pass_fig3() {
     let p = json(&[

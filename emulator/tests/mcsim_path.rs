@@ -1,8 +1,8 @@
 //! `mcsim plan` with the path-based planners (storus, mtorus-d,
 //! mtorus-u:R) on unidirectional tori, and `mcsim model sci`, end to end:
-//! the worked examples of digest 004 §7.10–7.11, generic checks of every
+//! the worked examples of [Robinson 1994, §5.1, §5.4, Figs 5.1, 5.7; ch. 6, Fig 5.1, derived], generic checks of every
 //! printed worm, the bad-input contract (exit 2, one line on stderr), and
-//! the SCI model numbers of digest 003 §3.9.
+//! the SCI model numbers of [Oral 2003, §5.1–5.5, Eqs 8–12, derived].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Stdio};
@@ -132,7 +132,7 @@ fn owned(v: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// §7.10: the S-torus worm of Fig 5.7: 26 hops, one boundary.
+/// [Robinson 1994, §5.1, §5.4, Figs 5.1, 5.7]: the S-torus worm of Fig 5.7: 26 hops, one boundary.
 #[test]
 fn storus_fig_5_7() {
     let v = plan(&[
@@ -163,7 +163,7 @@ fn storus_fig_5_7() {
     );
 }
 
-/// §7.11: the M-torus family on the Fig 5.1 problem.
+/// [Robinson 1994, ch. 6, Fig 5.1, derived]: the M-torus family on the Fig 5.1 problem.
 #[test]
 fn m_torus_family_fig_5_1() {
     let md = plan(&[
@@ -387,7 +387,7 @@ fn near(v: &Value, want: f64) {
     assert!((got - want).abs() < 0.06, "got {got}, want {want}");
 }
 
-/// Digest 003 §3.9 at G = 4, 11 and 16 on the testbed profile.
+/// [Oral 2003, §5.1–5.5, Eqs 8–12, derived] at G = 4, 11 and 16 on the testbed profile.
 #[test]
 fn model_sci_testbed() {
     let v = model(&["--group", "4-16"]);
@@ -416,7 +416,7 @@ fn model_sci_testbed() {
     ]);
     near(&c["rows"][0]["latency_us"]["utorus"], 5067.9);
     assert!(c["rows"][0]["latency_us"].get("storus").is_none());
-    // §3.10: r = k is best on 8×8 at G = 64 (14 relays for r = 8).
+    // [Oral 2003, §5, Eq 10, derived]: r = k is best on 8×8 at G = 64 (14 relays for r = 8).
     let r8 = model(&["--k", "8", "--group", "64", "--r", "8", "--algo", "mutorus"]);
     assert_eq!(r8["rows"][0]["relays"]["mutorus"], 14.0);
 }

@@ -1,4 +1,4 @@
-//! `mcsim plan` end to end: the worked examples of digest 004 §7, every
+//! `mcsim plan` end to end: the worked examples of [Robinson 1994, chs. 3–6, worked figures], every
 //! algorithm on a fabric it runs on, the irregular worm schemes on a
 //! 1024-node network, and the bad-input contract (exit 2, one line).
 //!
@@ -194,7 +194,7 @@ fn contention(p: &Value, f: &str) -> Option<u64> {
     p["contention"][f].as_u64()
 }
 
-// ------------------------------------------------- digest 004 §7.1 – §7.3
+// ------------------------------------------------- [Robinson 1994, §3.1, §3.4, Figs 3.1, 3.2, 3.9; §3.3, Fig 3.4; §3.3, Fig 3.6]
 
 const CUBE_71: &str = "0001;0011;0101;0111;1011;1100;1110;1111";
 
@@ -237,7 +237,7 @@ fn thesis_4cube_ucube_one_port() {
 
 #[test]
 fn thesis_4cube_all_port() {
-    // Model B (our all-port default) and Model A agree on all four (§7.1).
+    // Model B (our all-port default) and Model A agree on all four ([Robinson 1994, §3.1, §3.4, Figs 3.1, 3.2, 3.9]).
     for port in ["all", "all-a"] {
         let u = cube71("ucube", port);
         assert_eq!(steps(&u), 4, "ucube {port}");
@@ -321,7 +321,7 @@ fn thesis_4cube_all_port() {
 
 #[test]
 fn thesis_4cube_other_source_and_fig_3_6() {
-    // §7.2: source 0100, the same relative problem; one-port U-cube, 4 steps.
+    // [Robinson 1994, §3.3, Fig 3.4]: source 0100, the same relative problem; one-port U-cube, 4 steps.
     let p = plan(&[
         "--fabric",
         "hypercube:4",
@@ -346,7 +346,7 @@ fn thesis_4cube_other_source_and_fig_3_6() {
             (4, "1010", "1011"),
         ])
     );
-    // §7.3: Maxport 3 steps (a chain); U-cube and Combine all-port 2 steps.
+    // [Robinson 1994, §3.3, Fig 3.6]: Maxport 3 steps (a chain); U-cube and Combine all-port 2 steps.
     let run = |algo: &str| {
         plan(&[
             "--fabric",
@@ -377,7 +377,7 @@ fn thesis_4cube_other_source_and_fig_3_6() {
     assert_eq!(schedule(&run("combine")), schedule(&u));
 }
 
-// ------------------------------------------------- digest 004 §7.5, §7.6
+// ------------------------------------------------- [Robinson 1994, §4.3–4.4, Figs 4.4–4.5; §4.4, Fig 4.10]
 
 #[test]
 fn thesis_5x5_uni_torus_utorus() {
@@ -434,7 +434,7 @@ fn thesis_5x5_uni_torus_utorus() {
 
 #[test]
 fn thesis_3d_torus_utorus() {
-    // §7.6 on a 10x10x10 torus: 4 steps, the source sends 4 messages, no
+    // [Robinson 1994, §4.4, Fig 4.10] on a 10x10x10 torus: 4 steps, the source sends 4 messages, no
     // contention under UTR or BTR.
     let dests = "4,9,3;1,9,7;1,0,2;8,5,4;4,8,9;9,0,5;3,5,5;9,0,1;8,0,5;1,6,4";
     for fabric in ["torus:10x10x10:uni", "torus:10x10x10"] {

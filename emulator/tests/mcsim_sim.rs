@@ -46,7 +46,7 @@ fn run_is_deterministic_and_checked() {
     assert_eq!(a, b);
     assert_eq!(a["destinations"].as_array().unwrap().len(), 15);
     assert_eq!(a["injected"], 1);
-    // Digest 000 §2.5's rough single-packet tree-worm calibration:
+    // A rough single-packet tree-worm calibration from the defaults of [Sivaram 1998, §6.2, derived]:
     // t_hs + DMA + t_ns + ~(128 + 3/hop) + t_nr + DMA + t_hr ~ 4,300-4,400.
     let c = a["completion"].as_u64().unwrap();
     assert!((4200..=4500).contains(&c), "{c}");

@@ -1,5 +1,5 @@
 //! Fuzz `RouteHeader::decode` and the switch-side decisions: byte 0 picks the
-//! input switch and port on the §8.2 network, the rest is the header. Nothing
+//! input switch and port on the [Sivaram 1998, §5.3.2, Fig 17, derived] network, the rest is the header. Nothing
 //! may panic; accepted headers re-encode to the same bytes.
 #![no_main]
 

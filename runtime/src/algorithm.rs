@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use mcast_algorithms::topo::Kind;
+use mcast_algorithms::topo::TopoKind;
 use mcast_algorithms::{ceil_log2, optimal_k, Shape, Topology};
 
 use crate::error::Error;
@@ -22,10 +22,10 @@ use crate::worms::Worm;
 pub enum Algorithm {
     /// Pick per call. Without a topology: the k-binomial tree with the optimal
     /// k of Theorem 3 for the call's set size and packet count (the paper's
-    /// model of a smart NI). With one, the thesis's selection hints (digest 004
-    /// §8): W-sort on a hypercube (all-port), U-torus on a torus (one-port), and
+    /// model of a smart NI). With one, the thesis's selection hints
+    /// [Robinson 1994, ch. 7]: W-sort on a hypercube (all-port), U-torus on a torus (one-port), and
     /// on a mesh the optimal k-binomial tree on the dimension-ordered chain
-    /// (rank order), which digest 000 §4.6 prescribes for k-ary n-cubes.
+    /// (rank order), which [Sivaram 1998, §4.3.4, Fig 10] prescribes for k-ary n-cubes.
     #[default]
     Auto,
     /// Separate addressing: the source sends to every destination.
@@ -112,7 +112,7 @@ impl Algorithm {
     /// fabric carries it is the caller's check.
     ///
     /// Only `Auto` depends on the medium. Over a network `Auto` takes the optimal k
-    /// of the FPFS unit-step model (digest 000 §4.5), where every forwarded
+    /// of the FPFS unit-step model [Sivaram 1998, §4.3.3, Fig 9], where every forwarded
     /// packet costs its sender a step, so long messages get a chain. On one
     /// host with shared memory, forwarding a packet costs a 24-byte
     /// descriptor and each receiver's only real work is its own copy, so
@@ -164,9 +164,9 @@ impl Algorithm {
             Algorithm::Combine => topo(TopoTree::Combine),
             Algorithm::WSort => topo(TopoTree::WSort),
             Algorithm::Auto => match topology.map(|t| t.kind()) {
-                Some(Kind::Hypercube(_)) => topo(TopoTree::WSort),
-                Some(Kind::Torus(_)) => topo(TopoTree::UTorus),
-                Some(Kind::Mesh) | None => Ok(TreeKind::Chain(self.shape(n, m)?)),
+                Some(TopoKind::Hypercube(_)) => topo(TopoTree::WSort),
+                Some(TopoKind::Torus(_)) => topo(TopoTree::UTorus),
+                Some(TopoKind::Mesh) | None => Ok(TreeKind::Chain(self.shape(n, m)?)),
             },
             _ => Ok(TreeKind::Chain(self.shape(n, m)?)),
         }
@@ -306,7 +306,7 @@ mod tests {
             Algorithm::Chain.shape(8, 1).unwrap(),
             Shape::KBinomial { k: 1 }
         );
-        // Theorem 3, digest table: n = 16, m = 2..10 → k = 2.
+        // Theorem 3, [Sivaram 1998, §4.3.3]: n = 16, m = 2..10 → k = 2.
         assert_eq!(
             Algorithm::KBinomial { k: None }.shape(16, 5).unwrap(),
             Shape::KBinomial { k: 2 }

@@ -1,4 +1,4 @@
-//! One host/NI cost model (digest 000 §2.5), shared by the simulator
+//! One host/NI cost model [Sivaram 1998, §6.2], shared by the simulator
 //! (`mcsim run`) and the runtime's fabric link.
 //!
 //! Sans-IO in quinn-proto's style: [`HostNiCosts`] owns no clock and no

@@ -26,13 +26,13 @@ pub enum TopoTree {
 
 impl TopoTree {
     /// The planner in `mcast-algorithms`.
-    pub fn planner(self) -> trees::Algorithm {
+    pub fn planner(self) -> trees::TreeAlgorithm {
         match self {
-            TopoTree::UTorus => trees::Algorithm::UTorus,
-            TopoTree::UCube => trees::Algorithm::UCube,
-            TopoTree::Maxport => trees::Algorithm::Maxport,
-            TopoTree::Combine => trees::Algorithm::Combine,
-            TopoTree::WSort => trees::Algorithm::WSort,
+            TopoTree::UTorus => trees::TreeAlgorithm::UTorus,
+            TopoTree::UCube => trees::TreeAlgorithm::UCube,
+            TopoTree::Maxport => trees::TreeAlgorithm::Maxport,
+            TopoTree::Combine => trees::TreeAlgorithm::Combine,
+            TopoTree::WSort => trees::TreeAlgorithm::WSort,
         }
     }
 
@@ -53,7 +53,7 @@ impl TopoTree {
     }
 }
 
-/// What a source resolves an `Algorithm` to for one call.
+/// What a source resolves an `TreeAlgorithm` to for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TreeKind {
     /// A tree over a chain (flat or k-binomial): `mcast_algorithms::split`.

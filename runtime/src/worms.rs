@@ -3,14 +3,14 @@
 //!
 //! A worm is one packet stream whose header names several destinations; the
 //! switches replicate it (single-switch replication, multi-drop paths and
-//! bit-string trees on irregular networks, digest 000 §5) or deliver it at
+//! bit-string trees on irregular networks, [Sivaram 1998, §5]) or deliver it at
 //! every node it passes (path worms with intermediate reception on
-//! unidirectional tori, digest 004 ch. 5). Outside such a fabric these
+//! unidirectional tori, [Robinson 1994, ch. 5]). Outside such a fabric these
 //! algorithms are refused with [`Error::InvalidArgument`].
 //!
 //! # Plans and phases
 //! The planners of `mcast-algorithms` give, for a source and a destination
-//! set, the worms to send by phase: `irregular::Fabric::plan` (the MPM
+//! set, the worms to send by phase: `irregular::SwitchNetwork::plan` (the MPM
 //! schedules of §6.4.1) and `path::plan` (S-torus, M_d-torus,
 //! M_u-torus). The source sends its worms in phase order. A destination
 //! that the plan makes a sender in a later phase sends its worms once it
@@ -34,7 +34,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use mcast_algorithms::irregular::{Fabric, IrregularSpec, Scheme};
+use mcast_algorithms::irregular::{IrregularSpec, Scheme, SwitchNetwork};
 use mcast_algorithms::path::PathAlgorithm;
 use mcast_algorithms::Topology;
 
@@ -179,7 +179,7 @@ pub struct WormSend {
 
 /// What a fabric spec lets one plan.
 enum Net {
-    Irregular(Fabric),
+    Irregular(SwitchNetwork),
     UniTorus(Topology),
     Other,
 }
@@ -212,7 +212,7 @@ impl Planner {
             t.parse::<IrregularSpec>()
                 .ok()
                 .filter(|s| s.validate().is_ok())
-                .and_then(|s| Fabric::from_spec(&s).ok())
+                .and_then(|s| SwitchNetwork::from_spec(&s).ok())
                 .map_or(Net::Other, Net::Irregular)
         } else {
             match t.parse::<Topology>() {

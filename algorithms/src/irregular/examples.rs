@@ -1,4 +1,4 @@
-//! The fully specified 10-switch test network of digest §8.2, which stands in
+//! The fully specified 10-switch test network of [Sivaram 1998, §5.3.2, Fig 17, derived], which stands in
 //! for the paper's lost Fig 14 / Fig 17 topology.
 //!
 //! Numbering: the paper's switch i (1..=10) is switch id `i − 1` here, and
@@ -7,7 +7,7 @@
 //! links take ports 2, 3, … of each switch in the order of the link list. The
 //! up*/down* root is the paper's switch 6.
 //!
-//! Paper vs digest: the paper's footnote 1 (§5.3.2) says that in its Fig 17
+//! Paper vs this reconstruction: the paper's footnote 1 (§5.3.2) says that in its Fig 17
 //! network the nodes of switch 4 *and switch 2* fall in the restricted string
 //! of switch 6's port toward switch 1. In this reconstructed network switch 6's
 //! port toward 5 (port 4) is higher-numbered than its port toward 1 (port 3),
@@ -17,10 +17,10 @@
 //! outcome depends on how the strings are set up; switch 4's part of the
 //! footnote (the port toward 4 is all zero) holds.
 
-use super::switch::Fabric;
-use super::topology::{NodeId, SwitchId, TopologyBuilder, TopologyError};
+use super::switch::SwitchNetwork;
+use super::topology::{NodeId, SwitchId, SwitchTopologyBuilder, SwitchTopologyError};
 
-/// The link list of digest §8.2, in paper switch numbers.
+/// The link list of [Sivaram 1998, §5.3.2, Fig 17, derived], in paper switch numbers.
 pub const PAPER_LINKS: [(usize, usize); 13] = [
     (6, 4),
     (6, 1),
@@ -47,13 +47,13 @@ pub const fn paper_node(i: usize, j: usize) -> NodeId {
     2 * (i - 1) + (j - 1)
 }
 
-/// The §8.2 network (case A), or with the extra link (4, 7) appended (case B,
+/// The [Sivaram 1998, §5.3.2, Fig 17, derived] network (case A), or with the extra link (4, 7) appended (case B,
 /// the Fig 17(b) duplicate scenario), rooted at the paper's switch 6.
 ///
 /// # Errors
 /// None in practice: the construction is fixed (a unit test builds both).
-pub fn paper_network(with_link_4_7: bool) -> Result<Fabric, TopologyError> {
-    let mut b = TopologyBuilder::new(10, 8)?;
+pub fn paper_network(with_link_4_7: bool) -> Result<SwitchNetwork, SwitchTopologyError> {
+    let mut b = SwitchTopologyBuilder::new(10, 8)?;
     for s in 0..10 {
         b.add_host(s)?;
         b.add_host(s)?;
@@ -63,7 +63,7 @@ pub fn paper_network(with_link_4_7: bool) -> Result<Fabric, TopologyError> {
         b.add_link(paper_switch(x), paper_switch(y))?;
     }
     let root = paper_switch(6);
-    Fabric::new(b.build()?, Some(root)).map_err(|_| TopologyError::NoSuchSwitch(root))
+    SwitchNetwork::new(b.build()?, Some(root)).map_err(|_| SwitchTopologyError::NoSuchSwitch(root))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
-//! The random irregular-topology generator of §7.2 (paper §6.3) and the
+//! The random irregular-topology generator of [Sivaram 1998, §6.3] and the
 //! `irregular:` fabric spec string.
 //!
-//! Generation, per attempt (reconstructed, digest §7.2 \[R\]):
+//! Generation, per attempt (reconstructed from [Sivaram 1998, §6.3]):
 //! 1. choose `nodes` of the `switches·ports` ports uniformly for hosts
 //!    (hosts are numbered in (switch, port) order);
 //! 2. of the `F = switches·ports − nodes` free ports, choose
@@ -18,7 +18,8 @@ use std::str::FromStr;
 
 use super::rng::SplitMix64;
 use super::topology::{
-    PortId, SwitchId, Topology, TopologyBuilder, TopologyError, MAX_PORTS, MAX_SWITCHES,
+    PortId, SwitchId, SwitchTopology, SwitchTopologyBuilder, SwitchTopologyError, MAX_PORTS,
+    MAX_SWITCHES,
 };
 
 /// Draws before [`GenError::GaveUp`].
@@ -61,7 +62,7 @@ impl Default for IrregularSpec {
 pub enum GenError {
     /// Switch or port count out of range.
     #[error(transparent)]
-    Topology(#[from] TopologyError),
+    SwitchTopology(#[from] SwitchTopologyError),
     /// More nodes than ports.
     #[error("{nodes} nodes do not fit on {ports} ports")]
     TooManyNodes {
@@ -101,10 +102,10 @@ impl IrregularSpec {
     /// The first parameter problem found.
     pub fn validate(&self) -> Result<(), GenError> {
         if self.switches == 0 || self.switches > MAX_SWITCHES {
-            return Err(TopologyError::SwitchCount(self.switches).into());
+            return Err(SwitchTopologyError::SwitchCount(self.switches).into());
         }
         if self.ports == 0 || self.ports > MAX_PORTS {
-            return Err(TopologyError::PortCount(self.ports).into());
+            return Err(SwitchTopologyError::PortCount(self.ports).into());
         }
         let total = self.switches * self.ports;
         if self.nodes > total {
@@ -145,7 +146,7 @@ impl IrregularSpec {
     ///
     /// # Errors
     /// Invalid parameters, or [`GenError::GaveUp`].
-    pub fn generate(&self) -> Result<Topology, GenError> {
+    pub fn generate(&self) -> Result<SwitchTopology, GenError> {
         self.validate()?;
         let (s, k) = (self.switches, self.ports);
         let all: Vec<(SwitchId, PortId)> =
@@ -161,7 +162,7 @@ impl IrregularSpec {
             let Some(pairs) = pair_ports(&mut rng, free) else {
                 continue;
             };
-            let mut b = TopologyBuilder::new(s, k)?;
+            let mut b = SwitchTopologyBuilder::new(s, k)?;
             for &(w, p) in &hosts {
                 b.host_at(w, p)?;
             }
@@ -170,7 +171,7 @@ impl IrregularSpec {
             }
             match b.build() {
                 Ok(t) => return Ok(t),
-                Err(TopologyError::Disconnected) => continue,
+                Err(SwitchTopologyError::Disconnected) => continue,
                 Err(e) => return Err(e.into()),
             }
         }
@@ -204,7 +205,7 @@ fn pair_ports(rng: &mut SplitMix64, ports: &[PortRef]) -> Option<Vec<(PortRef, P
 
 /// A spec string that cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SpecError {
+pub enum IrregularSpecError {
     /// The string does not start with `irregular`.
     #[error("fabric spec must start with `irregular:`, got {0:?}")]
     Prefix(String),
@@ -228,32 +229,32 @@ pub enum SpecError {
 }
 
 impl FromStr for IrregularSpec {
-    type Err = SpecError;
+    type Err = IrregularSpecError;
 
     /// Parse `irregular:switches=8,ports=8,nodes=32,connectivity=0.8,seed=7[,root=R]`.
     /// Keys may come in any order; missing keys take the paper defaults of
     /// [`IrregularSpec::default`]. Only syntax is checked here; use
     /// [`IrregularSpec::validate`] for the parameters.
-    fn from_str(s: &str) -> Result<Self, SpecError> {
+    fn from_str(s: &str) -> Result<Self, IrregularSpecError> {
         let s = s.trim();
         let rest = match s.strip_prefix("irregular") {
             Some("") => "",
             Some(r) => r
                 .strip_prefix(':')
-                .ok_or_else(|| SpecError::Prefix(s.to_string()))?,
-            None => return Err(SpecError::Prefix(s.to_string())),
+                .ok_or_else(|| IrregularSpecError::Prefix(s.to_string()))?,
+            None => return Err(IrregularSpecError::Prefix(s.to_string())),
         };
         let mut spec = IrregularSpec::default();
         let mut seen: Vec<&str> = Vec::new();
         for item in rest.split(',').filter(|i| !i.trim().is_empty()) {
             let (k, v) = item
                 .split_once('=')
-                .ok_or_else(|| SpecError::Item(item.to_string()))?;
+                .ok_or_else(|| IrregularSpecError::Item(item.to_string()))?;
             let (k, v) = (k.trim(), v.trim());
             if seen.contains(&k) {
-                return Err(SpecError::DuplicateKey(k.to_string()));
+                return Err(IrregularSpecError::DuplicateKey(k.to_string()));
             }
-            let bad = || SpecError::Value {
+            let bad = || IrregularSpecError::Value {
                 key: k.to_string(),
                 value: v.to_string(),
             };
@@ -270,7 +271,7 @@ impl FromStr for IrregularSpec {
                 }
                 "seed" => spec.seed = v.parse().map_err(|_| bad())?,
                 "root" => spec.root = Some(v.parse().map_err(|_| bad())?),
-                _ => return Err(SpecError::UnknownKey(k.to_string())),
+                _ => return Err(IrregularSpecError::UnknownKey(k.to_string())),
             }
             seen.push(k);
         }
@@ -311,31 +312,31 @@ mod tests {
         assert!("irregular".parse::<IrregularSpec>().is_ok());
         assert!(matches!(
             "torus:4x4".parse::<IrregularSpec>(),
-            Err(SpecError::Prefix(_))
+            Err(IrregularSpecError::Prefix(_))
         ));
         assert!(matches!(
             "irregularx".parse::<IrregularSpec>(),
-            Err(SpecError::Prefix(_))
+            Err(IrregularSpecError::Prefix(_))
         ));
         assert!(matches!(
             "irregular:foo=1".parse::<IrregularSpec>(),
-            Err(SpecError::UnknownKey(_))
+            Err(IrregularSpecError::UnknownKey(_))
         ));
         assert!(matches!(
             "irregular:seed=1,seed=2".parse::<IrregularSpec>(),
-            Err(SpecError::DuplicateKey(_))
+            Err(IrregularSpecError::DuplicateKey(_))
         ));
         assert!(matches!(
             "irregular:seed".parse::<IrregularSpec>(),
-            Err(SpecError::Item(_))
+            Err(IrregularSpecError::Item(_))
         ));
         assert!(matches!(
             "irregular:nodes=-1".parse::<IrregularSpec>(),
-            Err(SpecError::Value { .. })
+            Err(IrregularSpecError::Value { .. })
         ));
         assert!(matches!(
             "irregular:connectivity=NaN".parse::<IrregularSpec>(),
-            Err(SpecError::Value { .. })
+            Err(IrregularSpecError::Value { .. })
         ));
     }
 

@@ -1,5 +1,5 @@
-//! Route-header codecs for worms on irregular networks (digest §5.2, §5.3,
-//! §5.8).
+//! Route-header codecs for worms on irregular networks
+//! [Sivaram 1998, §5.2.1; §5.2.2; §5.3].
 //!
 //! # Byte layouts
 //!
@@ -20,7 +20,7 @@
 //! * A port string (`mask`, p bits) and the bit-string (N bits) store bit i in
 //!   byte i/8 at bit position i%8 (LSB first); unused high bits of the last
 //!   byte must be zero.
-//! * Multi-drop: one kind byte for the whole header (the digest's \[X\] choice of
+//! * Multi-drop: one kind byte for the whole header (our choice, not the paper's, of
 //!   "one tag per header, a pair count"), `n ≥ 1` (id, mask) pairs in path
 //!   order, all masks p bits.
 //! * `ud` is the tree worm's up/down bit: 1 = travelling up, 0 = down.

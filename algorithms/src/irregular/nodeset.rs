@@ -1,5 +1,5 @@
 //! A fixed-size bit set over node ids: the N-bit strings of the tree-based
-//! worm (digest §5.8) and the reachability strings of Fig 18.
+//! worm [Sivaram 1998, §5.3] and the reachability strings of Fig 18.
 
 use std::fmt;
 

@@ -1,8 +1,8 @@
-//! Partial Ordered Chains (Fig 13, digest §5.5).
+//! Partial Ordered Chains [Sivaram 1998, §5.2.4, Fig 13].
 //!
 //! 1. `T` = the DAG of down links that cross levels (level l → l+1). The
 //!    paper's "DFS from the root" only traverses it, and step 3 speaks of
-//!    "each parent", so `T` keeps every such link (digest \[R\]).
+//!    "each parent", so `T` keeps every such link (our reading of [Sivaram 1998, §5.2.4, Fig 13]).
 //! 2. `S` = switches holding a destination or the source.
 //! 3. `T'` = `T` reduced to `S`: u → v iff v is reachable from u in `T` through
 //!    non-participating switches only (the same as repeatedly deleting a
@@ -11,13 +11,13 @@
 //!    ρ counts participating processors, the source included.
 //! 5. Strip chains: start at a remaining switch of maximum weight, follow the
 //!    maximum-weight remaining child, remove the chain, repeat. Ties go to
-//!    the lowest switch id; weights are not recomputed (digest §5.5 \[X\]).
+//!    the lowest switch id; weights are not recomputed ([Sivaram 1998, §5.2.4, Fig 13], our choice).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::topology::{NodeId, SwitchId, Topology};
+use super::topology::{NodeId, SwitchId, SwitchTopology};
 use super::updown::UpDown;
 
 /// The output of Fig 13 for one (source, destination set).
@@ -33,7 +33,7 @@ pub struct Pocs {
 
 /// Run Fig 13. `source` and `dests` must be valid node ids of `topo` (ids out
 /// of range are ignored); `dests` should not contain `source`.
-pub fn find_pocs(topo: &Topology, ud: &UpDown, source: NodeId, dests: &[NodeId]) -> Pocs {
+pub fn find_pocs(topo: &SwitchTopology, ud: &UpDown, source: NodeId, dests: &[NodeId]) -> Pocs {
     let n = topo.switch_count();
     let mut rho = vec![0usize; n];
     let mut seen_node = vec![false; topo.node_count()];

@@ -1,5 +1,5 @@
-//! Reachability strings for the tree-based bit-string worm (Fig 18, digest
-//! §5.9): per switch i a total string r_i (nodes reachable through all its
+//! Reachability strings for the tree-based bit-string worm
+//! [Sivaram 1998, §5.3.2, Fig 18]: per switch i a total string r_i (nodes reachable through all its
 //! down ports, host ports included) and per down port j a restricted string
 //! r_ij, made mutually exclusive by giving each node to the highest-numbered
 //! down port that reaches it.
@@ -7,11 +7,11 @@
 //! Step 1 of Fig 18 walks levels bottom-up but leaves the order within a level
 //! open; same-level links are down from the lower id to the higher id, so this
 //! implementation walks switches in decreasing (level, id), a reverse
-//! topological order of the down-link DAG (digest §5.9 \[X\]).
+//! topological order of the down-link DAG ([Sivaram 1998, §5.3.2, Fig 18], our choice).
 
 use super::nodeset::NodeSet;
-use super::topology::{PortConn, PortId, SwitchId, Topology};
-use super::updown::{Dir, UpDown};
+use super::topology::{PortConn, PortId, SwitchId, SwitchTopology};
+use super::updown::{UpDown, UpDownDir};
 
 /// The Fig 18 reachability strings of a whole network.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub struct Reachability {
 
 impl Reachability {
     /// Run Fig 18 on `topo` with the up*/down* directions of `ud`.
-    pub fn new(topo: &Topology, ud: &UpDown) -> Reachability {
+    pub fn new(topo: &SwitchTopology, ud: &UpDown) -> Reachability {
         let n = topo.switch_count();
         let nodes = topo.node_count();
         let mut order: Vec<SwitchId> = (0..n).collect();
@@ -38,7 +38,7 @@ impl Reachability {
             for c in topo.ports(s) {
                 let r_ij = match *c {
                     PortConn::Host(node) => Some(NodeSet::from_nodes(nodes, [node])),
-                    PortConn::Link { peer, .. } if ud.dir(s, peer) == Dir::Down => {
+                    PortConn::Link { peer, .. } if ud.dir(s, peer) == UpDownDir::Down => {
                         Some(total[peer].clone())
                     }
                     _ => None,

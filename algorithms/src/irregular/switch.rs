@@ -1,7 +1,7 @@
 //! The fabric (topology + up*/down* tables + reachability strings) and the
 //! pure switch-side decisions the emulator's switch engine calls: given a
 //! switch, the input port and a header, the output ports with the header each
-//! copy carries. [`Fabric::trace`] follows every copy of one injected worm
+//! copy carries. [`SwitchNetwork::trace`] follows every copy of one injected worm
 //! through the network with these same decisions.
 
 use std::collections::VecDeque;
@@ -11,14 +11,14 @@ use super::header::{
     BitStringHeader, IdForm, MultiDropHeader, PortMask, RouteHeader, SsrHeader, UnicastHeader,
 };
 use super::reach::Reachability;
-use super::topology::{NodeId, PortConn, PortId, SwitchId, Topology};
-use super::updown::{Dir, RouteError, UpDown};
+use super::topology::{NodeId, PortConn, PortId, SwitchId, SwitchTopology};
+use super::updown::{UpDown, UpDownDir, UpDownError};
 
 /// An irregular network ready for routing: the topology, its up*/down*
 /// routing tables and its Fig 18 reachability strings.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fabric {
-    topo: Topology,
+pub struct SwitchNetwork {
+    topo: SwitchTopology,
     ud: UpDown,
     reach: Reachability,
 }
@@ -76,7 +76,7 @@ pub enum SwitchError {
     NoUpPort(SwitchId),
     /// No legal minimal route for the packet's state.
     #[error(transparent)]
-    Route(#[from] RouteError),
+    Route(#[from] UpDownError),
     /// A trace exceeded its hop or copy budget.
     #[error("trace exceeded its budget (hop or copy limit)")]
     Budget,
@@ -93,7 +93,7 @@ pub struct Output<H> {
 
 /// What a switch does with one arriving header.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision<H> {
+pub struct SwitchDecision<H> {
     /// The copies to send, in port order for replications.
     pub outputs: Vec<Output<H>>,
     /// Whether the switch itself consumes the packet (SSR switch-id form with
@@ -101,18 +101,18 @@ pub struct Decision<H> {
     pub consume: bool,
 }
 
-impl<H> Decision<H> {
+impl<H> SwitchDecision<H> {
     fn forward(port: PortId, header: H) -> Self {
-        Decision {
+        SwitchDecision {
             outputs: vec![Output { port, header }],
             consume: false,
         }
     }
 }
 
-/// Options of [`Fabric::trace_with`].
+/// Options of [`SwitchNetwork::trace_with`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TraceOptions {
+pub struct WormTraceOptions {
     /// Index among the minimal next hops (or up ports) a switch takes; 0 =
     /// lowest port.
     pub pick: usize,
@@ -121,9 +121,9 @@ pub struct TraceOptions {
     pub rewrite: bool,
 }
 
-impl Default for TraceOptions {
+impl Default for WormTraceOptions {
     fn default() -> Self {
-        TraceOptions {
+        WormTraceOptions {
             pick: 0,
             rewrite: true,
         }
@@ -132,7 +132,7 @@ impl Default for TraceOptions {
 
 /// Everything one injected worm does in the network.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Trace {
+pub struct WormTrace {
     /// Nodes that received a copy, in the order of the trace (a node appears
     /// once per copy it receives).
     pub delivered: Vec<NodeId>,
@@ -146,31 +146,31 @@ pub struct Trace {
     pub up_path: Vec<SwitchId>,
 }
 
-impl Fabric {
+impl SwitchNetwork {
     /// Set up routing on `topo` with BFS root `root` (default: switch 0).
     ///
     /// # Errors
-    /// [`RouteError::NoSuchRoot`].
-    pub fn new(topo: Topology, root: Option<SwitchId>) -> Result<Fabric, RouteError> {
+    /// [`UpDownError::NoSuchRoot`].
+    pub fn new(topo: SwitchTopology, root: Option<SwitchId>) -> Result<SwitchNetwork, UpDownError> {
         let ud = UpDown::new(&topo, root)?;
         let reach = Reachability::new(&topo, &ud);
-        Ok(Fabric { topo, ud, reach })
+        Ok(SwitchNetwork { topo, ud, reach })
     }
 
     /// Generate the network of `spec` and set up routing.
     ///
     /// # Errors
     /// Any [`GenError`].
-    pub fn from_spec(spec: &IrregularSpec) -> Result<Fabric, GenError> {
+    pub fn from_spec(spec: &IrregularSpec) -> Result<SwitchNetwork, GenError> {
         let topo = spec.generate()?;
-        Fabric::new(topo, spec.root).map_err(|_| GenError::NoSuchRoot {
+        SwitchNetwork::new(topo, spec.root).map_err(|_| GenError::NoSuchRoot {
             root: spec.root.unwrap_or(0),
             switches: spec.switches,
         })
     }
 
     /// The topology.
-    pub fn topology(&self) -> &Topology {
+    pub fn topology(&self) -> &SwitchTopology {
         &self.topo
     }
 
@@ -188,7 +188,7 @@ impl Fabric {
     ///
     /// # Errors
     /// The first violation.
-    pub fn check_route(&self, route: &[SwitchId]) -> Result<(), RouteError> {
+    pub fn check_route(&self, route: &[SwitchId]) -> Result<(), UpDownError> {
         self.ud.check_route(&self.topo, route)
     }
 
@@ -232,7 +232,7 @@ impl Fabric {
         let hops = self.ud.next_hops(&self.topo, switch, phase, target);
         match hops.get(pick % hops.len().max(1)) {
             Some(&(port, _, _)) => Ok(port),
-            None => Err(RouteError::Unroutable {
+            None => Err(UpDownError::Unroutable {
                 from: switch,
                 phase,
                 to: target,
@@ -272,7 +272,7 @@ impl Fabric {
         in_port: PortId,
         h: &UnicastHeader,
         pick: usize,
-    ) -> Result<Decision<UnicastHeader>, SwitchError> {
+    ) -> Result<SwitchDecision<UnicastHeader>, SwitchError> {
         self.check_in(switch, in_port)?;
         let (tsw, tport) = self.node_switch(h.dest)?;
         let port = if tsw == switch {
@@ -280,7 +280,7 @@ impl Fabric {
         } else {
             self.toward(switch, in_port, tsw, pick)?
         };
-        Ok(Decision::forward(port, *h))
+        Ok(SwitchDecision::forward(port, *h))
     }
 
     /// SSR (both forms, paper §5.2.3): away from the target switch, route like
@@ -297,15 +297,15 @@ impl Fabric {
         in_port: PortId,
         h: &SsrHeader,
         pick: usize,
-    ) -> Result<Decision<SsrHeader>, SwitchError> {
+    ) -> Result<SwitchDecision<SsrHeader>, SwitchError> {
         self.check_in(switch, in_port)?;
         let target = self.target_switch(h.form, h.id)?;
         if target != switch {
             let port = self.toward(switch, in_port, target, pick)?;
-            return Ok(Decision::forward(port, h.clone()));
+            return Ok(SwitchDecision::forward(port, h.clone()));
         }
         match (h.multidest, h.form) {
-            (true, _) => Ok(Decision {
+            (true, _) => Ok(SwitchDecision {
                 outputs: self
                     .replicate_ports(switch, &h.ports)?
                     .into_iter()
@@ -316,29 +316,32 @@ impl Fabric {
                     .collect(),
                 consume: false,
             }),
-            (false, IdForm::Switch) => Ok(Decision {
+            (false, IdForm::Switch) => Ok(SwitchDecision {
                 outputs: Vec::new(),
                 consume: true,
             }),
-            (false, IdForm::Node) => Ok(Decision::forward(self.node_switch(h.id)?.1, h.clone())),
+            (false, IdForm::Node) => Ok(SwitchDecision::forward(
+                self.node_switch(h.id)?.1,
+                h.clone(),
+            )),
         }
     }
 
-    /// Multi-drop (digest §5.3 \[R\]): while the first pair names this switch,
+    /// Multi-drop ([Sivaram 1998, §5.2.2], our reading): while the first pair names this switch,
     /// replicate to its host ports and strip it; then forward one copy with
     /// the remaining pairs on a minimal legal next hop toward the next pair's
     /// switch (the single switch-bound output of Definition 3). Host copies
     /// carry the header as it arrived.
     ///
     /// # Errors
-    /// As [`Fabric::decide_ssr`].
+    /// As [`SwitchNetwork::decide_ssr`].
     pub fn decide_multidrop(
         &self,
         switch: SwitchId,
         in_port: PortId,
         h: &MultiDropHeader,
         pick: usize,
-    ) -> Result<Decision<MultiDropHeader>, SwitchError> {
+    ) -> Result<SwitchDecision<MultiDropHeader>, SwitchError> {
         self.check_in(switch, in_port)?;
         let mut outputs = Vec::new();
         let mut cur = Some(h.clone());
@@ -358,7 +361,7 @@ impl Fabric {
             }
             cur = hd.stripped();
         }
-        Ok(Decision {
+        Ok(SwitchDecision {
             outputs,
             consume: false,
         })
@@ -380,23 +383,23 @@ impl Fabric {
         in_port: PortId,
         h: &BitStringHeader,
         pick: usize,
-    ) -> Result<Decision<BitStringHeader>, SwitchError> {
+    ) -> Result<SwitchDecision<BitStringHeader>, SwitchError> {
         self.bitstring(switch, in_port, h, pick, true)
     }
 
-    /// [`Fabric::decide_bitstring`] **without** the header rewrite: every
+    /// [`SwitchNetwork::decide_bitstring`] **without** the header rewrite: every
     /// copy keeps the whole header. Only for demonstrating the Fig 17(b)
     /// duplicate; never use it to route.
     ///
     /// # Errors
-    /// As [`Fabric::decide_bitstring`], without the reachability check.
+    /// As [`SwitchNetwork::decide_bitstring`], without the reachability check.
     pub fn decide_bitstring_unrewritten(
         &self,
         switch: SwitchId,
         in_port: PortId,
         h: &BitStringHeader,
         pick: usize,
-    ) -> Result<Decision<BitStringHeader>, SwitchError> {
+    ) -> Result<SwitchDecision<BitStringHeader>, SwitchError> {
         self.bitstring(switch, in_port, h, pick, false)
     }
 
@@ -407,7 +410,7 @@ impl Fabric {
         h: &BitStringHeader,
         pick: usize,
         rewrite: bool,
-    ) -> Result<Decision<BitStringHeader>, SwitchError> {
+    ) -> Result<SwitchDecision<BitStringHeader>, SwitchError> {
         self.check_in(switch, in_port)?;
         let n = self.topo.node_count();
         if h.dests().universe() != n {
@@ -424,11 +427,11 @@ impl Fabric {
             let ups: Vec<PortId> = self
                 .topo
                 .links_of(switch)
-                .filter(|&(_, peer, _)| self.ud.dir(switch, peer) == Dir::Up)
+                .filter(|&(_, peer, _)| self.ud.dir(switch, peer) == UpDownDir::Up)
                 .map(|(p, _, _)| p)
                 .collect();
             return match ups.get(pick % ups.len().max(1)) {
-                Some(&port) => Ok(Decision::forward(port, h.clone())),
+                Some(&port) => Ok(SwitchDecision::forward(port, h.clone())),
                 None => Err(SwitchError::NoUpPort(switch)),
             };
         }
@@ -446,7 +449,7 @@ impl Fabric {
                 })
             })
             .collect();
-        Ok(Decision {
+        Ok(SwitchDecision {
             outputs,
             consume: false,
         })
@@ -462,7 +465,7 @@ impl Fabric {
         in_port: PortId,
         h: &RouteHeader,
         pick: usize,
-    ) -> Result<Decision<RouteHeader>, SwitchError> {
+    ) -> Result<SwitchDecision<RouteHeader>, SwitchError> {
         self.decide_opts(switch, in_port, h, pick, true)
     }
 
@@ -473,9 +476,9 @@ impl Fabric {
         h: &RouteHeader,
         pick: usize,
         rewrite: bool,
-    ) -> Result<Decision<RouteHeader>, SwitchError> {
-        fn wrap<H>(d: Decision<H>, f: fn(H) -> RouteHeader) -> Decision<RouteHeader> {
-            Decision {
+    ) -> Result<SwitchDecision<RouteHeader>, SwitchError> {
+        fn wrap<H>(d: SwitchDecision<H>, f: fn(H) -> RouteHeader) -> SwitchDecision<RouteHeader> {
+            SwitchDecision {
                 outputs: d
                     .outputs
                     .into_iter()
@@ -511,21 +514,21 @@ impl Fabric {
     ///
     /// # Errors
     /// Any [`SwitchError`] a switch raises, or [`SwitchError::Budget`].
-    pub fn trace(&self, sender: NodeId, header: &RouteHeader) -> Result<Trace, SwitchError> {
-        self.trace_with(sender, header, TraceOptions::default())
+    pub fn trace(&self, sender: NodeId, header: &RouteHeader) -> Result<WormTrace, SwitchError> {
+        self.trace_with(sender, header, WormTraceOptions::default())
     }
 
-    /// [`Fabric::trace`] with explicit options.
+    /// [`SwitchNetwork::trace`] with explicit options.
     ///
     /// # Errors
-    /// As [`Fabric::trace`]. Each copy may take at most 2·switches + 2 hops,
+    /// As [`SwitchNetwork::trace`]. Each copy may take at most 2·switches + 2 hops,
     /// and the trace at most 64·(switches·ports + nodes) + 1024 copies.
     pub fn trace_with(
         &self,
         sender: NodeId,
         header: &RouteHeader,
-        opts: TraceOptions,
-    ) -> Result<Trace, SwitchError> {
+        opts: WormTraceOptions,
+    ) -> Result<WormTrace, SwitchError> {
         let (sw, port) = self
             .topo
             .host_location(sender)
@@ -534,7 +537,7 @@ impl Fabric {
         let mut budget = 64
             * (self.topo.switch_count() * self.topo.ports_per_switch() + self.topo.node_count())
             + 1024;
-        let mut trace = Trace::default();
+        let mut trace = WormTrace::default();
         let mut queue = VecDeque::from([(sw, port, header.clone(), vec![sw])]);
         while let Some((sw, in_port, h, path)) = queue.pop_front() {
             budget = budget.checked_sub(1).ok_or(SwitchError::Budget)?;
@@ -689,7 +692,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             f.decide_multidrop(s3, 2, &back, 0),
-            Err(SwitchError::Route(RouteError::Unroutable { .. }))
+            Err(SwitchError::Route(UpDownError::Unroutable { .. }))
         ));
         // Bit-string: wrong universe, and a down worm naming unreachable nodes.
         let b = BitStringHeader::new(false, NodeSet::from_nodes(5, [1])).unwrap();

@@ -1,4 +1,4 @@
-//! The irregular switch network (digest §2.1): switches with `k` ports each,
+//! The irregular switch network [Sivaram 1998, §2.1]: switches with `k` ports each,
 //! every port either attached to one host (node), linked to a port of another
 //! switch (parallel links between two switches allowed), or open.
 //!
@@ -39,7 +39,7 @@ pub enum PortConn {
 
 /// A topology that cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TopologyError {
+pub enum SwitchTopologyError {
     /// Zero switches, or more than [`MAX_SWITCHES`].
     #[error("switch count {0} out of range 1..={MAX_SWITCHES}")]
     SwitchCount(usize),
@@ -68,7 +68,7 @@ pub enum TopologyError {
     /// No free port is left on a switch.
     #[error("switch {0} has no free port")]
     NoFreePort(SwitchId),
-    /// A link between two ports of the same switch (not allowed, §7.2).
+    /// A link between two ports of the same switch (not allowed, [Sivaram 1998, §6.3]).
     #[error("link from switch {0} to itself")]
     SelfLink(SwitchId),
     /// The switch graph is not connected.
@@ -77,15 +77,15 @@ pub enum TopologyError {
 }
 
 /// An irregular network of switches, hosts and links. Immutable once built
-/// (see [`TopologyBuilder`]); always connected.
+/// (see [`SwitchTopologyBuilder`]); always connected.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Topology {
+pub struct SwitchTopology {
     ports: usize,
     conns: Vec<Vec<PortConn>>,
     hosts: Vec<(SwitchId, PortId)>,
 }
 
-impl Topology {
+impl SwitchTopology {
     /// The number of switches.
     pub fn switch_count(&self) -> usize {
         self.conns.len()
@@ -186,61 +186,65 @@ impl Topology {
     }
 }
 
-/// Builds a [`Topology`]. Nodes get ids in the order they are added.
+/// Builds a [`SwitchTopology`]. Nodes get ids in the order they are added.
 #[derive(Debug, Clone)]
-pub struct TopologyBuilder {
+pub struct SwitchTopologyBuilder {
     ports: usize,
     conns: Vec<Vec<PortConn>>,
     hosts: Vec<(SwitchId, PortId)>,
 }
 
-impl TopologyBuilder {
+impl SwitchTopologyBuilder {
     /// `switches` switches with `ports` ports each, all open.
     ///
     /// # Errors
-    /// [`TopologyError::SwitchCount`] or [`TopologyError::PortCount`].
-    pub fn new(switches: usize, ports: usize) -> Result<Self, TopologyError> {
+    /// [`SwitchTopologyError::SwitchCount`] or [`SwitchTopologyError::PortCount`].
+    pub fn new(switches: usize, ports: usize) -> Result<Self, SwitchTopologyError> {
         if switches == 0 || switches > MAX_SWITCHES {
-            return Err(TopologyError::SwitchCount(switches));
+            return Err(SwitchTopologyError::SwitchCount(switches));
         }
         if ports == 0 || ports > MAX_PORTS {
-            return Err(TopologyError::PortCount(ports));
+            return Err(SwitchTopologyError::PortCount(ports));
         }
-        Ok(TopologyBuilder {
+        Ok(SwitchTopologyBuilder {
             ports,
             conns: vec![vec![PortConn::Open; ports]; switches],
             hosts: Vec::new(),
         })
     }
 
-    fn check_free(&self, switch: SwitchId, port: PortId) -> Result<(), TopologyError> {
+    fn check_free(&self, switch: SwitchId, port: PortId) -> Result<(), SwitchTopologyError> {
         let ports = self
             .conns
             .get(switch)
-            .ok_or(TopologyError::NoSuchSwitch(switch))?;
+            .ok_or(SwitchTopologyError::NoSuchSwitch(switch))?;
         match ports.get(port) {
-            None => Err(TopologyError::NoSuchPort { switch, port }),
+            None => Err(SwitchTopologyError::NoSuchPort { switch, port }),
             Some(PortConn::Open) => Ok(()),
-            Some(_) => Err(TopologyError::PortInUse { switch, port }),
+            Some(_) => Err(SwitchTopologyError::PortInUse { switch, port }),
         }
     }
 
-    fn free_port(&self, switch: SwitchId) -> Result<PortId, TopologyError> {
+    fn free_port(&self, switch: SwitchId) -> Result<PortId, SwitchTopologyError> {
         let ports = self
             .conns
             .get(switch)
-            .ok_or(TopologyError::NoSuchSwitch(switch))?;
+            .ok_or(SwitchTopologyError::NoSuchSwitch(switch))?;
         ports
             .iter()
             .position(|c| *c == PortConn::Open)
-            .ok_or(TopologyError::NoFreePort(switch))
+            .ok_or(SwitchTopologyError::NoFreePort(switch))
     }
 
     /// Attach a new node to `port` of `switch`; returns its node id.
     ///
     /// # Errors
     /// The switch or port does not exist or the port is in use.
-    pub fn host_at(&mut self, switch: SwitchId, port: PortId) -> Result<NodeId, TopologyError> {
+    pub fn host_at(
+        &mut self,
+        switch: SwitchId,
+        port: PortId,
+    ) -> Result<NodeId, SwitchTopologyError> {
         self.check_free(switch, port)?;
         let id = self.hosts.len();
         self.conns[switch][port] = PortConn::Host(id);
@@ -251,8 +255,8 @@ impl TopologyBuilder {
     /// Attach a new node to the lowest free port of `switch`.
     ///
     /// # Errors
-    /// As [`TopologyBuilder::host_at`], or [`TopologyError::NoFreePort`].
-    pub fn add_host(&mut self, switch: SwitchId) -> Result<NodeId, TopologyError> {
+    /// As [`SwitchTopologyBuilder::host_at`], or [`SwitchTopologyError::NoFreePort`].
+    pub fn add_host(&mut self, switch: SwitchId) -> Result<NodeId, SwitchTopologyError> {
         let p = self.free_port(switch)?;
         self.host_at(switch, p)
     }
@@ -267,11 +271,11 @@ impl TopologyBuilder {
         port_a: PortId,
         b: SwitchId,
         port_b: PortId,
-    ) -> Result<(), TopologyError> {
+    ) -> Result<(), SwitchTopologyError> {
         self.check_free(a, port_a)?;
         self.check_free(b, port_b)?;
         if a == b {
-            return Err(TopologyError::SelfLink(a));
+            return Err(SwitchTopologyError::SelfLink(a));
         }
         self.conns[a][port_a] = PortConn::Link {
             peer: b,
@@ -287,15 +291,15 @@ impl TopologyBuilder {
     /// Link the lowest free ports of `a` and `b`; returns (port on a, port on b).
     ///
     /// # Errors
-    /// As [`TopologyBuilder::link_at`], or [`TopologyError::NoFreePort`].
+    /// As [`SwitchTopologyBuilder::link_at`], or [`SwitchTopologyError::NoFreePort`].
     pub fn add_link(
         &mut self,
         a: SwitchId,
         b: SwitchId,
-    ) -> Result<(PortId, PortId), TopologyError> {
+    ) -> Result<(PortId, PortId), SwitchTopologyError> {
         if a == b {
             self.free_port(a)?;
-            return Err(TopologyError::SelfLink(a));
+            return Err(SwitchTopologyError::SelfLink(a));
         }
         let pa = self.free_port(a)?;
         let pb = self.free_port(b)?;
@@ -306,12 +310,12 @@ impl TopologyBuilder {
     /// Finish the topology.
     ///
     /// # Errors
-    /// [`TopologyError::Disconnected`] if the switch graph is not connected.
-    pub fn build(self) -> Result<Topology, TopologyError> {
-        if !Topology::connected(&self.conns) {
-            return Err(TopologyError::Disconnected);
+    /// [`SwitchTopologyError::Disconnected`] if the switch graph is not connected.
+    pub fn build(self) -> Result<SwitchTopology, SwitchTopologyError> {
+        if !SwitchTopology::connected(&self.conns) {
+            return Err(SwitchTopologyError::Disconnected);
         }
-        Ok(Topology {
+        Ok(SwitchTopology {
             ports: self.ports,
             conns: self.conns,
             hosts: self.hosts,
@@ -326,28 +330,28 @@ mod tests {
     #[test]
     fn builder_rules() {
         assert_eq!(
-            TopologyBuilder::new(0, 4).unwrap_err(),
-            TopologyError::SwitchCount(0)
+            SwitchTopologyBuilder::new(0, 4).unwrap_err(),
+            SwitchTopologyError::SwitchCount(0)
         );
         assert_eq!(
-            TopologyBuilder::new(2, 0).unwrap_err(),
-            TopologyError::PortCount(0)
+            SwitchTopologyBuilder::new(2, 0).unwrap_err(),
+            SwitchTopologyError::PortCount(0)
         );
-        let mut b = TopologyBuilder::new(3, 2).unwrap();
+        let mut b = SwitchTopologyBuilder::new(3, 2).unwrap();
         assert_eq!(b.add_host(0), Ok(0));
         assert_eq!(b.add_link(0, 1), Ok((1, 0)));
-        assert_eq!(b.add_link(0, 2), Err(TopologyError::NoFreePort(0)));
-        assert_eq!(b.add_link(1, 1), Err(TopologyError::SelfLink(1)));
+        assert_eq!(b.add_link(0, 2), Err(SwitchTopologyError::NoFreePort(0)));
+        assert_eq!(b.add_link(1, 1), Err(SwitchTopologyError::SelfLink(1)));
         assert_eq!(
             b.host_at(1, 0),
-            Err(TopologyError::PortInUse { switch: 1, port: 0 })
+            Err(SwitchTopologyError::PortInUse { switch: 1, port: 0 })
         );
         assert_eq!(
             b.host_at(1, 9),
-            Err(TopologyError::NoSuchPort { switch: 1, port: 9 })
+            Err(SwitchTopologyError::NoSuchPort { switch: 1, port: 9 })
         );
-        assert_eq!(b.add_host(7), Err(TopologyError::NoSuchSwitch(7)));
-        assert_eq!(b.clone().build(), Err(TopologyError::Disconnected));
+        assert_eq!(b.add_host(7), Err(SwitchTopologyError::NoSuchSwitch(7)));
+        assert_eq!(b.clone().build(), Err(SwitchTopologyError::Disconnected));
         b.add_link(1, 2).unwrap();
         let t = b.build().unwrap();
         assert_eq!(t.switch_count(), 3);
@@ -360,7 +364,7 @@ mod tests {
 
     #[test]
     fn parallel_links() {
-        let mut b = TopologyBuilder::new(2, 4).unwrap();
+        let mut b = SwitchTopologyBuilder::new(2, 4).unwrap();
         b.add_link(0, 1).unwrap();
         b.add_link(0, 1).unwrap();
         let t = b.build().unwrap();

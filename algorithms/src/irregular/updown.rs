@@ -1,4 +1,4 @@
-//! Up*/down* routing (digest §2.2): a BFS from a root switch gives levels; the
+//! Up*/down* routing [Sivaram 1998, §2.2]: a BFS from a root switch gives levels; the
 //! "up" end of a link is the end closer to the root, or at equal level the end
 //! with the lower switch id. A legal route takes zero or more up links, then
 //! zero or more down links.
@@ -12,11 +12,11 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
-use super::topology::{PortConn, PortId, SwitchId, Topology};
+use super::topology::{PortConn, PortId, SwitchId, SwitchTopology};
 
 /// The direction of a traversal of a link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum Dir {
+pub enum UpDownDir {
     /// Toward the up end (closer to the root, or the lower id at equal level).
     Up,
     /// Toward the down end.
@@ -34,7 +34,7 @@ pub enum Phase {
 
 /// Why up*/down* state could not be set up or a route was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RouteError {
+pub enum UpDownError {
     /// The requested root does not exist.
     #[error("root switch {0} does not exist")]
     NoSuchRoot(SwitchId),
@@ -103,12 +103,12 @@ impl UpDown {
     /// neighbour one level closer to the root.
     ///
     /// # Errors
-    /// [`RouteError::NoSuchRoot`] if `root` is out of range.
-    pub fn new(topo: &Topology, root: Option<SwitchId>) -> Result<UpDown, RouteError> {
+    /// [`UpDownError::NoSuchRoot`] if `root` is out of range.
+    pub fn new(topo: &SwitchTopology, root: Option<SwitchId>) -> Result<UpDown, UpDownError> {
         let n = topo.switch_count();
         let root = root.unwrap_or(0);
         if root >= n {
-            return Err(RouteError::NoSuchRoot(root));
+            return Err(UpDownError::NoSuchRoot(root));
         }
         let mut level = vec![usize::MAX; n];
         level[root] = 0;
@@ -141,7 +141,7 @@ impl UpDown {
     }
 
     /// Reverse BFS over (switch, phase) states, once per destination.
-    fn compute_distances(&mut self, topo: &Topology) {
+    fn compute_distances(&mut self, topo: &SwitchTopology) {
         let n = self.n;
         // Predecessors per state: for a hop u -> v of direction d,
         // (v, Down) is reached from (u, Up) and (u, Down) if d = Down;
@@ -151,8 +151,8 @@ impl UpDown {
         for u in 0..n {
             for (_, v, _) in topo.links_of(u) {
                 match self.dir(u, v) {
-                    Dir::Down => pred_down[v].push(u),
-                    Dir::Up => pred_up[v].push(u),
+                    UpDownDir::Down => pred_down[v].push(u),
+                    UpDownDir::Up => pred_up[v].push(u),
                 }
             }
         }
@@ -224,23 +224,28 @@ impl UpDown {
     /// The direction of a hop from `from` to `to` (whether or not they are
     /// linked): down iff `to` is deeper, or at the same level with a higher id.
     /// Ids out of range count as infinitely deep.
-    pub fn dir(&self, from: SwitchId, to: SwitchId) -> Dir {
+    pub fn dir(&self, from: SwitchId, to: SwitchId) -> UpDownDir {
         let lf = self.level.get(from).copied().unwrap_or(usize::MAX);
         let lt = self.level.get(to).copied().unwrap_or(usize::MAX);
         if lf < lt || (lf == lt && from < to) {
-            Dir::Down
+            UpDownDir::Down
         } else {
-            Dir::Up
+            UpDownDir::Up
         }
     }
 
     /// The direction of leaving `switch` through `port`: `Some(Down)` for a
-    /// host port (digest §2.2: host ports count as down), the link's direction
+    /// host port ([Sivaram 1998, §2.2]: host ports count as down), the link's direction
     /// for a link port, `None` for an open or missing port.
-    pub fn port_dir(&self, topo: &Topology, switch: SwitchId, port: PortId) -> Option<Dir> {
+    pub fn port_dir(
+        &self,
+        topo: &SwitchTopology,
+        switch: SwitchId,
+        port: PortId,
+    ) -> Option<UpDownDir> {
         match topo.port(switch, port)? {
             PortConn::Open => None,
-            PortConn::Host(_) => Some(Dir::Down),
+            PortConn::Host(_) => Some(UpDownDir::Down),
             PortConn::Link { peer, .. } => Some(self.dir(switch, peer)),
         }
     }
@@ -248,9 +253,11 @@ impl UpDown {
     /// The phase of a packet that entered `switch` through `in_port`: `Down`
     /// if it came over a link traversed downward, else `Up` (injection from a
     /// host carries no constraint).
-    pub fn phase_after(&self, topo: &Topology, switch: SwitchId, in_port: PortId) -> Phase {
+    pub fn phase_after(&self, topo: &SwitchTopology, switch: SwitchId, in_port: PortId) -> Phase {
         match topo.port(switch, in_port) {
-            Some(PortConn::Link { peer, .. }) if self.dir(peer, switch) == Dir::Down => Phase::Down,
+            Some(PortConn::Link { peer, .. }) if self.dir(peer, switch) == UpDownDir::Down => {
+                Phase::Down
+            }
             _ => Phase::Up,
         }
     }
@@ -273,7 +280,7 @@ impl UpDown {
     /// routing table's adaptive choice is among these.
     pub fn next_hops(
         &self,
-        topo: &Topology,
+        topo: &SwitchTopology,
         at: SwitchId,
         phase: Phase,
         to: SwitchId,
@@ -287,9 +294,9 @@ impl UpDown {
         topo.links_of(at)
             .filter_map(|(port, peer, _)| {
                 let next = match (phase, self.dir(at, peer)) {
-                    (Phase::Down, Dir::Up) => return None,
-                    (_, Dir::Down) => Phase::Down,
-                    (Phase::Up, Dir::Up) => Phase::Up,
+                    (Phase::Down, UpDownDir::Up) => return None,
+                    (_, UpDownDir::Down) => Phase::Down,
+                    (Phase::Up, UpDownDir::Up) => Phase::Up,
                 };
                 (self.distance(peer, next, to) == Some(d - 1)).then_some((port, peer, next))
             })
@@ -301,22 +308,22 @@ impl UpDown {
     /// with index `pick % count` (0 = lowest port).
     ///
     /// # Errors
-    /// [`RouteError::NoSuchSwitch`] or [`RouteError::Unroutable`].
+    /// [`UpDownError::NoSuchSwitch`] or [`UpDownError::Unroutable`].
     pub fn route(
         &self,
-        topo: &Topology,
+        topo: &SwitchTopology,
         from: SwitchId,
         phase: Phase,
         to: SwitchId,
         pick: usize,
-    ) -> Result<Vec<SwitchId>, RouteError> {
+    ) -> Result<Vec<SwitchId>, UpDownError> {
         for s in [from, to] {
             if s >= self.n {
-                return Err(RouteError::NoSuchSwitch(s));
+                return Err(UpDownError::NoSuchSwitch(s));
             }
         }
         if self.distance(from, phase, to).is_none() {
-            return Err(RouteError::Unroutable { from, phase, to });
+            return Err(UpDownError::Unroutable { from, phase, to });
         }
         let mut route = vec![from];
         let (mut at, mut ph) = (from, phase);
@@ -324,7 +331,7 @@ impl UpDown {
             let hops = self.next_hops(topo, at, ph, to);
             // Non-empty: distance is finite and positive here.
             let Some(&(_, next, nph)) = hops.get(pick % hops.len().max(1)) else {
-                return Err(RouteError::Unroutable { from, phase, to });
+                return Err(UpDownError::Unroutable { from, phase, to });
             };
             route.push(next);
             at = next;
@@ -338,28 +345,32 @@ impl UpDown {
     ///
     /// # Errors
     /// The first violation found.
-    pub fn check_route(&self, topo: &Topology, route: &[SwitchId]) -> Result<(), RouteError> {
+    pub fn check_route(
+        &self,
+        topo: &SwitchTopology,
+        route: &[SwitchId],
+    ) -> Result<(), UpDownError> {
         let Some(&first) = route.first() else {
-            return Err(RouteError::EmptyRoute);
+            return Err(UpDownError::EmptyRoute);
         };
         if first >= self.n {
-            return Err(RouteError::NoSuchSwitch(first));
+            return Err(UpDownError::NoSuchSwitch(first));
         }
         let mut gone_down = false;
         for (index, w) in route.windows(2).enumerate() {
             let (from, to) = (w[0], w[1]);
             if to >= self.n {
-                return Err(RouteError::NoSuchSwitch(to));
+                return Err(UpDownError::NoSuchSwitch(to));
             }
             if !topo.adjacent(from, to) {
-                return Err(RouteError::NotAdjacent { index, from, to });
+                return Err(UpDownError::NotAdjacent { index, from, to });
             }
             match self.dir(from, to) {
-                Dir::Down => gone_down = true,
-                Dir::Up if gone_down => {
-                    return Err(RouteError::UpAfterDown { index, from, to });
+                UpDownDir::Down => gone_down = true,
+                UpDownDir::Up if gone_down => {
+                    return Err(UpDownError::UpAfterDown { index, from, to });
                 }
-                Dir::Up => {}
+                UpDownDir::Up => {}
             }
         }
         Ok(())
@@ -367,7 +378,7 @@ impl UpDown {
 
     /// Every link traversal that descends exactly one level, deduplicated over
     /// parallel links: the DAG `T` of Fig 13 step 1, as (upper, lower) pairs.
-    pub fn level_crossing_down_edges(&self, topo: &Topology) -> Vec<(SwitchId, SwitchId)> {
+    pub fn level_crossing_down_edges(&self, topo: &SwitchTopology) -> Vec<(SwitchId, SwitchId)> {
         let mut v: Vec<(SwitchId, SwitchId)> = (0..self.n)
             .flat_map(|a| {
                 topo.links_of(a)
@@ -384,11 +395,11 @@ impl UpDown {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::irregular::topology::TopologyBuilder;
+    use crate::irregular::topology::SwitchTopologyBuilder;
 
     /// 0 - 1, 0 - 2, 1 - 2 (same level), 2 - 3.
-    fn diamond() -> Topology {
-        let mut b = TopologyBuilder::new(4, 4).unwrap();
+    fn diamond() -> SwitchTopology {
+        let mut b = SwitchTopologyBuilder::new(4, 4).unwrap();
         for s in 0..4 {
             b.add_host(s).unwrap();
         }
@@ -408,8 +419,8 @@ mod tests {
             (0..4).map(|s| ud.level(s).unwrap()).collect::<Vec<_>>(),
             vec![0, 1, 1, 2]
         );
-        assert_eq!(ud.dir(1, 2), Dir::Down);
-        assert_eq!(ud.dir(2, 1), Dir::Up);
+        assert_eq!(ud.dir(1, 2), UpDownDir::Down);
+        assert_eq!(ud.dir(2, 1), UpDownDir::Up);
         assert_eq!(ud.parent(3), Some(2));
         // 3 -> 1: 3 up to 2, then 2 -> 1 is up (same level, 1 < 2): legal, 2 hops.
         assert_eq!(ud.distance(3, Phase::Up, 1), Some(2));
@@ -421,7 +432,7 @@ mod tests {
         assert_eq!(ud.check_route(&t, &[3, 2, 1, 0]), Ok(()), "all up is legal");
         assert_eq!(
             ud.check_route(&t, &[1, 2, 0]),
-            Err(RouteError::UpAfterDown {
+            Err(UpDownError::UpAfterDown {
                 index: 1,
                 from: 2,
                 to: 0
@@ -429,14 +440,14 @@ mod tests {
         );
         assert_eq!(
             ud.check_route(&t, &[1, 3]),
-            Err(RouteError::NotAdjacent {
+            Err(UpDownError::NotAdjacent {
                 index: 0,
                 from: 1,
                 to: 3
             })
         );
-        assert_eq!(ud.check_route(&t, &[]), Err(RouteError::EmptyRoute));
-        assert_eq!(UpDown::new(&t, Some(9)), Err(RouteError::NoSuchRoot(9)));
+        assert_eq!(ud.check_route(&t, &[]), Err(UpDownError::EmptyRoute));
+        assert_eq!(UpDown::new(&t, Some(9)), Err(UpDownError::NoSuchRoot(9)));
         assert_eq!(ud.phase_after(&t, 3, 1), Phase::Down);
         assert_eq!(ud.phase_after(&t, 2, 3), Phase::Up);
         assert_eq!(ud.phase_after(&t, 2, 0), Phase::Up);

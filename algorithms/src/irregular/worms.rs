@@ -1,8 +1,8 @@
-//! Worm finding and phase scheduling (digest §5.2–§5.6, §5.8): SSR worms,
+//! FoundWorm finding and phase scheduling [Sivaram 1998, §5.2.1; §5.2.2; §5.2.4; §5.2.4, Fig 13; §5.2.5, Figs 15–16; §5.3]: SSR worms,
 //! path-based (multi-drop) worms from the Fig 13 chains, the Greedy and
 //! Less-Greedy schedulers, and the single tree-based bit-string worm. Every
 //! planned send is traced through the switch decisions of
-//! [`Fabric`], so its `route` and `delivers` are what
+//! [`SwitchNetwork`], so its `route` and `delivers` are what
 //! the switches actually do.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,7 +16,7 @@ use super::header::{
 };
 use super::nodeset::NodeSet;
 use super::poc::{find_pocs, Pocs};
-use super::switch::{Fabric, SwitchError};
+use super::switch::{SwitchError, SwitchNetwork};
 use super::topology::{NodeId, SwitchId};
 use crate::plan::{self, Plan};
 use crate::shape::Shape;
@@ -100,7 +100,7 @@ pub enum WormKind {
 /// to. Headers are source independent (§5.1), so any node holding the message
 /// may send it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Worm {
+pub struct FoundWorm {
     /// SSR, path or tree.
     pub kind: WormKind,
     /// The switches with destinations, in the order covered.
@@ -114,7 +114,7 @@ pub struct Worm {
 
 /// One worm injected by one node in one phase.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WormSend {
+pub struct WormPlanSend {
     /// The phase (1-based).
     pub step: usize,
     /// The injecting node.
@@ -146,7 +146,7 @@ pub struct WormPlan {
     /// The number of phases (steps).
     pub phases: usize,
     /// Every send, by phase, in scheduling order.
-    pub sends: Vec<WormSend>,
+    pub sends: Vec<WormPlanSend>,
 }
 
 impl WormPlan {
@@ -193,13 +193,13 @@ impl WormPlan {
                 resp.insert(d, r);
             }
         }
-        let mut nodes: Vec<(NodeId, Vec<plan::Send>)> = vec![(self.source, Vec::new())];
+        let mut nodes: Vec<(NodeId, Vec<plan::PlanSend>)> = vec![(self.source, Vec::new())];
         for (&sender, targets) in &out {
             let sends = targets
                 .iter()
-                .map(|&t| plan::Send {
+                .map(|&t| plan::PlanSend {
                     to: t,
-                    responsible_for: resp.get(&t).cloned().unwrap_or_else(|| vec![t]),
+                    covers: resp.get(&t).cloned().unwrap_or_else(|| vec![t]),
                 })
                 .collect();
             if sender == self.source {
@@ -212,7 +212,7 @@ impl WormPlan {
     }
 }
 
-/// Options of [`Fabric::plan_with`].
+/// Options of [`SwitchNetwork::plan_with`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlanOptions {
     /// The id form of SSR and multi-drop headers.
@@ -263,14 +263,14 @@ pub enum WormPlanError {
 }
 
 /// Greedy (`less_greedy = false`) or Less-Greedy phase schedule of `worms`
-/// (already in send order) from `source` (digest §5.6): step 1, the source
+/// (already in send order) from `source` [Sivaram 1998, §5.2.5, Figs 15–16]: step 1, the source
 /// sends the first worm; in each later step every covered node (Greedy) or
 /// one node per covered switch — the first covered there, the source for its
 /// own switch (Less-Greedy) — takes the next worm, in coverage order.
 /// Returns the (sender, worm index) pairs of every step.
 pub fn schedule(
-    fabric: &Fabric,
-    worms: &[Worm],
+    fabric: &SwitchNetwork,
+    worms: &[FoundWorm],
     source: NodeId,
     less_greedy: bool,
 ) -> Vec<Vec<(NodeId, usize)>> {
@@ -307,7 +307,7 @@ pub fn schedule(
     steps
 }
 
-impl Fabric {
+impl SwitchNetwork {
     fn normalize(&self, source: NodeId, dests: &[NodeId]) -> Result<Vec<NodeId>, WormPlanError> {
         let n = self.topology().node_count();
         if source >= n {
@@ -376,7 +376,7 @@ impl Fabric {
         source: NodeId,
         dests: &[NodeId],
         form: IdForm,
-    ) -> Result<Vec<Worm>, WormPlanError> {
+    ) -> Result<Vec<FoundWorm>, WormPlanError> {
         let d = self.normalize(source, dests)?;
         let groups = self.by_switch(&d);
         let pocs = find_pocs(self.topology(), self.updown(), source, &d);
@@ -384,7 +384,7 @@ impl Fabric {
         for &s in pocs.chains.iter().flatten() {
             if let Some(nodes) = groups.get(&s) {
                 let (id, ports) = self.pair(form, s, nodes)?;
-                worms.push(Worm {
+                worms.push(FoundWorm {
                     kind: WormKind::Ssr,
                     switches: vec![s],
                     delivers: nodes.clone(),
@@ -405,13 +405,13 @@ impl Fabric {
     /// source's, if it holds no other participant) are left out of headers.
     ///
     /// # Errors
-    /// As [`Fabric::ssr_worms`].
+    /// As [`SwitchNetwork::ssr_worms`].
     pub fn path_worms(
         &self,
         source: NodeId,
         dests: &[NodeId],
         form: IdForm,
-    ) -> Result<Vec<Worm>, WormPlanError> {
+    ) -> Result<Vec<FoundWorm>, WormPlanError> {
         let d = self.normalize(source, dests)?;
         let groups = self.by_switch(&d);
         let pocs = find_pocs(self.topology(), self.updown(), source, &d);
@@ -430,7 +430,7 @@ impl Fabric {
             if pairs.is_empty() {
                 continue;
             }
-            worms.push(Worm {
+            worms.push(FoundWorm {
                 kind: WormKind::Path,
                 switches,
                 delivers,
@@ -443,12 +443,12 @@ impl Fabric {
     /// The single tree worm covering `dests`.
     ///
     /// # Errors
-    /// As [`Fabric::ssr_worms`].
-    pub fn tree_worm(&self, source: NodeId, dests: &[NodeId]) -> Result<Worm, WormPlanError> {
+    /// As [`SwitchNetwork::ssr_worms`].
+    pub fn tree_worm(&self, source: NodeId, dests: &[NodeId]) -> Result<FoundWorm, WormPlanError> {
         let d = self.normalize(source, dests)?;
         let groups = self.by_switch(&d);
         let set = NodeSet::from_nodes(self.topology().node_count(), d.iter().copied());
-        Ok(Worm {
+        Ok(FoundWorm {
             kind: WormKind::Tree,
             switches: groups.keys().copied().collect(),
             delivers: groups.values().flatten().copied().collect(),
@@ -522,7 +522,7 @@ impl Fabric {
                         Vec::new(),
                     ),
                 };
-                sends.push(WormSend {
+                sends.push(WormPlanSend {
                     step: i + 1,
                     sender,
                     worm: worm.kind,
@@ -542,8 +542,8 @@ impl Fabric {
         })
     }
 
-    /// The paper's host ordering for NI-based trees on this fabric (digest
-    /// §4.6 \[X\]): the source, then the participants in Fig 13 chain-stripping
+    /// The paper's host ordering for NI-based trees on this fabric
+    /// ([Sivaram 1998, §4.3.4], our choice): the source, then the participants in Fig 13 chain-stripping
     /// order, each chain's switches in order and each switch's nodes in id
     /// order.
     ///
@@ -567,10 +567,10 @@ impl Fabric {
     }
 
     /// A binomial / k-binomial / flat plan ([`Plan::from_chain`]) over
-    /// [`Fabric::host_chain`].
+    /// [`SwitchNetwork::host_chain`].
     ///
     /// # Errors
-    /// As [`Fabric::host_chain`], or an invalid shape.
+    /// As [`SwitchNetwork::host_chain`], or an invalid shape.
     pub fn chain_plan(
         &self,
         source: NodeId,

@@ -7,8 +7,8 @@
 use serde::Serialize;
 
 use super::grid::Mesh;
-use super::metrics::{evaluate, CostModel};
-use super::plan::{plan, MeshAlgo};
+use super::metrics::{evaluate, MeshCost};
+use super::plan::{plan, MeshAlgorithm};
 use super::{check_plan, MeshError};
 use crate::irregular::SplitMix64;
 
@@ -41,11 +41,11 @@ pub struct Row {
 /// A [`MeshError`] if a planner refuses (k ≥ nodes, MP/CP off 2-D).
 pub fn compare(
     mesh: &Mesh,
-    algos: &[MeshAlgo],
+    algos: &[MeshAlgorithm],
     k: usize,
     sets: usize,
     seed: u64,
-    cost: &CostModel,
+    cost: &MeshCost,
 ) -> Result<Vec<Row>, MeshError> {
     let n = mesh.nodes();
     if k == 0 || k >= n {

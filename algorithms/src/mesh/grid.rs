@@ -5,10 +5,10 @@
 //!
 //! Node ids are those of [`Topology`]: the mixed-radix number with the
 //! highest dimension most significant, i.e. row-major `y·W + x` in 2-D. The
-//! `mcsim` notation `"a,b"` lists coordinates highest first, so the digest's
-//! point (x, y) = (5, 2) is `"2,5"`.
+//! `mcsim` notation `"a,b"` lists coordinates highest first, so a point (x, y)
+//! of the tests = (5, 2) is `"2,5"`.
 
-use crate::topo::{Kind, Topology};
+use crate::topo::{TopoKind, Topology};
 
 use super::MeshError;
 
@@ -28,7 +28,7 @@ impl Mesh {
     /// # Errors
     /// [`MeshError::NotAMesh`] for tori and hypercubes.
     pub fn from_topology(topo: &Topology) -> Result<Mesh, MeshError> {
-        if topo.kind() != Kind::Mesh {
+        if topo.kind() != TopoKind::Mesh {
             return Err(MeshError::NotAMesh(topo.to_string()));
         }
         let radix: Vec<usize> = (0..topo.dims()).filter_map(|d| topo.radix(d)).collect();

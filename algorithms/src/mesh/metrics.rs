@@ -1,4 +1,4 @@
-//! The paper's metrics (§4, digest 002 §3) under its contention-free latency
+//! The paper's metrics [Al-Dubai 2009, §4.1] under its contention-free latency
 //! model (Definition 8, Eqs. 7, 9, 10, 13).
 //!
 //! # The latency model as read here
@@ -16,8 +16,8 @@
 //!   says the representatives' preparation runs in parallel and does not
 //!   charge it separately).
 //!
-//! With these rules the digest's Example B gives DP 86, MP 74, CP 140 and QG
-//! 139 cycles with zero preparation (digest 002 §5.3).
+//! With these rules Example B (tests/qg_examples.rs) gives DP 86, MP 74, CP 140 and QG
+//! 139 cycles with zero preparation [Al-Dubai 2009, §3, §4.1, derived].
 //!
 //! # Metrics
 //! * network-level latency: `max_d T_node(d)`;
@@ -32,11 +32,11 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::plan::{MeshAlgo, MeshPlan};
+use super::plan::{MeshAlgorithm, MeshPlan};
 
 /// The contention-free cost model.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct CostModel {
+pub struct MeshCost {
     /// Start-up latency T_s (cycles).
     pub startup: f64,
     /// β: cycles per flit per channel.
@@ -51,11 +51,11 @@ pub struct CostModel {
     pub rep_prep: f64,
 }
 
-impl CostModel {
+impl MeshCost {
     /// The paper's parameters: T_s = 33, β = 1, the given L, the paper's
     /// preparation times.
-    pub fn paper(flits: f64) -> CostModel {
-        CostModel {
+    pub fn paper(flits: f64) -> MeshCost {
+        MeshCost {
             startup: 33.0,
             beta: 1.0,
             flits,
@@ -65,11 +65,11 @@ impl CostModel {
     }
 
     /// The preparation time charged for `algo`.
-    pub fn prep_for(&self, algo: MeshAlgo) -> f64 {
+    pub fn prep_for(&self, algo: MeshAlgorithm) -> f64 {
         self.prep.unwrap_or(match algo {
-            MeshAlgo::DualPath | MeshAlgo::MultiPath => 2.0,
-            MeshAlgo::ColumnPath => 4.0,
-            MeshAlgo::Qg { .. } => 16.0,
+            MeshAlgorithm::DualPath | MeshAlgorithm::MultiPath => 2.0,
+            MeshAlgorithm::ColumnPath => 4.0,
+            MeshAlgorithm::Qg { .. } => 16.0,
         })
     }
 }
@@ -96,7 +96,7 @@ pub struct Metrics {
 /// Evaluate a plan under the model. Sends are processed in phase order; a
 /// send from a node that has not received yet (impossible for a plan that
 /// passes [`super::check_plan`]) starts at time 0.
-pub fn evaluate(plan: &MeshPlan, cost: &CostModel) -> Metrics {
+pub fn evaluate(plan: &MeshPlan, cost: &MeshCost) -> Metrics {
     let prep = cost.prep_for(plan.algorithm);
     let mut arrival: HashMap<usize, f64> = HashMap::new();
     // When each (node, phase) start-up begins.

@@ -1,5 +1,5 @@
 //! Path-based multicast on n-dimensional meshes: Qualified Groups (Al-Dubai,
-//! Ould-Khaoua, Mackenzie; digest `002-qualified-groups.md`) and the
+//! Ould-Khaoua, Mackenzie [Al-Dubai 2009]) and the
 //! baselines it is compared with, dual-path and multipath (Lin, McKinley, Ni)
 //! and column-path (Boppana et al.).
 //!
@@ -17,16 +17,16 @@
 //!
 //! Nothing here does I/O, and no public function panics on bad input.
 //!
-//! # Where the digest and the paper disagree, and the choices made
-//! * **Routing.** The digest recommends routing DP/MP legs with Lin's
-//!   label-monotone function R; the paper says its simulated messages "select
+//! # Where the paper is ambiguous or self-contradictory, and the choices made
+//! * **Routing.** Lin et al. [10] route DP/MP legs with their label-monotone
+//!   function R; the paper says its simulated messages "select
 //!   network paths according to dimension-ordered routing". The paper wins:
 //!   every leg is XY (dimension 0 first) routed. In 2-D both give shortest
 //!   legs, so hop counts, link visits and latencies are the same either way;
 //!   only which channels are used differs (and with it the deadlock argument
 //!   of Lin et al. \[10\], which this pure planner does not need).
 //! * **The Figs 6–7 example.** The paper's coordinates are lost (figures not
-//!   in the text); the tests use the digest's synthetic Example A, built to
+//!   in the text); the tests use a synthetic example (Example A), built to
 //!   reproduce every number the paper prints (N_y = 9 < N_x = 11, weights
 //!   13, 11, 25, 13, W_av = 15.5, QP(G3) = 0.6129 printed as 0.6, five
 //!   groups).
@@ -36,7 +36,7 @@
 //! * **Fig. 4 / Fig. 5 vs Definitions.** Fig. 4 prints another N formula and
 //!   Fig. 5 prints Ext = Dist(p_f, p); Definition 3 and Eq. (3) (which the
 //!   worked example confirms: Ext(G1) = 1) are used.
-//! * **Open choices** (digest R1–R13): coordinates equal to mid go to the
+//! * **Open choices** (the paper leaves them open): coordinates equal to mid go to the
 //!   lower half; primary groups are the orthants at the global mids; a
 //!   subgroup's area is its destinations' bounding box; it is split at its
 //!   own mid along its own divisor dimension; the heaviest unqualified piece
@@ -46,7 +46,7 @@
 //!   over the rest of its group); a representative forwards after the whole
 //!   message has arrived.
 //! * **Multipath split** (the paper does not say how D_H, D_L are split): by
-//!   the source's x, with forced distinct first hops (digest §2.2). MP and CP
+//!   the source's x, with forced distinct first hops [Al-Dubai 2009, §2, §4.1.2]. MP and CP
 //!   are defined for 2-D meshes only ([`MeshError::Unsupported`] otherwise);
 //!   DP and QG run in any dimension (the snake labelling generalises).
 //! * **TD range.** The paper: 0 < TD < 1; anything else is
@@ -61,8 +61,8 @@ pub mod qg;
 use std::collections::HashMap;
 
 pub use grid::Mesh;
-pub use metrics::{evaluate, CostModel, Metrics};
-pub use plan::{plan, MeshAlgo, MeshAlgoParseError, MeshPlan, MeshSend, DEFAULT_TD};
+pub use metrics::{evaluate, MeshCost, Metrics};
+pub use plan::{plan, MeshAlgorithm, MeshAlgorithmParseError, MeshPlan, MeshSend, DEFAULT_TD};
 pub use qg::{grouping, Group, Grouping};
 
 use crate::topo::TopoError;

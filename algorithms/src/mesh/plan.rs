@@ -27,7 +27,7 @@ pub const PORTS_2D: usize = 4;
 /// A path-based mesh multicast algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum MeshAlgo {
+pub enum MeshAlgorithm {
     /// Qualified Groups with threshold TD (0 < TD < 1).
     Qg {
         /// The threshold.
@@ -43,42 +43,42 @@ pub enum MeshAlgo {
 
 // TD is never NaN (parsing and planning reject TD outside (0, 1)), so
 // equality is an equivalence.
-impl Eq for MeshAlgo {}
+impl Eq for MeshAlgorithm {}
 
-impl MeshAlgo {
+impl MeshAlgorithm {
     /// QG with the paper's TD = 0.5.
-    pub const QG: MeshAlgo = MeshAlgo::Qg { td: DEFAULT_TD };
+    pub const QG: MeshAlgorithm = MeshAlgorithm::Qg { td: DEFAULT_TD };
 
     /// The four algorithms of the paper's comparison.
-    pub const ALL: [MeshAlgo; 4] = [
-        MeshAlgo::QG,
-        MeshAlgo::DualPath,
-        MeshAlgo::MultiPath,
-        MeshAlgo::ColumnPath,
+    pub const ALL: [MeshAlgorithm; 4] = [
+        MeshAlgorithm::QG,
+        MeshAlgorithm::DualPath,
+        MeshAlgorithm::MultiPath,
+        MeshAlgorithm::ColumnPath,
     ];
 
     /// The CLI name (`qg:0.5`, `dual-path`, `multipath`, `column-path`).
     pub fn name(&self) -> String {
         match self {
-            MeshAlgo::Qg { td } => format!("qg:{td}"),
-            MeshAlgo::DualPath => "dual-path".into(),
-            MeshAlgo::MultiPath => "multipath".into(),
-            MeshAlgo::ColumnPath => "column-path".into(),
+            MeshAlgorithm::Qg { td } => format!("qg:{td}"),
+            MeshAlgorithm::DualPath => "dual-path".into(),
+            MeshAlgorithm::MultiPath => "multipath".into(),
+            MeshAlgorithm::ColumnPath => "column-path".into(),
         }
     }
 
     /// The short name used in tables (QG, DP, MP, CP).
     pub fn short(&self) -> &'static str {
         match self {
-            MeshAlgo::Qg { .. } => "QG",
-            MeshAlgo::DualPath => "DP",
-            MeshAlgo::MultiPath => "MP",
-            MeshAlgo::ColumnPath => "CP",
+            MeshAlgorithm::Qg { .. } => "QG",
+            MeshAlgorithm::DualPath => "DP",
+            MeshAlgorithm::MultiPath => "MP",
+            MeshAlgorithm::ColumnPath => "CP",
         }
     }
 }
 
-impl fmt::Display for MeshAlgo {
+impl fmt::Display for MeshAlgorithm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())
     }
@@ -86,7 +86,7 @@ impl fmt::Display for MeshAlgo {
 
 /// An algorithm name that is not a mesh scheme or a bad TD.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MeshAlgoParseError {
+pub enum MeshAlgorithmParseError {
     /// Not one of the names.
     #[error("unknown mesh algorithm `{0}` (expected qg[:TD], dual-path, multipath, column-path)")]
     Unknown(String),
@@ -95,24 +95,24 @@ pub enum MeshAlgoParseError {
     BadThreshold(String),
 }
 
-impl FromStr for MeshAlgo {
-    type Err = MeshAlgoParseError;
-    fn from_str(s: &str) -> Result<MeshAlgo, MeshAlgoParseError> {
+impl FromStr for MeshAlgorithm {
+    type Err = MeshAlgorithmParseError;
+    fn from_str(s: &str) -> Result<MeshAlgorithm, MeshAlgorithmParseError> {
         let t = s.trim();
         match t {
-            "qg" => return Ok(MeshAlgo::QG),
-            "dual-path" | "dp" => return Ok(MeshAlgo::DualPath),
-            "multipath" | "multi-path" | "mp" => return Ok(MeshAlgo::MultiPath),
-            "column-path" | "cp" => return Ok(MeshAlgo::ColumnPath),
+            "qg" => return Ok(MeshAlgorithm::QG),
+            "dual-path" | "dp" => return Ok(MeshAlgorithm::DualPath),
+            "multipath" | "multi-path" | "mp" => return Ok(MeshAlgorithm::MultiPath),
+            "column-path" | "cp" => return Ok(MeshAlgorithm::ColumnPath),
             _ => {}
         }
         if let Some(td) = t.strip_prefix("qg:") {
             return match td.parse::<f64>() {
-                Ok(td) if td > 0.0 && td < 1.0 => Ok(MeshAlgo::Qg { td }),
-                _ => Err(MeshAlgoParseError::BadThreshold(t.to_string())),
+                Ok(td) if td > 0.0 && td < 1.0 => Ok(MeshAlgorithm::Qg { td }),
+                _ => Err(MeshAlgorithmParseError::BadThreshold(t.to_string())),
             };
         }
-        Err(MeshAlgoParseError::Unknown(t.to_string()))
+        Err(MeshAlgorithmParseError::Unknown(t.to_string()))
     }
 }
 
@@ -143,7 +143,7 @@ impl MeshSend {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MeshPlan {
     /// The algorithm.
-    pub algorithm: MeshAlgo,
+    pub algorithm: MeshAlgorithm,
     /// The source.
     pub source: usize,
     /// The destinations, ascending.
@@ -228,7 +228,7 @@ fn dual_path(mesh: &Mesh, phase: usize, u: usize, set: &[usize]) -> Vec<MeshSend
 }
 
 /// Multipath (2-D): D_H and D_L each split by the source's x so the (≤ 4)
-/// worms leave by distinct first channels (digest 002 §2.2).
+/// worms leave by distinct first channels [Al-Dubai 2009, §2, §4.1.2].
 fn multi_path(mesh: &Mesh, p: usize, set: &[usize]) -> Vec<MeshSend> {
     let (x0, y0) = (mesh.coord(p, 0), mesh.coord(p, 1));
     let even = y0 % 2 == 0;
@@ -314,20 +314,25 @@ fn check_set(mesh: &Mesh, p: usize, dests: &[usize]) -> Result<Vec<usize>, MeshE
 /// [`MeshError::DuplicateDestination`], [`MeshError::SourceIsDestination`],
 /// [`MeshError::BadThreshold`], and [`MeshError::Unsupported`] for
 /// multipath and column-path on a mesh that is not 2-D.
-pub fn plan(mesh: &Mesh, algo: MeshAlgo, p: usize, dests: &[usize]) -> Result<MeshPlan, MeshError> {
+pub fn plan(
+    mesh: &Mesh,
+    algo: MeshAlgorithm,
+    p: usize,
+    dests: &[usize],
+) -> Result<MeshPlan, MeshError> {
     let destinations = check_set(mesh, p, dests)?;
     let mut grouping_out = None;
     let sends = match algo {
-        MeshAlgo::DualPath => dual_path(mesh, 1, p, &destinations),
-        MeshAlgo::MultiPath | MeshAlgo::ColumnPath if mesh.dims() != 2 => {
+        MeshAlgorithm::DualPath => dual_path(mesh, 1, p, &destinations),
+        MeshAlgorithm::MultiPath | MeshAlgorithm::ColumnPath if mesh.dims() != 2 => {
             return Err(MeshError::Unsupported {
                 algorithm: algo.name(),
                 dims: mesh.dims(),
             })
         }
-        MeshAlgo::MultiPath => multi_path(mesh, p, &destinations),
-        MeshAlgo::ColumnPath => column_path(mesh, p, &destinations, PORTS_2D),
-        MeshAlgo::Qg { td } => {
+        MeshAlgorithm::MultiPath => multi_path(mesh, p, &destinations),
+        MeshAlgorithm::ColumnPath => column_path(mesh, p, &destinations, PORTS_2D),
+        MeshAlgorithm::Qg { td } => {
             if !(td > 0.0 && td < 1.0) {
                 return Err(MeshError::BadThreshold(td));
             }

@@ -1,11 +1,11 @@
-//! The Qualified Groups grouping (paper §3, phases 1–4; digest 002 §2.4).
+//! The Qualified Groups grouping [Al-Dubai 2009, §3, phases 1–4, Fig 5].
 //!
 //! 1. Multicast area: per dimension l = min, u = max over D ∪ {p},
 //!    mid = ⌊(l+u)/2⌋ (Definition 2).
 //! 2. Divisor dimension: N_j = |#{d : d_j > mid_j} − #{d : d_j ≤ mid_j}|,
 //!    Div = argmin N_j, ties to the lower dimension (Definition 3). Primary
 //!    groups: the non-empty orthants of the area cut at every mid, numbered
-//!    by their half bits with Div's bit first (Eq. 1, digest R2/R3).
+//!    by their half bits with Div's bit first ([Al-Dubai 2009, §3, Eq. 1]).
 //! 3. Weights: p_n / p_f = the group's destination nearest / farthest from
 //!    p; Int = Dist(p_f, p_n) + |G| (Eq. 2); Ext = Dist(p_n, p) (Eq. 3);
 //!    W_m = Ext + Int (Eq. 4); W_av = mean over the primary groups (Eq. 5);
@@ -17,7 +17,7 @@
 //!    group has 2^n pieces. A piece that cannot be split is accepted.
 //! 5. Representatives: each group's p_n.
 //!
-//! Tie-breaks (digest R10): p_n = argmin (Dist(d, p), node id); p_f = argmax
+//! Tie-breaks (ours; [Al-Dubai 2009, §3, Phase 4] leaves them open): p_n = argmin (Dist(d, p), node id); p_f = argmax
 //! Dist(d, p), then Dist(d, p_n), then the smallest node id.
 
 use serde::Serialize;

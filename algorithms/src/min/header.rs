@@ -1,4 +1,4 @@
-//! The fixed-size region header (paper §2.2, digest 001 §2.1): two n-bit
+//! The fixed-size region header [Park 1996, §2.2, Fig 2]: two n-bit
 //! addresses `min ≤ max` naming the consecutive destinations `min..=max`. A
 //! unicast is `min = max`.
 //!
@@ -202,27 +202,27 @@ impl RegionHeader {
 
 /// The switch's decision for one header at one stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Decision {
+pub enum SeDecision {
     /// Forward the unchanged header on this output port (0 = upper).
     Forward(u32, RegionHeader),
     /// Replicate: port 0 gets the first header, port 1 the second.
     Replicate(RegionHeader, RegionHeader),
 }
 
-impl Decision {
+impl SeDecision {
     /// The output ports requested, as a 2-bit set (bit p = port p).
     pub fn ports(&self) -> u8 {
         match self {
-            Decision::Forward(p, _) => 1 << p,
-            Decision::Replicate(..) => 0b11,
+            SeDecision::Forward(p, _) => 1 << p,
+            SeDecision::Replicate(..) => 0b11,
         }
     }
 
     /// The (port, header) pairs, port 0 first.
     pub fn outputs(&self) -> Vec<(u32, RegionHeader)> {
         match *self {
-            Decision::Forward(p, h) => vec![(p, h)],
-            Decision::Replicate(a, b) => vec![(0, a), (1, b)],
+            SeDecision::Forward(p, h) => vec![(p, h)],
+            SeDecision::Replicate(a, b) => vec![(0, a), (1, b)],
         }
     }
 }
@@ -235,7 +235,7 @@ impl Decision {
 /// [`MinHeaderError::Stage`] for a stage ≥ n; [`MinHeaderError::Invariant`]
 /// when the bits above `stage` of min and max differ (the header cannot be at
 /// this stage; this also excludes (m_i, M_i) = (1, 0)).
-pub fn decide(h: RegionHeader, stage: u32) -> Result<Decision, MinHeaderError> {
+pub fn decide(h: RegionHeader, stage: u32) -> Result<SeDecision, MinHeaderError> {
     if stage >= h.n {
         return Err(MinHeaderError::Stage { stage, n: h.n });
     }
@@ -249,13 +249,13 @@ pub fn decide(h: RegionHeader, stage: u32) -> Result<Decision, MinHeaderError> {
     }
     let (a, b) = ((lo >> stage) & 1, (hi >> stage) & 1);
     if a == b {
-        return Ok(Decision::Forward(a as u32, h));
+        return Ok(SeDecision::Forward(a as u32, h));
     }
     // a = 0, b = 1 (a = 1, b = 0 would mean min > max with an equal prefix).
     let ones = (1u64 << stage) - 1;
     let hi0 = ((hi >> (stage + 1)) << (stage + 1)) | ones;
     let lo1 = ((lo >> (stage + 1)) << (stage + 1)) | (1 << stage);
-    Ok(Decision::Replicate(
+    Ok(SeDecision::Replicate(
         RegionHeader {
             n: h.n,
             min: h.min,

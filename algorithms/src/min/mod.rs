@@ -1,6 +1,6 @@
 //! Multicast in a wrap-around multistage interconnection network (MIN) with a
-//! fixed-size region header and two passes (Park & Yoon; digest
-//! `001-min-multicast.md`).
+//! fixed-size region header and two passes
+//! [Park 1996].
 //!
 //! * [`header`]: the 2n-bit (min, max) region header, its byte codec and the
 //!   switch's split [`decide`];
@@ -15,20 +15,20 @@
 //!
 //! Nothing here does I/O, and no public function panics on bad input.
 //!
-//! # Where the paper, the digest and the brief differ, and choices made
+//! # Where the paper, our reading of it and the brief differ, and choices made
 //! * The brief asks for an *omega* network; the paper's network is a
 //!   broadcast banyan with the Definition 1 wiring ("results hold for all
 //!   topologically equivalent networks"). [`Wiring::Banyan`] (the paper's, the
-//!   default, needed for the digest's link vectors) and [`Wiring::Omega`] are
+//!   default, needed for the link vectors of the tests) and [`Wiring::Omega`] are
 //!   both provided; in both a packet from s enters stage i on input port s_i.
 //! * The paper picks s "randomly"; a region header cannot wrap, so s is drawn
 //!   from `0..=2^n − f` ([`Start::Seeded`]) or given ([`Start::Fixed`]).
 //! * The source may not be a destination (the paper is silent).
 //! * The paper calls a packet accepted only when all f copies arrive, but its
-//!   η counts delivered copies / f (digest §5.7); [`model`] reproduces the
+//!   η counts delivered copies / f [Park 1996, §4.2, Figs 6–7, derived]; [`model`] reproduces the
 //!   formula as printed.
 //! * The paper's Fig. 4 text says packet 15 requests both outputs at μ; the
-//!   bit-level trace (digest §6.4) finds it needs one. The deadlock mechanism
+//!   bit-level trace [Park 1996, §3.2, Fig 4] finds it needs one. The deadlock mechanism
 //!   is the same; the tests use the trace.
 //! * Eq. (1) is reproduced exactly only if the loser of an SE gets nothing
 //!   when its request overlaps the winner's (all-or-nothing); [`Min::wave`]
@@ -39,7 +39,7 @@ pub mod model;
 pub mod network;
 pub mod twopass;
 
-pub use header::{decide, Decision, MinHeaderError, RegionHeader};
+pub use header::{decide, MinHeaderError, RegionHeader, SeDecision};
 pub use model::{copy_rates, throughput, CopyCase, ModelError, Throughput};
-pub use network::{bit_reverse, Arbitration, Min, MinError, Trace, Wave, Wiring};
+pub use network::{bit_reverse, Arbitration, Min, MinError, MinTrace, Wave, Wiring};
 pub use twopass::{check_two_pass, two_pass, MinSend, Start, TwoPassOracleError, TwoPassPlan};

@@ -1,5 +1,5 @@
-//! The analytical throughput model of the unbuffered wrap-around MIN (paper
-//! §4, Eqs. 1–2; digest 001 §5).
+//! The analytical throughput model of the unbuffered wrap-around MIN
+//! [Park 1996, §4.1, Eqs 1–2].
 //!
 //! Per stage i = n−1 … 0, with input packet rate ρ_i, multicast fraction m_i
 //! and copy rate c_i:
@@ -16,7 +16,7 @@
 //!
 //! # Copy rates (the paper gives only their definition)
 //! * [`CopyCase::RandomStart`] (the paper's case A, its algorithm): the
-//!   digest's flow-consistent reading c_i = E\[B_i\]/E\[B_{i+1}\] − 1 with
+//!   flow-consistent reading (ours) c_i = E\[B_i\]/E\[B_{i+1}\] − 1 with
 //!   B_j = ⌊(s+f−1)/2^j⌋ − ⌊s/2^j⌋ + 1 copies after stage j and s uniform on
 //!   `0..=2^n − f` (a region cannot wrap). Computed exactly in O(n).
 //! * [`CopyCase::Early`] (case B, "f copies generated at the former stages as

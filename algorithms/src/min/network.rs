@@ -1,7 +1,7 @@
 //! The wrap-around MIN of 2^n nodes built from 2×2 broadcast (replicating)
-//! switching elements (paper §2.1, digest 001 §1): wiring, the path of a
+//! switching elements [Park 1996, §2.1]: wiring, the path of a
 //! region packet, and one lock-step pass of several packets under an SE
-//! arbitration rule (paper §3.2, digest §4).
+//! arbitration rule [Park 1996, §3.2, Theorem 2].
 //!
 //! Stages are numbered n−1 (first) down to 0 (last). A link label at any
 //! stage is n bits; the SE label is the link label without bit 0, and bit 0
@@ -20,7 +20,7 @@ use crate::irregular::SplitMix64;
 pub enum Wiring {
     /// The paper's Definition 1: a perfect shuffle (rotate left) from the
     /// nodes into stage n−1, and the butterfly IC_i (swap bit i with bit 0)
-    /// from stage i to stage i−1. The default; the digest's link vectors use
+    /// from stage i to stage i−1. The default; the link vectors of the tests use
     /// it.
     #[default]
     Banyan,
@@ -62,8 +62,8 @@ pub enum MinError {
     /// A destination listed twice.
     #[error("destination {0} is listed twice")]
     DuplicateDestination(u32),
-    /// The source among its destinations (excluded by design, digest 001
-    /// §3.2).
+    /// The source among its destinations (excluded by design,
+    /// [Park 1996, §3.1, derived]).
     #[error("the source {0} is among the destinations")]
     SourceIsDestination(u32),
     /// A relay block `s..s+f−1` that does not fit in `0..2^n`.
@@ -104,7 +104,7 @@ pub struct Hop {
 
 /// The path of one packet through the MIN with no other traffic.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Trace {
+pub struct MinTrace {
     /// The injecting node.
     pub source: u32,
     /// The header injected.
@@ -119,7 +119,7 @@ pub struct Trace {
     pub replications: Vec<u32>,
 }
 
-impl Trace {
+impl MinTrace {
     /// Links traversed: the injection link plus every SE output link.
     pub fn link_visits(&self) -> usize {
         1 + self.hops.iter().map(|h| h.out_links.len()).sum::<usize>()
@@ -308,7 +308,7 @@ impl Min {
     ///
     /// # Errors
     /// [`MinError::NodeOutOfRange`], [`MinError::HeaderStages`].
-    pub fn trace(&self, source: u32, header: RegionHeader) -> Result<Trace, MinError> {
+    pub fn trace(&self, source: u32, header: RegionHeader) -> Result<MinTrace, MinError> {
         self.check_node(u64::from(source))?;
         self.check_header(&header)?;
         let mut hops = Vec::new();
@@ -320,7 +320,7 @@ impl Min {
             copies.sort_by_key(|c| c.0);
             for (in_link, h, path) in copies {
                 let d = decide(h, stage)?;
-                if matches!(d, super::header::Decision::Replicate(..)) {
+                if matches!(d, super::header::SeDecision::Replicate(..)) {
                     replications[stage as usize] += 1;
                 }
                 let mut outs = Vec::with_capacity(2);
@@ -343,7 +343,7 @@ impl Min {
             copies = next;
         }
         copies.sort_by_key(|c| c.0);
-        Ok(Trace {
+        Ok(MinTrace {
             source,
             header,
             hops,
@@ -458,8 +458,8 @@ impl Min {
 }
 
 /// The bit reversal of the n-bit `x`: under upper-first arbitration the
-/// packet whose source has the smaller bit-reversed address wins (digest 001
-/// §4.4 (b)).
+/// packet whose source has the smaller bit-reversed address wins
+/// [Park 1996, §3.2, Theorem 2] (the tie-break is ours).
 pub fn bit_reverse(x: u32, n: u32) -> u32 {
     if n == 0 {
         return 0;

@@ -1,4 +1,4 @@
-//! The two-phase (two-pass) multicast of paper §3.1 (digest 001 §3): pass 1
+//! The two-phase (two-pass) multicast [Park 1996, §3.1]: pass 1
 //! copies the packet with one region header to f consecutive relays
 //! `s..s+f−1`; pass 2 has relay `s+l` recycle its copy as a unicast to the
 //! l-th smallest destination. Relays receive in pass 1 without delivering to
@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::header::RegionHeader;
-use super::network::{Arbitration, Min, MinError, Trace, Wave};
+use super::network::{Arbitration, Min, MinError, MinTrace, Wave};
 use crate::irregular::SplitMix64;
 
 /// How the first relay s is chosen.
@@ -30,10 +30,10 @@ pub struct MinSend {
     /// The header.
     pub header: RegionHeader,
     /// The packet's path (nodes reached, per-copy stage out-links).
-    pub trace: Trace,
+    pub trace: MinTrace,
     /// The nodes whose host receives this packet (pass 2: its destination;
     /// pass 1: none).
-    pub host_delivers: Vec<u32>,
+    pub delivers: Vec<u32>,
 }
 
 /// A two-pass multicast plan.
@@ -123,7 +123,7 @@ pub fn two_pass(
         from: source,
         header: h1,
         trace: net.trace(source, h1)?,
-        host_delivers: Vec::new(),
+        delivers: Vec::new(),
     }];
     for (l, &dst) in d.iter().enumerate() {
         let relay = s + l as u32;
@@ -133,7 +133,7 @@ pub fn two_pass(
             from: relay,
             header: h,
             trace: net.trace(relay, h)?,
-            host_delivers: vec![dst],
+            delivers: vec![dst],
         });
     }
     Ok(TwoPassPlan {
@@ -238,7 +238,7 @@ pub fn check_two_pass(net: &Min, plan: &TwoPassPlan) -> Result<(), TwoPassOracle
                 if !received.contains(&s.from) {
                     return Err(TwoPassOracleError::NotARelay(s.from));
                 }
-                if *got != s.host_delivers {
+                if *got != s.delivers {
                     return Err(TwoPassOracleError::Misrouted {
                         from: s.from,
                         got: got.clone(),

@@ -1,5 +1,5 @@
 //! The channel-dependency graph of R_UTPR (Dally and Seitz: deterministic
-//! routing is deadlock-free iff its CDG is acyclic; digest 004 §1.5, §4.5).
+//! routing is deadlock-free iff its CDG is acyclic; [Robinson 1994, §2.4; §5.5, Theorem 5.1]).
 //!
 //! R_UTPR's choice at a node u depends only on the *set* of useful
 //! dimensions Δ(u, v) and on the boundaries at u, so the dependencies out of

@@ -1,5 +1,5 @@
 //! The flit-forwarding rule of a router with intermediate reception
-//! (thesis Fig 5.10, digest 004 §4.6) as a sans-IO state machine: one
+//! [Robinson 1994, §5.6.2, Fig 5.10] as a sans-IO state machine: one
 //! [`Forwarder`] per worm arriving at a node, fed the worm's flits in order.
 //!
 //! The header is the simple one of Fig 5.9: destination addresses, the last

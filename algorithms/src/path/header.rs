@@ -1,5 +1,5 @@
-//! Byte codecs for the path worm's destination list (digest 004 §4.6,
-//! §5.5): the simple header of Fig 5.9 and the compound header of Fig 6.2.
+//! Byte codecs for the path worm's destination list
+//! [Robinson 1994, §5.6, Figs 5.9–5.11; §6.5, Fig 6.2]: the simple header of Fig 5.9 and the compound header of Fig 6.2.
 //!
 //! Every address is a little-endian `u32` node id (one flit each in the
 //! thesis).

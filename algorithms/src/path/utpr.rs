@@ -1,10 +1,10 @@
 //! The Hamiltonian circuit H of a unidirectional k-ary n-cube, its
 //! boundaries, and the path routing function R_UTPR with its two VC sets
-//! (digest 004 §4.2–4.3; thesis Eq 5.2, Definition 5.1, Lemma 5.7, Eq 5.3,
+//! ([Robinson 1994, §5.2, Eq 5.2; §5.3]; thesis Eq 5.2, Definition 5.1, Lemma 5.7, Eq 5.3,
 //! Fig 5.11).
 
 use super::PathError;
-use crate::topo::{Channel, Dir, Kind, Links, Topology, Vc};
+use crate::topo::{Channel, Dir, Links, TopoKind, Topology, Vc};
 
 /// A regular unidirectional torus seen through H: labels, boundaries and
 /// R_UTPR. Built once per topology ([`Utpr::new`] checks it), then cheap.
@@ -26,10 +26,10 @@ impl<'a> Utpr<'a> {
     /// # Errors
     /// [`PathError::NotUnidirectionalTorus`] unless `topo` is a
     /// unidirectional torus with the same radix in every dimension (the
-    /// thesis's system model, digest 004 §4.1).
+    /// thesis's system model, [Robinson 1994, §5.1]).
     pub fn new(topo: &'a Topology) -> Result<Utpr<'a>, PathError> {
         match (topo.kind(), topo.regular_radix()) {
-            (Kind::Torus(Links::Unidirectional), Some(k)) => Ok(Utpr { topo, k }),
+            (TopoKind::Torus(Links::Unidirectional), Some(k)) => Ok(Utpr { topo, k }),
             _ => Err(PathError::NotUnidirectionalTorus(topo.to_string())),
         }
     }
@@ -144,7 +144,7 @@ impl<'a> Utpr<'a> {
     }
 
     /// Whether UTPR has channel `c`: `dir = Plus`, a p-channel on a
-    /// non-boundary link, an h-channel on any link (digest 004 §4.3).
+    /// non-boundary link, an h-channel on any link [Robinson 1994, §5.3].
     pub fn channel_exists(&self, c: &Channel) -> bool {
         c.node < self.topo.nodes()
             && c.dim < self.topo.dims()
@@ -261,7 +261,7 @@ impl<'a> Utpr<'a> {
     }
 
     /// λ of a channel on a worm (the thesis's deadlock ordering, Theorem 5.1,
-    /// with the digest's fix, §4.5 [D]): (class, l(u), d) with class 0 for a
+    /// with our fix to [Robinson 1994, §5.5, Theorem 5.1]): (class, l(u), d) with class 0 for a
     /// p-channel, 2 for a non-boundary h-channel and 1 for a boundary
     /// h-channel (the "0.5" middle rank). Every worm of an H-cycle acquires
     /// channels in strictly increasing λ.

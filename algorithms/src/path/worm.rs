@@ -1,5 +1,5 @@
-//! Multidestination worms routed by R_UTPR (digest 004 §4.3–4.5, §7.9,
-//! §7.10): a worm is a source and an ordered destination list; its route is
+//! Multidestination worms routed by R_UTPR
+//! [Robinson 1994, §5.3; §5.4, Fig 5.8; §5.5, Theorem 5.1; §5.3.1, Fig 5.6; §5.1, §5.4, Figs 5.1, 5.7]: a worm is a source and an ordered destination list; its route is
 //! every channel it takes, with the VC set of each hop, and the nodes it
 //! delivers to on the way, in delivery order.
 
@@ -75,7 +75,7 @@ impl PathWorm {
         })
     }
 
-    /// The **restrictive** worm (digest 004 §4.3, §7.9): every destination
+    /// The **restrictive** worm [Robinson 1994, §5.3; §5.3.1, Fig 5.6]: every destination
     /// follows the source on H, in increasing label order (an H-chain), so
     /// the worm crosses no boundary and stays on p-channels.
     ///
@@ -99,7 +99,7 @@ impl PathWorm {
         Ok(w)
     }
 
-    /// The **general** worm (digest 004 §4.4, §7.10): the message
+    /// The **general** worm [Robinson 1994, §5.4, Fig 5.8; §5.1, §5.4, Figs 5.1, 5.7]: the message
     /// preparation of Fig 5.8 orders the destinations as an H-cycle with
     /// respect to the source, so the worm crosses at most one boundary.
     ///

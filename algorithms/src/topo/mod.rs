@@ -1,5 +1,5 @@
-//! Direct-network topologies of Robinson's thesis (digest 004 §1.1, §3.1–3.3)
-//! and the SCI-torus paper (digest 003 §1): node ids, coordinates, unicast
+//! Direct-network topologies of Robinson's thesis [Robinson 1994, §2.2.1; §4.1; §4.2.1, Fig 4.2; §4.2.2, Fig 4.3]
+//! and the SCI-torus paper [Oral 2003, §3–4]: node ids, coordinates, unicast
 //! routes written as channel lists, and the physical links the channels use.
 //!
 //! * k-ary n-cube **tori** (a different k per dimension allowed),
@@ -9,7 +9,7 @@
 //! * binary **hypercubes** with e-cube routing, high-to-low resolution by
 //!   default, low-to-high configurable.
 //!
-//! # Conventions (digest 004 §0.3)
+//! # Conventions [Robinson 1994, §3.1]
 //! Coordinates are written highest dimension first: the 2-D node `(a, b)` has
 //! σ1 = a and σ0 = b, and a spec `torus:4x8` has k1 = 4, k0 = 8. The node id is
 //! the mixed-radix number with σ_{n−1} most significant, so numeric order of ids
@@ -23,7 +23,7 @@ mod spec;
 
 use serde::{Deserialize, Serialize};
 
-pub use spec::SpecError;
+pub use spec::TopoSpecError;
 
 /// The largest number of nodes a [`Topology`] may have (2^32).
 pub const MAX_NODES: usize = 1 << 32;
@@ -32,10 +32,10 @@ pub const MAX_NODES: usize = 1 << 32;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Links {
     /// One link per dimension out of every node, towards σ_d + 1 (mod k):
-    /// UTR routing with VC classes p and h (digest 004 §3.2).
+    /// UTR routing with VC classes p and h [Robinson 1994, §4.2.1, Fig 4.2].
     Unidirectional,
     /// Links towards σ_d ± 1 (mod k): BTR routing with VC classes p, l and h
-    /// (digest 004 §3.3).
+    /// [Robinson 1994, §4.2.2, Fig 4.3].
     Bidirectional,
 }
 
@@ -46,13 +46,13 @@ pub enum Resolution {
     #[default]
     HighToLow,
     /// Lowest bit first (the nCUBE-2). Every dimension-order statement then
-    /// applies to bit-reversed addresses (digest 004 §0.3).
+    /// applies to bit-reversed addresses [Robinson 1994, §3.1].
     LowToHigh,
 }
 
 /// The kind of a [`Topology`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Kind {
+pub enum TopoKind {
     /// A k-ary n-cube torus.
     Torus(Links),
     /// A mesh (no wraparound links), bidirectional links, dimension-order
@@ -103,7 +103,7 @@ pub struct Channel {
 
 /// A one-directional physical link: the channels of every class leaving
 /// `node` along (`dim`, `dir`) are multiplexed on it (same-direction
-/// multiplexing, digest 004 §3.6).
+/// multiplexing, [Robinson 1994, §4.5, Figs 4.16–4.17]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct DirectedLink {
     /// The node the link leaves.
@@ -115,7 +115,7 @@ pub struct DirectedLink {
 }
 
 /// A physical link with both of its directions (3-way multiplexing of a
-/// bidirectional torus, digest 004 §3.6): the link between `low` and its
+/// bidirectional torus, [Robinson 1994, §4.5, Figs 4.16–4.17]): the link between `low` and its
 /// `Plus` neighbour in dimension `dim`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct UndirectedLink {
@@ -171,7 +171,7 @@ pub enum TopoError {
         /// The radix of that dimension.
         k: usize,
     },
-    /// H-cycle labels (digest 004 §4.2) need the same radix in every
+    /// H-cycle labels [Robinson 1994, §5.2, Eq 5.2] need the same radix in every
     /// dimension of a torus.
     #[error("this needs a torus with the same radix in every dimension")]
     NotRegularTorus,
@@ -180,7 +180,7 @@ pub enum TopoError {
 /// A direct network: its kind and the radix of every dimension.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Topology {
-    kind: Kind,
+    kind: TopoKind,
     /// `radix[d]` = k_d, indexed by dimension (0 = lowest).
     radix: Vec<usize>,
     /// `stride[d]` = Π_{j<d} k_j.
@@ -189,7 +189,7 @@ pub struct Topology {
 }
 
 impl Topology {
-    fn build(kind: Kind, radices_high_first: &[usize]) -> Result<Topology, TopoError> {
+    fn build(kind: TopoKind, radices_high_first: &[usize]) -> Result<Topology, TopoError> {
         if radices_high_first.is_empty() {
             return Err(TopoError::NoDimensions);
         }
@@ -221,7 +221,7 @@ impl Topology {
     /// [`TopoError::NoDimensions`], [`TopoError::RadixTooSmall`],
     /// [`TopoError::TooLarge`].
     pub fn torus(radices: &[usize], links: Links) -> Result<Topology, TopoError> {
-        Self::build(Kind::Torus(links), radices)
+        Self::build(TopoKind::Torus(links), radices)
     }
 
     /// A mesh with radices written highest dimension first.
@@ -229,7 +229,7 @@ impl Topology {
     /// # Errors
     /// As [`Topology::torus`].
     pub fn mesh(radices: &[usize]) -> Result<Topology, TopoError> {
-        Self::build(Kind::Mesh, radices)
+        Self::build(TopoKind::Mesh, radices)
     }
 
     /// A binary `n`-cube.
@@ -241,11 +241,11 @@ impl Topology {
         if n > 32 {
             return Err(TopoError::TooLarge { max: MAX_NODES });
         }
-        Self::build(Kind::Hypercube(resolution), &vec![2; n])
+        Self::build(TopoKind::Hypercube(resolution), &vec![2; n])
     }
 
     /// The kind of topology.
-    pub fn kind(&self) -> Kind {
+    pub fn kind(&self) -> TopoKind {
         self.kind
     }
 
@@ -271,12 +271,12 @@ impl Topology {
 
     /// Whether this is a torus (of either link kind).
     pub fn is_torus(&self) -> bool {
-        matches!(self.kind, Kind::Torus(_))
+        matches!(self.kind, TopoKind::Torus(_))
     }
 
     /// Whether this is a hypercube.
     pub fn is_hypercube(&self) -> bool {
-        matches!(self.kind, Kind::Hypercube(_))
+        matches!(self.kind, TopoKind::Hypercube(_))
     }
 
     /// The common radix if every dimension has the same one.
@@ -373,12 +373,12 @@ impl Topology {
         let s = self.sigma(node, dim);
         let k = self.radix[dim];
         let exists = match (self.kind, dir) {
-            (Kind::Torus(Links::Unidirectional), Dir::Minus) => false,
-            (Kind::Torus(_), _) => true,
-            (Kind::Mesh, Dir::Plus) => s + 1 < k,
-            (Kind::Mesh, Dir::Minus) => s > 0,
-            (Kind::Hypercube(_), Dir::Plus) => s == 0,
-            (Kind::Hypercube(_), Dir::Minus) => s == 1,
+            (TopoKind::Torus(Links::Unidirectional), Dir::Minus) => false,
+            (TopoKind::Torus(_), _) => true,
+            (TopoKind::Mesh, Dir::Plus) => s + 1 < k,
+            (TopoKind::Mesh, Dir::Minus) => s > 0,
+            (TopoKind::Hypercube(_), Dir::Plus) => s == 0,
+            (TopoKind::Hypercube(_), Dir::Minus) => s == 1,
         };
         Ok(exists.then(|| self.step(node, dim, dir)))
     }
@@ -404,8 +404,8 @@ impl Topology {
         UndirectedLink { low, dim: c.dim }
     }
 
-    /// Whether the thesis's VC existence rules allow channel `c` (digest 004
-    /// §3.2 for UTR, §3.3 for BTR; meshes and hypercubes have one channel
+    /// Whether the thesis's VC existence rules allow channel `c`
+    /// ([Robinson 1994, §4.2.1] for UTR, §4.2.2 for BTR; meshes and hypercubes have one channel
     /// class, [`Vc::Single`], on every link).
     pub fn channel_exists(&self, c: &Channel) -> bool {
         if c.node >= self.nodes || c.dim >= self.dims() {
@@ -414,15 +414,15 @@ impl Topology {
         let k = self.radix[c.dim];
         let s = self.sigma(c.node, c.dim);
         match self.kind {
-            Kind::Mesh | Kind::Hypercube(_) => {
+            TopoKind::Mesh | TopoKind::Hypercube(_) => {
                 c.vc == Vc::Single && matches!(self.neighbour(c.node, c.dim, c.dir), Ok(Some(_)))
             }
-            Kind::Torus(Links::Unidirectional) => match (c.dir, c.vc) {
+            TopoKind::Torus(Links::Unidirectional) => match (c.dir, c.vc) {
                 (Dir::Plus, Vc::H) => s + 2 <= k,
                 (Dir::Plus, Vc::P) => s >= 1,
                 _ => false,
             },
-            Kind::Torus(Links::Bidirectional) => match (c.dir, c.vc) {
+            TopoKind::Torus(Links::Bidirectional) => match (c.dir, c.vc) {
                 (Dir::Minus, Vc::L) => s >= 1,
                 (Dir::Plus, Vc::H) => s + 2 <= k,
                 // ⌈(k−1)/2⌉ + 1 ≤ σ ≤ k−1
@@ -434,7 +434,7 @@ impl Topology {
         }
     }
 
-    /// The H-cycle label l(u) of Robinson's Eq 5.2 (digest 004 §4.2):
+    /// The H-cycle label l(u) of Robinson's Eq 5.2 [Robinson 1994, §5.2, Eq 5.2]:
     /// Σ_i k^i · ((Σ_{j≥i} σ_j(u)) mod k). Sorting by it gives the
     /// Hamiltonian-circuit order used by the M-torus family.
     ///
@@ -443,7 +443,7 @@ impl Topology {
     /// [`TopoError::NodeOutOfRange`].
     pub fn h_label(&self, node: usize) -> Result<usize, TopoError> {
         let k = match (self.kind, self.regular_radix()) {
-            (Kind::Torus(_), Some(k)) => k,
+            (TopoKind::Torus(_), Some(k)) => k,
             _ => return Err(TopoError::NotRegularTorus),
         };
         self.check_node(node)?;
@@ -528,7 +528,7 @@ mod tests {
 
     #[test]
     fn h_labels_6x6_and_4x4x4() {
-        // Digest 004 §7.8.
+        // [Robinson 1994, §5.2, Fig 5.4, Eq 5.2].
         let t = Topology::torus(&[6, 6], Links::Unidirectional).unwrap();
         let rows = [
             [0, 1, 2, 3, 4, 5],

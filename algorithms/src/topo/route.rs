@@ -1,14 +1,14 @@
 //! Deterministic dimension-ordered unicast routing: UTR and BTR on tori
-//! (digest 004 §3.2–3.3), dimension-order routing on meshes, e-cube on
+//! [Robinson 1994, §4.2.1, Fig 4.2; §4.2.2, Fig 4.3], dimension-order routing on meshes, e-cube on
 //! hypercubes (Definition 3.1).
 
-use super::{Channel, Dir, Kind, Links, Resolution, TopoError, Topology, Vc};
+use super::{Channel, Dir, Links, Resolution, TopoError, TopoKind, Topology, Vc};
 
 impl Topology {
     /// The dimensions in the order a route resolves them.
     fn resolution_order(&self) -> impl Iterator<Item = usize> {
         let n = self.dims();
-        let low_first = matches!(self.kind, Kind::Hypercube(Resolution::LowToHigh));
+        let low_first = matches!(self.kind, TopoKind::Hypercube(Resolution::LowToHigh));
         (0..n).map(move |i| if low_first { i } else { n - 1 - i })
     }
 
@@ -20,12 +20,12 @@ impl Topology {
         let (dir, vc) = match self.kind {
             // R_UTR: p-channel while the message still has to wrap (Δ < 0),
             // h-channel otherwise; always +1 (mod k).
-            Kind::Torus(Links::Unidirectional) => {
+            TopoKind::Torus(Links::Unidirectional) => {
                 (Dir::Plus, if target < s { Vc::P } else { Vc::H })
             }
             // R_BTR: the shorter way; a p-channel in the wrapping direction if
             // |Δ| > k/2; a tie (|Δ| = k/2) takes the way without the wrap.
-            Kind::Torus(Links::Bidirectional) => {
+            TopoKind::Torus(Links::Bidirectional) => {
                 let delta = target as i64 - s as i64;
                 if 2 * delta.unsigned_abs() as usize > k {
                     (if delta < 0 { Dir::Plus } else { Dir::Minus }, Vc::P)
@@ -35,7 +35,7 @@ impl Topology {
                     (Dir::Plus, Vc::H)
                 }
             }
-            Kind::Mesh | Kind::Hypercube(_) => {
+            TopoKind::Mesh | TopoKind::Hypercube(_) => {
                 (if target > s { Dir::Plus } else { Dir::Minus }, Vc::Single)
             }
         };
@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn hypercube_ecube() {
-        // Digest 004 §7.4: P(0101, 1110) = (0101; 1101; 1111; 1110).
+        // [Robinson 1994, §3.2.1, §3.3]: P(0101, 1110) = (0101; 1101; 1111; 1110).
         let h = Topology::hypercube(4, Resolution::HighToLow).unwrap();
         let r = h.route(0b0101, 0b1110).unwrap();
         let nodes: Vec<usize> = r.iter().map(|c| c.node).collect();
@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn mesh_fig_2_2() {
-        // Digest 004 §1.3: U1 (0,3) -> (2,1) and U2 (3,3) -> (2,2) share (2,3)->(2,2).
+        // [Robinson 1994, §2.2.3]: U1 (0,3) -> (2,1) and U2 (3,3) -> (2,2) share (2,3)->(2,2).
         let m = Topology::mesh(&[4, 4]).unwrap();
         let u1 = m
             .route(m.node(&[0, 3]).unwrap(), m.node(&[2, 1]).unwrap())
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn vc_existence_for_all_routes() {
-        // Digest 004 §3.3 [D]: every channel R_UTR / R_BTR uses exists.
+        // [Robinson 1994, §4.2.2, Fig 4.3, derived]: every channel R_UTR / R_BTR uses exists.
         for k in 2..=9 {
             for links in [Links::Unidirectional, Links::Bidirectional] {
                 let t = Topology::torus(&[k, k], links).unwrap();

@@ -14,11 +14,11 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{Kind, Links, Resolution, TopoError, Topology};
+use super::{Links, Resolution, TopoError, TopoKind, Topology};
 
 /// A spec or a node that cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SpecError {
+pub enum TopoSpecError {
     /// The spec is empty.
     #[error("empty topology spec")]
     Empty,
@@ -52,39 +52,39 @@ pub enum SpecError {
     Topo(#[from] TopoError),
 }
 
-fn number(s: &str) -> Result<usize, SpecError> {
+fn number(s: &str) -> Result<usize, TopoSpecError> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(SpecError::BadNumber(s.to_string()));
+        return Err(TopoSpecError::BadNumber(s.to_string()));
     }
     s.parse::<usize>()
-        .map_err(|_| SpecError::BadNumber(s.to_string()))
+        .map_err(|_| TopoSpecError::BadNumber(s.to_string()))
 }
 
 impl FromStr for Topology {
-    type Err = SpecError;
+    type Err = TopoSpecError;
 
-    fn from_str(spec: &str) -> Result<Topology, SpecError> {
+    fn from_str(spec: &str) -> Result<Topology, TopoSpecError> {
         let spec = spec.trim();
         if spec.is_empty() {
-            return Err(SpecError::Empty);
+            return Err(TopoSpecError::Empty);
         }
         let mut parts = spec.split(':');
         let kind = parts.next().unwrap_or_default();
         if !matches!(kind, "torus" | "mesh" | "hypercube") {
-            return Err(SpecError::UnknownKind(kind.to_string()));
+            return Err(TopoSpecError::UnknownKind(kind.to_string()));
         }
         let size = parts
             .next()
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| SpecError::MissingSize(kind.to_string()))?;
+            .ok_or_else(|| TopoSpecError::MissingSize(kind.to_string()))?;
         let option = parts.next();
         if let Some(extra) = parts.next() {
-            return Err(SpecError::UnknownOption {
+            return Err(TopoSpecError::UnknownOption {
                 kind: kind.to_string(),
                 option: extra.to_string(),
             });
         }
-        let bad_option = |o: &str| SpecError::UnknownOption {
+        let bad_option = |o: &str| TopoSpecError::UnknownOption {
             kind: kind.to_string(),
             option: o.to_string(),
         };
@@ -128,11 +128,11 @@ impl fmt::Display for Topology {
             .collect::<Vec<_>>()
             .join("x");
         match self.kind {
-            Kind::Torus(Links::Bidirectional) => write!(f, "torus:{radices}"),
-            Kind::Torus(Links::Unidirectional) => write!(f, "torus:{radices}:uni"),
-            Kind::Mesh => write!(f, "mesh:{radices}"),
-            Kind::Hypercube(Resolution::HighToLow) => write!(f, "hypercube:{}", self.dims()),
-            Kind::Hypercube(Resolution::LowToHigh) => {
+            TopoKind::Torus(Links::Bidirectional) => write!(f, "torus:{radices}"),
+            TopoKind::Torus(Links::Unidirectional) => write!(f, "torus:{radices}:uni"),
+            TopoKind::Mesh => write!(f, "mesh:{radices}"),
+            TopoKind::Hypercube(Resolution::HighToLow) => write!(f, "hypercube:{}", self.dims()),
+            TopoKind::Hypercube(Resolution::LowToHigh) => {
                 write!(f, "hypercube:{}:low-to-high", self.dims())
             }
         }
@@ -145,10 +145,10 @@ impl Topology {
     /// tori and meshes, `0101` (exactly n bits, MSB first) on hypercubes.
     ///
     /// # Errors
-    /// [`SpecError::BadNode`] for malformed text; [`SpecError::Topo`] for
+    /// [`TopoSpecError::BadNode`] for malformed text; [`TopoSpecError::Topo`] for
     /// coordinates of the wrong arity or out of range.
-    pub fn parse_node(&self, text: &str) -> Result<usize, SpecError> {
-        let bad = |reason: &str| SpecError::BadNode {
+    pub fn parse_node(&self, text: &str) -> Result<usize, TopoSpecError> {
+        let bad = |reason: &str| TopoSpecError::BadNode {
             text: text.to_string(),
             reason: reason.to_string(),
         };
@@ -191,7 +191,7 @@ impl Topology {
     ///
     /// # Errors
     /// As [`Topology::parse_node`].
-    pub fn parse_nodes(&self, text: &str) -> Result<Vec<usize>, SpecError> {
+    pub fn parse_nodes(&self, text: &str) -> Result<Vec<usize>, TopoSpecError> {
         if text.trim().is_empty() {
             return Ok(Vec::new());
         }
@@ -228,20 +228,20 @@ mod tests {
     #[test]
     fn specs() {
         let t: Topology = "torus:5x5".parse().unwrap();
-        assert_eq!(t.kind(), Kind::Torus(Links::Bidirectional));
+        assert_eq!(t.kind(), TopoKind::Torus(Links::Bidirectional));
         assert_eq!(t.nodes(), 25);
         let t: Topology = "torus:4x8:uni".parse().unwrap();
-        assert_eq!(t.kind(), Kind::Torus(Links::Unidirectional));
+        assert_eq!(t.kind(), TopoKind::Torus(Links::Unidirectional));
         assert_eq!(t.radices(), vec![4, 8]);
         assert_eq!(t.to_string(), "torus:4x8:uni");
         let m: Topology = " mesh:4x4 ".parse().unwrap();
-        assert_eq!(m.kind(), Kind::Mesh);
+        assert_eq!(m.kind(), TopoKind::Mesh);
         assert_eq!(m.to_string(), "mesh:4x4");
         let h: Topology = "hypercube:4".parse().unwrap();
         assert_eq!(h.nodes(), 16);
         assert_eq!(h.to_string(), "hypercube:4");
         let l: Topology = "hypercube:3:low-to-high".parse().unwrap();
-        assert_eq!(l.kind(), Kind::Hypercube(Resolution::LowToHigh));
+        assert_eq!(l.kind(), TopoKind::Hypercube(Resolution::LowToHigh));
         assert_eq!(l.to_string().parse::<Topology>().unwrap(), l);
         assert_eq!(
             "torus:5x5:bi".parse::<Topology>().unwrap().to_string(),
@@ -252,34 +252,40 @@ mod tests {
     #[test]
     fn spec_errors() {
         let e = |s: &str| s.parse::<Topology>().unwrap_err();
-        assert_eq!(e(""), SpecError::Empty);
-        assert_eq!(e("ring:4"), SpecError::UnknownKind("ring".into()));
-        assert_eq!(e("torus"), SpecError::MissingSize("torus".into()));
-        assert_eq!(e("torus:"), SpecError::MissingSize("torus".into()));
-        assert_eq!(e("torus:5x"), SpecError::BadNumber("".into()));
-        assert_eq!(e("mesh:4x-4"), SpecError::BadNumber("-4".into()));
-        assert_eq!(e("hypercube:x"), SpecError::BadNumber("x".into()));
+        assert_eq!(e(""), TopoSpecError::Empty);
+        assert_eq!(e("ring:4"), TopoSpecError::UnknownKind("ring".into()));
+        assert_eq!(e("torus"), TopoSpecError::MissingSize("torus".into()));
+        assert_eq!(e("torus:"), TopoSpecError::MissingSize("torus".into()));
+        assert_eq!(e("torus:5x"), TopoSpecError::BadNumber("".into()));
+        assert_eq!(e("mesh:4x-4"), TopoSpecError::BadNumber("-4".into()));
+        assert_eq!(e("hypercube:x"), TopoSpecError::BadNumber("x".into()));
         assert!(matches!(
             e("torus:5x5:sideways"),
-            SpecError::UnknownOption { .. }
+            TopoSpecError::UnknownOption { .. }
         ));
-        assert!(matches!(e("mesh:4x4:uni"), SpecError::UnknownOption { .. }));
+        assert!(matches!(
+            e("mesh:4x4:uni"),
+            TopoSpecError::UnknownOption { .. }
+        ));
         assert!(matches!(
             e("torus:5x5:uni:x"),
-            SpecError::UnknownOption { .. }
+            TopoSpecError::UnknownOption { .. }
         ));
         assert_eq!(
             e("torus:1x5"),
-            SpecError::Topo(TopoError::RadixTooSmall { dim: 1, k: 1 })
+            TopoSpecError::Topo(TopoError::RadixTooSmall { dim: 1, k: 1 })
         );
-        assert_eq!(e("hypercube:0"), SpecError::Topo(TopoError::NoDimensions));
+        assert_eq!(
+            e("hypercube:0"),
+            TopoSpecError::Topo(TopoError::NoDimensions)
+        );
         assert!(matches!(
             e("hypercube:99"),
-            SpecError::Topo(TopoError::TooLarge { .. })
+            TopoSpecError::Topo(TopoError::TooLarge { .. })
         ));
         assert!(matches!(
             e("torus:99999999999999999999"),
-            SpecError::BadNumber(_)
+            TopoSpecError::BadNumber(_)
         ));
         assert!(!e("ring:4").to_string().contains('\n'));
     }
@@ -298,19 +304,19 @@ mod tests {
         assert_eq!(t.parse_nodes("").unwrap(), Vec::<usize>::new());
         assert!(matches!(
             t.parse_node("4,a"),
-            Err(SpecError::BadNode { .. })
+            Err(TopoSpecError::BadNode { .. })
         ));
         assert!(matches!(
             t.parse_node("4,,3"),
-            Err(SpecError::BadNode { .. })
+            Err(TopoSpecError::BadNode { .. })
         ));
         assert!(matches!(
             t.parse_nodes("4,3;"),
-            Err(SpecError::BadNode { .. })
+            Err(TopoSpecError::BadNode { .. })
         ));
         assert_eq!(
             t.parse_node("5,0"),
-            Err(SpecError::Topo(TopoError::CoordinateOutOfRange {
+            Err(TopoSpecError::Topo(TopoError::CoordinateOutOfRange {
                 dim: 1,
                 value: 5,
                 k: 5
@@ -318,7 +324,7 @@ mod tests {
         );
         assert_eq!(
             t.parse_node("1,2,3"),
-            Err(SpecError::Topo(TopoError::WrongArity {
+            Err(TopoSpecError::Topo(TopoError::WrongArity {
                 expected: 2,
                 got: 3
             }))
@@ -328,11 +334,11 @@ mod tests {
         assert_eq!(h.format_node(5).unwrap(), "0101");
         assert!(matches!(
             h.parse_node("101"),
-            Err(SpecError::BadNode { .. })
+            Err(TopoSpecError::BadNode { .. })
         ));
         assert!(matches!(
             h.parse_node("0121"),
-            Err(SpecError::BadNode { .. })
+            Err(TopoSpecError::BadNode { .. })
         ));
         assert!(h.format_node(16).is_err());
     }

@@ -3,13 +3,13 @@
 
 use super::{Cover, Kids};
 use crate::shape::{split, Shape};
-use crate::topo::{Kind, Resolution, Topology};
+use crate::topo::{Resolution, TopoKind, Topology};
 
 /// The sort key of `<_d` (Definition 4.2): the node id, bit-reversed on a
-/// hypercube that resolves low to high (digest 004 §0.3).
+/// hypercube that resolves low to high [Robinson 1994, §3.1].
 pub(crate) fn dim_key(topo: &Topology, id: usize) -> usize {
     match topo.kind() {
-        Kind::Hypercube(Resolution::LowToHigh) => {
+        TopoKind::Hypercube(Resolution::LowToHigh) => {
             let n = topo.dims();
             id.reverse_bits() >> (usize::BITS as usize - n)
         }
@@ -21,7 +21,7 @@ pub(crate) fn dim_key(topo: &Topology, id: usize) -> usize {
 /// `dests` must be sorted by id (as [`super::plan`] leaves them).
 pub(crate) fn dimension_ordered(topo: &Topology, source: usize, dests: &[usize]) -> Vec<usize> {
     let mut chain = Vec::with_capacity(dests.len() + 1);
-    if matches!(topo.kind(), Kind::Hypercube(Resolution::LowToHigh)) {
+    if matches!(topo.kind(), TopoKind::Hypercube(Resolution::LowToHigh)) {
         chain.push(source);
         chain.extend_from_slice(dests);
         chain.sort_unstable_by_key(|&v| dim_key(topo, v));
@@ -131,7 +131,7 @@ pub(crate) mod tests {
             ]
         );
         let h = Topology::hypercube(5, Resolution::LowToHigh).unwrap();
-        // Digest 004 §7.4: low-to-high order {10100, 00010, 10010}.
+        // [Robinson 1994, §3.2.1, §3.3]: low-to-high order {10100, 00010, 10010}.
         assert_eq!(
             dimension_ordered(&h, 0b10010, &[0b00010, 0b10100]),
             vec![0b10100, 0b00010, 0b10010]

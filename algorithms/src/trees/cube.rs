@@ -1,15 +1,15 @@
-//! Hypercube planners (digest 004 chapter 3): the generalized multicast
+//! Hypercube planners [Robinson 1994, ch. 3]: the generalized multicast
 //! algorithm of Fig 3.5 (U-cube, Maxport, Combine), WeightedSort with
 //! CubeCenter (Fig 3.8) and so W-sort.
 //!
-//! Chains carry absolute addresses. δ is XOR-invariant (digest 004 §2.6), so
+//! Chains carry absolute addresses. δ is XOR-invariant [Robinson 1994, §3.3, Fig 3.5], so
 //! a receiver splits its address field without knowing the source; only the
 //! source's initial sort uses the source-relative key. With low-to-high
 //! resolution every "bit j" below is bit n−1−j of the address (the thesis's
 //! bit reversal).
 
 use super::{Cover, Kids};
-use crate::topo::{Kind, Resolution, Topology};
+use crate::topo::{Resolution, TopoKind, Topology};
 
 /// Which node of the remaining chain a holder sends to next (Fig 3.5 line 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +33,7 @@ impl Cube {
     pub(crate) fn new(topo: &Topology) -> Cube {
         Cube {
             n: topo.dims(),
-            low_first: matches!(topo.kind(), Kind::Hypercube(Resolution::LowToHigh)),
+            low_first: matches!(topo.kind(), TopoKind::Hypercube(Resolution::LowToHigh)),
         }
     }
 
@@ -61,7 +61,7 @@ impl Cube {
         (a >> self.real_bit(j)) & 1 == 1
     }
 
-    /// The source-relative dimension-ordered chain (digest 004 §2.5): sort by
+    /// The source-relative dimension-ordered chain [Robinson 1994, §3.3, Fig 3.4]: sort by
     /// the resolution-order key of `addr XOR source`; the source is first.
     pub(crate) fn relative_chain(&self, source: usize, dests: &[usize]) -> Vec<usize> {
         let mut chain = Vec::with_capacity(dests.len() + 1);
@@ -170,7 +170,7 @@ mod tests {
 
     #[test]
     fn weighted_sort_fig_3_7() {
-        // Digest 004 §7.1: {0,1,3,5,7,11,12,14,15} -> {0,1,3,5,7,14,15,12,11}.
+        // [Robinson 1994, §3.1, §3.4, Figs 3.1, 3.2, 3.9]: {0,1,3,5,7,11,12,14,15} -> {0,1,3,5,7,14,15,12,11}.
         let mut d = vec![0, 1, 3, 5, 7, 11, 12, 14, 15];
         weighted_sort(&mut d, 4);
         assert_eq!(d, vec![0, 1, 3, 5, 7, 14, 15, 12, 11]);

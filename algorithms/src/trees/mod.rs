@@ -1,15 +1,15 @@
-//! Topology-aware unicast-based multicast planners (digest 004 chapters 3–4,
-//! digest 003 §2) and the one-port / all-port step models.
+//! Topology-aware unicast-based multicast planners ([Robinson 1994, chs. 3–4],
+//! [Oral 2003, §3, Fig 1]) and the one-port / all-port step models.
 //!
 //! Every planner works the same way (DESIGN.md ideas 1 and 3): the source
 //! builds an ordered chain of the participants; a holder of a chain splits it
 //! and sends one unicast per part, each carrying the part as its **address
-//! field D** ([`Transmission::covers`]: the receiver's responsibility, itself
+//! field D** ([`TreeSend::covers`]: the receiver's responsibility, itself
 //! included, in chain order); the receiver runs the same split on D and needs
 //! nothing else. A [`Multicast`] is the resulting tree with a step assigned to
 //! every send by a [`PortModel`].
 //!
-//! | [`Algorithm`] | chain | split | topologies |
+//! | [`TreeAlgorithm`] | chain | split | topologies |
 //! |---|---|---|---|
 //! | `SeparateAddressing` | destinations by id | source sends to each | any |
 //! | `DimensionOrderedChain` | `<_d`-sorted, not rotated | U-mesh halving [R] | any |
@@ -19,7 +19,7 @@
 //! | `WSort` | relative chain after WeightedSort (Fig 3.8) | Maxport | hypercube |
 //! | `MdTorus`, `MuTorus` | H-cycle (label sort, rotated) | SCI store-and-forward partitions | regular torus |
 //!
-//! # Step models (digest 004 §2.8)
+//! # Step models [Robinson 1994, §3.4, Fig 3.9]
 //! A node that received in step t (the source: t = 0) issues its sends in
 //! algorithm order.
 //! * [`PortModel::OnePort`]: the j-th send (1-based) is in step t + j.
@@ -30,13 +30,13 @@
 //!
 //! The output channel of a send is the (dimension, direction) of the first
 //! hop of its route. **Our all-port default is Model B**
-//! ([`PortModel::ALL_PORT`]): it is the digest's recommendation, because
+//! ([`PortModel::ALL_PORT`]): it is our recommendation, because
 //! U-cube run under Model A can have stepwise contention (the 5-cube example
-//! of §2.8, a unit test of [`crate::contention`]) while under Model B it has
+//! of [Robinson 1994, §3.4, Fig 3.9], a unit test of [`crate::contention`]) while under Model B it has
 //! none; it is also what an NI that issues one queue of sends in order does.
 //! Maxport and W-sort never reuse a channel, so A and B agree for them, and
 //! every thesis example comes out the same under both. Model A stays
-//! available because the digest's §9.1 reference means are computed with it.
+//! available because the reference means of tests/topo_table_9_1.rs are computed with it.
 
 mod chain;
 mod cube;
@@ -54,15 +54,15 @@ use crate::topo::{Dir, TopoError, Topology};
 pub use cube::{cube_center, weighted_sort};
 pub(crate) use mtorus::h_cycle;
 
-/// How partitions are sized by [`Algorithm::MuTorus`]: the two readings of
-/// "r" in the literature (digest 003 §2.6).
+/// How partitions are sized by [`TreeAlgorithm::MuTorus`]: the two readings of
+/// "r" in the literature [Oral 2003, §3, Fig 1e].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum MuPartition {
-    /// Robinson's reading (digest 004 §5.4): r partitions of sizes ⌈m/r⌉ and
+    /// Robinson's reading [Robinson 1994, §6.4]: r partitions of sizes ⌈m/r⌉ and
     /// ⌊m/r⌋ (the first m mod r larger), applied recursively by every head;
     /// m < r gives singletons. ⌈log_r m⌉ phases.
     Count,
-    /// The SCI paper's reading (digest 003 §2.6): partitions of r consecutive
+    /// The SCI paper's reading [Oral 2003, §3, Fig 1e]: partitions of r consecutive
     /// nodes; the source sends to the head of every other partition, then every
     /// partition (the source's included) is a store-and-forward chain.
     Length,
@@ -70,26 +70,26 @@ pub enum MuPartition {
 
 /// A multicast planner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Algorithm {
+pub enum TreeAlgorithm {
     /// The source sends to every destination itself, in ascending node id
-    /// order (digest 003 §2.1 leaves the order open; this is the order of its
-    /// §6.6 vector). m − 1 sends.
+    /// order
+    /// ([Oral 2003, §3, Fig 1a] leaves the order open; this is the order of the 4×4 vectors of tests/path_examples.rs). m − 1 sends.
     SeparateAddressing,
     /// Recursive doubling on an unrotated dimension-ordered chain (the
     /// U-mesh algorithm of McKinley et al. [19], whose pseudocode the thesis
     /// does not give; reconstructed: the holder sends to the nearest node of
     /// the other half of its chain, which becomes responsible for that half).
-    /// Contention-free on meshes, not on tori (digest 004 §3.4).
+    /// Contention-free on meshes, not on tori [Robinson 1994, §4.3].
     DimensionOrderedChain,
-    /// U-torus on an R-chain (digest 004 §3.5, Fig 4.9).
+    /// U-torus on an R-chain [Robinson 1994, §4.4, Fig 4.9].
     UTorus,
-    /// U-cube (digest 004 §2.5): Fig 3.5 with next = center.
+    /// U-cube [Robinson 1994, §3.3, Fig 3.4]: Fig 3.5 with next = center.
     UCube,
     /// Maxport (Fig 3.5 with next = highdim).
     Maxport,
     /// Combine (Fig 3.5 with next = max(highdim, center)).
     Combine,
-    /// W-sort: WeightedSort with CubeCenter, then Maxport (digest 004 §2.7).
+    /// W-sort: WeightedSort with CubeCenter, then Maxport [Robinson 1994, §3.4, Figs 3.7–3.8].
     WSort,
     /// The k-binomial tree of the runtime (irregular-networks paper) built on
     /// the dimension-ordered chain: the R-chain on tori and meshes, the
@@ -100,10 +100,10 @@ pub enum Algorithm {
         k: Option<usize>,
     },
     /// The SCI paper's unicast (store-and-forward) Md-torus: dimensional
-    /// partitioning of the H-cycle (digest 003 §2.5, 004 §5.3).
+    /// partitioning of the H-cycle ([Oral 2003, §3, Fig 1d], [Robinson 1994, §6.3]).
     MdTorus,
     /// The SCI paper's unicast (store-and-forward) Mu-torus(r): uniform
-    /// partitioning of the H-cycle (digest 003 §2.6, 004 §5.4).
+    /// partitioning of the H-cycle ([Oral 2003, §3, Fig 1e], [Robinson 1994, §6.4]).
     MuTorus {
         /// The partition parameter (≥ 2).
         r: usize,
@@ -112,32 +112,32 @@ pub enum Algorithm {
     },
 }
 
-impl Algorithm {
+impl TreeAlgorithm {
     /// The short name (`separate`, `dochain`, `utorus`, `ucube`, `maxport`,
     /// `combine`, `wsort`, `kbinomial`, `mdtorus`, `mutorus`).
     pub fn name(&self) -> &'static str {
         match self {
-            Algorithm::SeparateAddressing => "separate",
-            Algorithm::DimensionOrderedChain => "dochain",
-            Algorithm::UTorus => "utorus",
-            Algorithm::UCube => "ucube",
-            Algorithm::Maxport => "maxport",
-            Algorithm::Combine => "combine",
-            Algorithm::WSort => "wsort",
-            Algorithm::KBinomial { .. } => "kbinomial",
-            Algorithm::MdTorus => "mdtorus",
-            Algorithm::MuTorus { .. } => "mutorus",
+            TreeAlgorithm::SeparateAddressing => "separate",
+            TreeAlgorithm::DimensionOrderedChain => "dochain",
+            TreeAlgorithm::UTorus => "utorus",
+            TreeAlgorithm::UCube => "ucube",
+            TreeAlgorithm::Maxport => "maxport",
+            TreeAlgorithm::Combine => "combine",
+            TreeAlgorithm::WSort => "wsort",
+            TreeAlgorithm::KBinomial { .. } => "kbinomial",
+            TreeAlgorithm::MdTorus => "mdtorus",
+            TreeAlgorithm::MuTorus { .. } => "mutorus",
         }
     }
 }
 
-impl fmt::Display for Algorithm {
+impl fmt::Display for TreeAlgorithm {
     /// The name with its parameters, parsed back by [`FromStr`]:
     /// `kbinomial:3`, `mutorus:4`, `mutorus:4:length`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Algorithm::KBinomial { k: Some(k) } => write!(f, "kbinomial:{k}"),
-            Algorithm::MuTorus { r, partition } => match partition {
+            TreeAlgorithm::KBinomial { k: Some(k) } => write!(f, "kbinomial:{k}"),
+            TreeAlgorithm::MuTorus { r, partition } => match partition {
                 MuPartition::Count => write!(f, "mutorus:{r}"),
                 MuPartition::Length => write!(f, "mutorus:{r}:length"),
             },
@@ -157,12 +157,12 @@ pub enum AlgorithmParseError {
     BadParameter(String),
 }
 
-impl FromStr for Algorithm {
+impl FromStr for TreeAlgorithm {
     type Err = AlgorithmParseError;
 
     /// Parse `utorus`, `kbinomial`, `kbinomial:3`, `mutorus:4`,
     /// `mutorus:4:length`, `mutorus:8:count`, … (also `u-torus`, `w-sort`).
-    fn from_str(s: &str) -> Result<Algorithm, AlgorithmParseError> {
+    fn from_str(s: &str) -> Result<TreeAlgorithm, AlgorithmParseError> {
         let s = s.trim();
         let mut parts = s.split(':');
         let name = parts
@@ -173,19 +173,19 @@ impl FromStr for Algorithm {
         let params: Vec<&str> = parts.collect();
         let bad = || AlgorithmParseError::BadParameter(s.to_string());
         let num = |p: &str| p.parse::<usize>().map_err(|_| bad());
-        let simple = |a: Algorithm| if params.is_empty() { Ok(a) } else { Err(bad()) };
+        let simple = |a: TreeAlgorithm| if params.is_empty() { Ok(a) } else { Err(bad()) };
         match name.as_str() {
-            "separate" | "separateaddressing" => simple(Algorithm::SeparateAddressing),
-            "dochain" | "umesh" | "chain" => simple(Algorithm::DimensionOrderedChain),
-            "utorus" => simple(Algorithm::UTorus),
-            "ucube" => simple(Algorithm::UCube),
-            "maxport" => simple(Algorithm::Maxport),
-            "combine" => simple(Algorithm::Combine),
-            "wsort" => simple(Algorithm::WSort),
-            "mdtorus" => simple(Algorithm::MdTorus),
+            "separate" | "separateaddressing" => simple(TreeAlgorithm::SeparateAddressing),
+            "dochain" | "umesh" | "chain" => simple(TreeAlgorithm::DimensionOrderedChain),
+            "utorus" => simple(TreeAlgorithm::UTorus),
+            "ucube" => simple(TreeAlgorithm::UCube),
+            "maxport" => simple(TreeAlgorithm::Maxport),
+            "combine" => simple(TreeAlgorithm::Combine),
+            "wsort" => simple(TreeAlgorithm::WSort),
+            "mdtorus" => simple(TreeAlgorithm::MdTorus),
             "kbinomial" => match params.as_slice() {
-                [] => Ok(Algorithm::KBinomial { k: None }),
-                [k] => Ok(Algorithm::KBinomial { k: Some(num(k)?) }),
+                [] => Ok(TreeAlgorithm::KBinomial { k: None }),
+                [k] => Ok(TreeAlgorithm::KBinomial { k: Some(num(k)?) }),
                 _ => Err(bad()),
             },
             "mutorus" => {
@@ -195,14 +195,14 @@ impl FromStr for Algorithm {
                     [r, "length"] => (num(r)?, MuPartition::Length),
                     _ => return Err(bad()),
                 };
-                Ok(Algorithm::MuTorus { r, partition })
+                Ok(TreeAlgorithm::MuTorus { r, partition })
             }
             _ => Err(AlgorithmParseError::Unknown(s.to_string())),
         }
     }
 }
 
-/// How many sends a node can make per step (digest 004 §1.4, §2.8).
+/// How many sends a node can make per step [Robinson 1994, §2.3; §3.4, Fig 3.9].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub enum PortModel {
     /// One send per node per step.
@@ -278,9 +278,9 @@ pub enum PlannerError {
 /// One unicast of a multicast, owned: in step `step`, `from` sends a copy to
 /// `to`, whose address field D is `covers` (the receiver's responsibility,
 /// itself included, in the order of the chain it runs the algorithm on).
-/// The input of [`Multicast::from_sends`]; [`SendRef`] is the borrowed view.
+/// The input of [`Multicast::from_sends`]; [`TreeSendRef`] is the borrowed view.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Transmission {
+pub struct TreeSend {
     /// The step (1-based).
     pub step: usize,
     /// The sender.
@@ -299,7 +299,7 @@ pub struct Transmission {
 /// One unicast of a [`Multicast`], borrowed from it. Serialises as
 /// `{"step", "from", "to", "covers"}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub struct SendRef<'a> {
+pub struct TreeSendRef<'a> {
     /// The step (1-based).
     pub step: usize,
     /// The sender.
@@ -315,10 +315,10 @@ pub struct SendRef<'a> {
     pub order: usize,
 }
 
-impl SendRef<'_> {
+impl TreeSendRef<'_> {
     /// An owned copy.
-    pub fn to_owned(&self) -> Transmission {
-        Transmission {
+    pub fn to_owned(&self) -> TreeSend {
+        TreeSend {
             step: self.step,
             from: self.from,
             to: self.to,
@@ -349,7 +349,7 @@ struct Entry {
 /// "steps", "sends": [{"step", "from", "to", "covers"}, …]}` with node ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Multicast {
-    algorithm: Option<Algorithm>,
+    algorithm: Option<TreeAlgorithm>,
     port_model: PortModel,
     source: usize,
     destinations: Vec<usize>,
@@ -363,12 +363,12 @@ impl Serialize for Multicast {
         #[derive(Serialize)]
         struct Out<'a> {
             #[serde(skip_serializing_if = "Option::is_none")]
-            algorithm: Option<Algorithm>,
+            algorithm: Option<TreeAlgorithm>,
             port_model: PortModel,
             source: usize,
             destinations: &'a [usize],
             steps: usize,
-            sends: Vec<SendRef<'a>>,
+            sends: Vec<TreeSendRef<'a>>,
         }
         Out {
             algorithm: self.algorithm,
@@ -390,7 +390,7 @@ impl Multicast {
         source: usize,
         destinations: &[usize],
         port_model: PortModel,
-        mut sends: Vec<Transmission>,
+        mut sends: Vec<TreeSend>,
     ) -> Multicast {
         sends.sort_by_key(|s| s.step);
         let mut destinations = destinations.to_vec();
@@ -423,7 +423,7 @@ impl Multicast {
     }
 
     /// The algorithm that made the plan (`None` for [`Multicast::from_sends`]).
-    pub fn algorithm(&self) -> Option<Algorithm> {
+    pub fn algorithm(&self) -> Option<TreeAlgorithm> {
         self.algorithm
     }
 
@@ -452,8 +452,8 @@ impl Multicast {
         self.entries.len()
     }
 
-    fn view(&self, e: &Entry) -> SendRef<'_> {
-        SendRef {
+    fn view(&self, e: &Entry) -> TreeSendRef<'_> {
+        TreeSendRef {
             step: e.step,
             from: e.from,
             to: e.to,
@@ -463,13 +463,13 @@ impl Multicast {
     }
 
     /// Send number `i` (in the order of [`Multicast::sends`]).
-    pub fn send(&self, i: usize) -> Option<SendRef<'_>> {
+    pub fn send(&self, i: usize) -> Option<TreeSendRef<'_>> {
         self.entries.get(i).map(|e| self.view(e))
     }
 
     /// Every send, by step (ties in planning order). The oracles of
     /// [`crate::contention`] name sends by their index in this list.
-    pub fn sends(&self) -> Vec<SendRef<'_>> {
+    pub fn sends(&self) -> Vec<TreeSendRef<'_>> {
         self.entries.iter().map(|e| self.view(e)).collect()
     }
 
@@ -492,8 +492,8 @@ impl Multicast {
     }
 
     /// The sends of `from`, in its issue order.
-    pub fn sends_from(&self, from: usize) -> Vec<SendRef<'_>> {
-        let mut v: Vec<SendRef<'_>> = self
+    pub fn sends_from(&self, from: usize) -> Vec<TreeSendRef<'_>> {
+        let mut v: Vec<TreeSendRef<'_>> = self
             .entries
             .iter()
             .filter(|s| s.from == from)
@@ -512,7 +512,7 @@ impl Multicast {
     /// [`Plan::from_parts`]'s.
     pub fn to_plan(&self) -> Result<Plan, PlanError> {
         let mut index: HashMap<usize, usize> = HashMap::new();
-        let mut nodes: Vec<(usize, Vec<(usize, plan::Send)>)> = Vec::new();
+        let mut nodes: Vec<(usize, Vec<(usize, plan::PlanSend)>)> = Vec::new();
         for s in self.sends() {
             let i = *index.entry(s.from).or_insert_with(|| {
                 nodes.push((s.from, Vec::new()));
@@ -520,9 +520,9 @@ impl Multicast {
             });
             nodes[i].1.push((
                 s.order,
-                plan::Send {
+                plan::PlanSend {
                     to: s.to,
-                    responsible_for: s.covers.to_vec(),
+                    covers: s.covers.to_vec(),
                 },
             ));
         }
@@ -559,7 +559,7 @@ pub(crate) type Kids = Vec<(usize, Cover)>;
 /// [`PlannerError::BadParameter`] (k = 0, r < 2).
 pub fn plan(
     topology: &Topology,
-    algorithm: Algorithm,
+    algorithm: TreeAlgorithm,
     source: usize,
     destinations: &[usize],
     options: Options,
@@ -572,7 +572,7 @@ pub fn plan(
     };
     let mut driver = Driver::new(topology, options.port_model, dests.len());
     match algorithm {
-        Algorithm::SeparateAddressing => {
+        TreeAlgorithm::SeparateAddressing => {
             driver.run(source, dests.clone(), |holder, chain, out| {
                 if chain.first() != Some(&holder) {
                     out.extend(
@@ -584,15 +584,15 @@ pub fn plan(
                 }
             });
         }
-        Algorithm::DimensionOrderedChain => {
+        TreeAlgorithm::DimensionOrderedChain => {
             let chain = chain::dimension_ordered(topology, source, &dests);
             driver.run(source, chain, chain::umesh_split);
         }
-        Algorithm::UTorus => {
+        TreeAlgorithm::UTorus => {
             let chain = chain::r_chain(topology, source, &dests);
             driver.run(source, chain, |_, c, out| chain::utorus_split(c, out));
         }
-        Algorithm::KBinomial { k } => {
+        TreeAlgorithm::KBinomial { k } => {
             let m = dests.len() + 1;
             let k = match k {
                 Some(0) => return Err(PlannerError::BadParameter("k-binomial needs k >= 1")),
@@ -608,25 +608,28 @@ pub fn plan(
                 chain::kbinomial_split(c, k, out)
             });
         }
-        Algorithm::UCube | Algorithm::Maxport | Algorithm::Combine | Algorithm::WSort => {
+        TreeAlgorithm::UCube
+        | TreeAlgorithm::Maxport
+        | TreeAlgorithm::Combine
+        | TreeAlgorithm::WSort => {
             if !topology.is_hypercube() {
                 return Err(unsupported("it needs a hypercube"));
             }
             let cube = cube::Cube::new(topology);
             let mut chain = cube.relative_chain(source, &dests);
             let rule = match algorithm {
-                Algorithm::UCube => cube::Next::Center,
-                Algorithm::Combine => cube::Next::Combine,
+                TreeAlgorithm::UCube => cube::Next::Center,
+                TreeAlgorithm::Combine => cube::Next::Combine,
                 _ => cube::Next::HighDim,
             };
-            if algorithm == Algorithm::WSort {
+            if algorithm == TreeAlgorithm::WSort {
                 cube.weighted_sort(&mut chain);
             }
             driver.run(source, chain, move |_, c, out| {
                 cube.generalized(c, rule, out)
             });
         }
-        Algorithm::MdTorus | Algorithm::MuTorus { .. } => {
+        TreeAlgorithm::MdTorus | TreeAlgorithm::MuTorus { .. } => {
             if !topology.is_torus() || topology.regular_radix().is_none() {
                 return Err(unsupported(
                     "it needs a torus with one radix (H-cycle labels)",
@@ -634,7 +637,7 @@ pub fn plan(
             }
             let chain = mtorus::h_cycle(topology, source, &dests)?;
             match algorithm {
-                Algorithm::MuTorus { r, partition } => {
+                TreeAlgorithm::MuTorus { r, partition } => {
                     if r < 2 {
                         return Err(PlannerError::BadParameter("Mu-torus needs r >= 2"));
                     }
@@ -676,7 +679,7 @@ fn checked_destinations(
 /// The algorithms a node can run distributed, from the address field alone.
 fn distributed_rule(
     topology: &Topology,
-    algorithm: Algorithm,
+    algorithm: TreeAlgorithm,
 ) -> Result<Option<cube::Next>, PlannerError> {
     let unsupported = |reason| PlannerError::Unsupported {
         algorithm: algorithm.name(),
@@ -684,14 +687,17 @@ fn distributed_rule(
         reason,
     };
     match algorithm {
-        Algorithm::UTorus => Ok(None),
-        Algorithm::UCube | Algorithm::Maxport | Algorithm::Combine | Algorithm::WSort => {
+        TreeAlgorithm::UTorus => Ok(None),
+        TreeAlgorithm::UCube
+        | TreeAlgorithm::Maxport
+        | TreeAlgorithm::Combine
+        | TreeAlgorithm::WSort => {
             if !topology.is_hypercube() {
                 return Err(unsupported("it needs a hypercube"));
             }
             Ok(Some(match algorithm {
-                Algorithm::UCube => cube::Next::Center,
-                Algorithm::Combine => cube::Next::Combine,
+                TreeAlgorithm::UCube => cube::Next::Center,
+                TreeAlgorithm::Combine => cube::Next::Combine,
                 _ => cube::Next::HighDim,
             }))
         }
@@ -710,7 +716,7 @@ fn distributed_rule(
 /// As [`plan`], and [`PlannerError::Unsupported`] for other algorithms.
 pub fn source_chain(
     topology: &Topology,
-    algorithm: Algorithm,
+    algorithm: TreeAlgorithm,
     source: usize,
     destinations: &[usize],
 ) -> Result<Vec<usize>, PlannerError> {
@@ -720,7 +726,7 @@ pub fn source_chain(
         Some(_) => {
             let cube = cube::Cube::new(topology);
             let mut chain = cube.relative_chain(source, &dests);
-            if algorithm == Algorithm::WSort {
+            if algorithm == TreeAlgorithm::WSort {
                 cube.weighted_sort(&mut chain);
             }
             chain
@@ -732,8 +738,8 @@ pub fn source_chain(
 /// issue order, each with the receiver's address field (receiver first).
 ///
 /// This is the hop-by-hop form of [`plan`]: the thesis's receivers run the
-/// algorithm on the sub-chain they received, **as received** (digest 004
-/// §2.5: "each receiver runs U-cube on the sub-chain it received"), never
+/// algorithm on the sub-chain they received, **as received** (
+/// [Robinson 1994, §3.3, Fig 3.4]: "each receiver runs U-cube on the sub-chain it received"), never
 /// re-sorted relative to themselves. Starting from [`source_chain`] and
 /// applying this at every node yields exactly the tree of [`plan`].
 ///
@@ -743,7 +749,7 @@ pub fn source_chain(
 /// [`PlannerError::Unsupported`] as in [`source_chain`].
 pub fn split_received(
     topology: &Topology,
-    algorithm: Algorithm,
+    algorithm: TreeAlgorithm,
     d: &[usize],
 ) -> Result<Vec<(usize, Vec<usize>)>, PlannerError> {
     let rule = distributed_rule(topology, algorithm)?;
@@ -867,7 +873,12 @@ impl<'a> Driver<'a> {
         self.kids = kids;
     }
 
-    fn finish(self, algorithm: Algorithm, source: usize, destinations: Vec<usize>) -> Multicast {
+    fn finish(
+        self,
+        algorithm: TreeAlgorithm,
+        source: usize,
+        destinations: Vec<usize>,
+    ) -> Multicast {
         // Stable counting sort by step (steps are at most the number of sends).
         let steps = self.entries.iter().map(|s| s.step).max().unwrap_or(0);
         let mut start = vec![0usize; steps + 2];
@@ -902,38 +913,41 @@ mod tests {
     #[test]
     fn algorithm_names_round_trip() {
         for a in [
-            Algorithm::SeparateAddressing,
-            Algorithm::DimensionOrderedChain,
-            Algorithm::UTorus,
-            Algorithm::UCube,
-            Algorithm::Maxport,
-            Algorithm::Combine,
-            Algorithm::WSort,
-            Algorithm::KBinomial { k: None },
-            Algorithm::KBinomial { k: Some(3) },
-            Algorithm::MdTorus,
-            Algorithm::MuTorus {
+            TreeAlgorithm::SeparateAddressing,
+            TreeAlgorithm::DimensionOrderedChain,
+            TreeAlgorithm::UTorus,
+            TreeAlgorithm::UCube,
+            TreeAlgorithm::Maxport,
+            TreeAlgorithm::Combine,
+            TreeAlgorithm::WSort,
+            TreeAlgorithm::KBinomial { k: None },
+            TreeAlgorithm::KBinomial { k: Some(3) },
+            TreeAlgorithm::MdTorus,
+            TreeAlgorithm::MuTorus {
                 r: 4,
                 partition: MuPartition::Count,
             },
-            Algorithm::MuTorus {
+            TreeAlgorithm::MuTorus {
                 r: 4,
                 partition: MuPartition::Length,
             },
         ] {
-            assert_eq!(a.to_string().parse::<Algorithm>(), Ok(a));
+            assert_eq!(a.to_string().parse::<TreeAlgorithm>(), Ok(a));
         }
-        assert_eq!("U-Torus".parse::<Algorithm>(), Ok(Algorithm::UTorus));
+        assert_eq!(
+            "U-Torus".parse::<TreeAlgorithm>(),
+            Ok(TreeAlgorithm::UTorus)
+        );
         assert!(matches!(
-            "mutorus".parse::<Algorithm>(),
+            "mutorus".parse::<TreeAlgorithm>(),
             Err(AlgorithmParseError::BadParameter(_))
         ));
         assert!(matches!(
-            "utorus:3".parse::<Algorithm>(),
+            "utorus:3".parse::<TreeAlgorithm>(),
             Err(AlgorithmParseError::BadParameter(_))
         ));
         assert!(matches!(
-            "bogus".parse::<Algorithm>(),
+            "bogus".parse::<TreeAlgorithm>(),
             Err(AlgorithmParseError::Unknown(_))
         ));
     }
@@ -943,29 +957,29 @@ mod tests {
         let t = Topology::torus(&[4, 4], Links::Bidirectional).unwrap();
         let o = Options::default();
         assert_eq!(
-            plan(&t, Algorithm::UTorus, 16, &[1], o),
+            plan(&t, TreeAlgorithm::UTorus, 16, &[1], o),
             Err(PlannerError::Topo(TopoError::NodeOutOfRange {
                 node: 16,
                 nodes: 16
             }))
         );
         assert_eq!(
-            plan(&t, Algorithm::UTorus, 0, &[1, 99], o),
+            plan(&t, TreeAlgorithm::UTorus, 0, &[1, 99], o),
             Err(PlannerError::Topo(TopoError::NodeOutOfRange {
                 node: 99,
                 nodes: 16
             }))
         );
         assert_eq!(
-            plan(&t, Algorithm::UTorus, 3, &[1, 3], o),
+            plan(&t, TreeAlgorithm::UTorus, 3, &[1, 3], o),
             Err(PlannerError::SourceIsDestination(3))
         );
         assert_eq!(
-            plan(&t, Algorithm::UTorus, 3, &[1, 2, 1], o),
+            plan(&t, TreeAlgorithm::UTorus, 3, &[1, 2, 1], o),
             Err(PlannerError::DuplicateDestination(1))
         );
         assert!(matches!(
-            plan(&t, Algorithm::WSort, 0, &[1], o),
+            plan(&t, TreeAlgorithm::WSort, 0, &[1], o),
             Err(PlannerError::Unsupported {
                 algorithm: "wsort",
                 ..
@@ -973,22 +987,22 @@ mod tests {
         ));
         let irregular = Topology::torus(&[4, 6], Links::Bidirectional).unwrap();
         assert!(matches!(
-            plan(&irregular, Algorithm::MdTorus, 0, &[1], o),
+            plan(&irregular, TreeAlgorithm::MdTorus, 0, &[1], o),
             Err(PlannerError::Unsupported { .. })
         ));
         let mesh = Topology::mesh(&[4, 4]).unwrap();
         assert!(matches!(
-            plan(&mesh, Algorithm::MdTorus, 0, &[1], o),
+            plan(&mesh, TreeAlgorithm::MdTorus, 0, &[1], o),
             Err(PlannerError::Unsupported { .. })
         ));
         assert_eq!(
-            plan(&t, Algorithm::KBinomial { k: Some(0) }, 0, &[1], o),
+            plan(&t, TreeAlgorithm::KBinomial { k: Some(0) }, 0, &[1], o),
             Err(PlannerError::BadParameter("k-binomial needs k >= 1"))
         );
         assert!(matches!(
             plan(
                 &t,
-                Algorithm::MuTorus {
+                TreeAlgorithm::MuTorus {
                     r: 1,
                     partition: MuPartition::Count
                 },
@@ -999,7 +1013,7 @@ mod tests {
             Err(PlannerError::BadParameter(_))
         ));
         // No destinations: an empty plan.
-        let m = plan(&t, Algorithm::UTorus, 5, &[], o).unwrap();
+        let m = plan(&t, TreeAlgorithm::UTorus, 5, &[], o).unwrap();
         assert_eq!(m.steps(), 0);
         assert!(m.sends().is_empty());
         assert_eq!(m.receive_step(5), Some(0));
@@ -1008,7 +1022,7 @@ mod tests {
 
     #[test]
     fn model_a_and_b_differ() {
-        // Digest 004 §2.8: the source sends 01111 (ch3), 01011 (ch3), then
+        // [Robinson 1994, §3.4, Fig 3.9]: the source sends 01111 (ch3), 01011 (ch3), then
         // 00100 (ch2): Model A puts the third send in step 1, Model B in 2.
         let h = Topology::hypercube(5, crate::topo::Resolution::HighToLow).unwrap();
         let dests = [
@@ -1017,7 +1031,7 @@ mod tests {
         ];
         let a = plan(
             &h,
-            Algorithm::UCube,
+            TreeAlgorithm::UCube,
             0,
             &dests,
             Options::with_port_model(PortModel::AllPortA),
@@ -1025,7 +1039,7 @@ mod tests {
         .unwrap();
         let b = plan(
             &h,
-            Algorithm::UCube,
+            TreeAlgorithm::UCube,
             0,
             &dests,
             Options::with_port_model(PortModel::AllPortB),

@@ -1,16 +1,16 @@
 //! The SCI paper's unicast (store-and-forward) versions of Md-torus and
-//! Mu-torus(r) (digest 003 §2.5–2.6, §6.6), over the H-cycle of Robinson's
-//! chapter 5 (digest 004 §4.2, §4.4).
+//! Mu-torus(r) [Oral 2003, §3, Fig 1d; §3, Fig 1e; §3, Fig 1, derived], over the H-cycle of Robinson's
+//! chapter 5 [Robinson 1994, §5.2, Eq 5.2; §5.4, Fig 5.8].
 //!
 //! The SCI testbed had no multi-destination worms: a holder sends separate
 //! unicasts to the heads of the other partitions (in H-cycle order) and every
 //! worm that would run along a ring becomes a relay chain. Choices recorded
-//! here, as the digests ask:
+//! here, as the choices require:
 //! * Md-torus merges the two pieces into which rotating the H-chain to the
 //!   source splits the source's own sub-torus: the source serves its whole
-//!   sub-torus (digest 003 §2.5 [D], the choice its §6.6 vector uses; the
-//!   thesis's path-based version would split off the tail instead, digest
-//!   004 §5.3).
+//!   sub-torus ([Oral 2003, §3, Fig 1d], the choice the 4×4 vectors of tests/path_examples.rs use; the
+//!   thesis's path-based version would split off the tail instead,
+//!   [Robinson 1994, §6.3]).
 //! * Mu-torus's r is configurable in both readings ([`MuPartition`]).
 
 use super::{Cover, Kids, MuPartition};
@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn h_cycle_6x6() {
-        // Digest 004 §7.10.
+        // [Robinson 1994, §5.1, §5.4, Figs 5.1, 5.7].
         let t = Topology::torus(&[6, 6], Links::Unidirectional).unwrap();
         let n = |a, b| t.node(&[a, b]).unwrap();
         let dests = [

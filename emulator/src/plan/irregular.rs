@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use mcast_algorithms::irregular::{
-    Fabric, IrregularSpec, RouteHeader, Scheme, UnicastHeader, WormKind,
+    IrregularSpec, RouteHeader, Scheme, SwitchNetwork, UnicastHeader, WormKind,
 };
 use mcast_algorithms::oracle;
 use mcast_algorithms::plan::Plan;
@@ -23,7 +23,7 @@ const IRREGULAR_NOTE: &str = "irregular fabric: stepwise = pairs of same-step se
     as one); link_type1 = sends sharing such a link with another send of their step; \
     depth and link_type2 are defined for direct networks only";
 
-fn parse_host(fabric: &Fabric, text: &str, what: &str) -> Result<usize, McsimError> {
+fn parse_host(fabric: &SwitchNetwork, text: &str, what: &str) -> Result<usize, McsimError> {
     let t = text.trim();
     if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
         return Err(input(format!(
@@ -69,7 +69,7 @@ pub(crate) enum IrregularChoice {
 /// not among the destinations); irregular fabrics are one-port only.
 pub(crate) fn hosts(
     req: &PlanRequest<'_>,
-    fabric: &Fabric,
+    fabric: &SwitchNetwork,
 ) -> Result<(usize, Vec<usize>), McsimError> {
     let source = parse_host(fabric, req.source, "source")?;
     let dests = dest_items(req.dests)?
@@ -91,7 +91,7 @@ pub(crate) fn hosts(
 pub(crate) fn plan_irregular(
     req: &PlanRequest<'_>,
     spec: &IrregularSpec,
-    fabric: &Fabric,
+    fabric: &SwitchNetwork,
     source: usize,
     dests: &[usize],
     choice: IrregularChoice,
@@ -180,12 +180,12 @@ pub(crate) fn plan_irregular(
 fn responsibilities(plan: &Plan) -> HashMap<usize, &[usize]> {
     plan.nodes()
         .flat_map(|(_, sends)| sends.iter())
-        .map(|s| (s.to, s.responsible_for.as_slice()))
+        .map(|s| (s.to, s.covers.as_slice()))
         .collect()
 }
 
 fn worm_sends(
-    fabric: &Fabric,
+    fabric: &SwitchNetwork,
     scheme: Scheme,
     source: usize,
     dests: &[usize],
@@ -223,7 +223,7 @@ fn worm_sends(
 }
 
 fn chain_sends(
-    fabric: &Fabric,
+    fabric: &SwitchNetwork,
     shape: Shape,
     source: usize,
     dests: &[usize],
@@ -259,7 +259,7 @@ fn chain_sends(
                 step,
                 from: v,
                 to: vec![s.to],
-                covers: s.responsible_for.clone(),
+                covers: s.covers.clone(),
                 worm: None,
                 route: trace.branches.into_iter().next().unwrap_or_default(),
                 branches: None,

@@ -41,7 +41,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use mcast_algorithms::mesh::{self, Mesh, MeshAlgo, MeshPlan};
+use mcast_algorithms::mesh::{self, Mesh, MeshAlgorithm, MeshPlan};
 use mcast_algorithms::min::{self, Min, Start, TwoPassPlan, Wiring};
 use mcast_algorithms::topo::Topology;
 
@@ -52,7 +52,7 @@ use super::request::{check_set, dest_items, input, internal, McsimError, PlanReq
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum MeshChoice {
     /// A mesh path-based scheme.
-    Mesh(MeshAlgo),
+    Mesh(MeshAlgorithm),
     /// The two-pass MIN multicast with an optional first relay.
     MinTwoPass(Option<u64>),
 }
@@ -93,7 +93,7 @@ pub(crate) fn parse_mesh_algo(text: &str) -> Result<Option<MeshChoice>, McsimErr
     if !ours {
         return Ok(None);
     }
-    t.parse::<MeshAlgo>()
+    t.parse::<MeshAlgorithm>()
         .map(|a| Some(MeshChoice::Mesh(a)))
         .map_err(|e| input(e.to_string()))
 }

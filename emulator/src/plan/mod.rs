@@ -16,7 +16,7 @@
 //!
 //! # Node notation (input and output)
 //! * torus and mesh nodes: coordinates highest dimension first, as in the
-//!   digests' worked examples, written and printed as the JSON **string**
+//!   papers' worked examples, written and printed as the JSON **string**
 //!   `"4,3"` (`(4, 3)` is accepted on input);
 //! * hypercube nodes: the address as a bit string, MSB first, exactly n bits,
 //!   printed as the JSON **string** `"0101"`;
@@ -61,7 +61,7 @@
 //!   `separate`) adds `route`: the switches the up*/down* unicast traverses,
 //!   as traced through the switch decisions.
 //! * Every route and branch printed has passed the up*/down* legality oracle
-//!   ([`Fabric::check_route`]); every plan has passed the delivery oracle
+//!   ([`SwitchNetwork::check_route`]); every plan has passed the delivery oracle
 //!   (every destination receives exactly once, nobody else receives, each
 //!   sender has received first, each `covers` is split exactly) before it is
 //!   returned.
@@ -69,7 +69,7 @@
 //! # `contention`
 //! * Direct networks: [`mcast_algorithms::contention::analyze`] (stepwise
 //!   pairs, depth pairs of Theorems 3.3/4.1, Type 1 and Type 2 link sharing
-//!   of thesis §3.6); steps are re-derived by
+//!   of [Robinson 1994, §4.5]); steps are re-derived by
 //!   [`mcast_algorithms::contention::check_steps`].
 //! * Irregular networks: the direct-network definitions carry over only
 //!   partly, so `note` says what was counted. `stepwise` = pairs of sends of
@@ -84,8 +84,8 @@
 //!
 //! # Port models
 //! `one` (default), `all` (all-port Model B, the planners' all-port default:
-//! see `mcast_algorithms::trees`) and `all-a` (Model A, the one the digest's
-//! §9.1 means use). Irregular fabrics are one-port only: a host has one link
+//! see `mcast_algorithms::trees`) and `all-a` (Model A, the one the reference
+//! means of tests/topo_table_9_1.rs use). Irregular fabrics are one-port only: a host has one link
 //! to its switch and injects one worm or unicast per step.
 
 pub mod irregular;
@@ -95,10 +95,10 @@ pub mod path;
 pub mod request;
 pub mod tree;
 
-use mcast_algorithms::irregular::{Fabric, IrregularSpec, Scheme};
+use mcast_algorithms::irregular::{IrregularSpec, Scheme, SwitchNetwork};
 use mcast_algorithms::path::PathAlgorithm;
-use mcast_algorithms::topo::{SpecError, Topology};
-use mcast_algorithms::trees::Algorithm;
+use mcast_algorithms::topo::{TopoSpecError, Topology};
+use mcast_algorithms::trees::TreeAlgorithm;
 
 pub use json::{ContentionJson, Node, PlanJson, Receivers, SendJson};
 pub use request::{McsimError, PlanRequest, PortChoice};
@@ -162,7 +162,7 @@ pub const NODES_HELP: &str = "  torus, mesh: coordinates highest dimension first
 /// A parsed fabric.
 enum ParsedFabric {
     Direct(Topology),
-    Irregular(Box<(IrregularSpec, Fabric)>),
+    Irregular(Box<(IrregularSpec, SwitchNetwork)>),
     Min(mcast_algorithms::min::Min),
 }
 
@@ -180,13 +180,13 @@ fn parse_fabric(text: &str) -> Result<ParsedFabric, McsimError> {
             .map_err(|e| input(format!("bad fabric `{t}`: {e}")))?;
         spec.validate()
             .map_err(|e| input(format!("bad fabric `{t}`: {e}")))?;
-        let fabric = Fabric::from_spec(&spec)
+        let fabric = SwitchNetwork::from_spec(&spec)
             .map_err(|e| input(format!("cannot build fabric `{t}`: {e}")))?;
         return Ok(ParsedFabric::Irregular(Box::new((spec, fabric))));
     }
     match t.parse::<Topology>() {
         Ok(topo) => Ok(ParsedFabric::Direct(topo)),
-        Err(SpecError::Empty | SpecError::UnknownKind(_)) => Err(input(format!(
+        Err(TopoSpecError::Empty | TopoSpecError::UnknownKind(_)) => Err(input(format!(
             "unknown fabric `{t}` (expected {FABRIC_KINDS})"
         ))),
         Err(e) => Err(input(format!("bad fabric `{t}`: {e}"))),
@@ -198,7 +198,7 @@ fn parse_fabric(text: &str) -> Result<ParsedFabric, McsimError> {
 enum Algo {
     /// A direct-network planner (also `kbinomial` and `separate`, which run
     /// on irregular fabrics too).
-    Tree(Algorithm),
+    Tree(TreeAlgorithm),
     /// The binomial tree (k = ⌈log2 m⌉).
     Binomial,
     /// A worm scheme.
@@ -226,7 +226,7 @@ impl Algo {
     /// stays `kbinomial` (the k used is printed as `k`).
     fn shown(&self) -> String {
         match self {
-            Algo::Tree(Algorithm::KBinomial { k: None }) => "kbinomial".to_string(),
+            Algo::Tree(TreeAlgorithm::KBinomial { k: None }) => "kbinomial".to_string(),
             a => a.name(),
         }
     }
@@ -253,11 +253,11 @@ fn parse_algo(text: &str) -> Result<Algo, McsimError> {
         return Ok(Algo::Mesh(a));
     }
     use mcast_algorithms::trees::AlgorithmParseError as E;
-    match t.parse::<Algorithm>() {
-        Ok(Algorithm::KBinomial { k: Some(0) }) => {
+    match t.parse::<TreeAlgorithm>() {
+        Ok(TreeAlgorithm::KBinomial { k: Some(0) }) => {
             Err(input(format!("bad algorithm `{t}`: k-binomial needs k >= 1")))
         }
-        Ok(Algorithm::MuTorus { r, .. }) if r < 2 => {
+        Ok(TreeAlgorithm::MuTorus { r, .. }) if r < 2 => {
             Err(input(format!("bad algorithm `{t}`: Mu-torus needs r >= 2")))
         }
         Ok(a) => Ok(Algo::Tree(a)),
@@ -316,7 +316,7 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<PlanJson, McsimError> {
 fn plan_irregular(
     req: &PlanRequest<'_>,
     spec: &IrregularSpec,
-    fabric: &Fabric,
+    fabric: &SwitchNetwork,
     algo: Algo,
 ) -> Result<PlanJson, McsimError> {
     use irregular::IrregularChoice as C;
@@ -324,8 +324,8 @@ fn plan_irregular(
     let choice = match algo {
         Algo::Worm(scheme) => C::Worm(scheme),
         Algo::Binomial => C::Binomial,
-        Algo::Tree(Algorithm::KBinomial { k }) => C::KBinomial(k),
-        Algo::Tree(Algorithm::SeparateAddressing) => C::Separate,
+        Algo::Tree(TreeAlgorithm::KBinomial { k }) => C::KBinomial(k),
+        Algo::Tree(TreeAlgorithm::SeparateAddressing) => C::Separate,
         Algo::Mesh(a) => {
             return Err(input(format!(
                 "{} needs a mesh (mesh:AxB) or MIN (min:N) fabric, not an irregular one",

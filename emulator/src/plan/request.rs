@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use mcast_algorithms::topo::{SpecError, Topology};
+use mcast_algorithms::topo::{TopoSpecError, Topology};
 use mcast_algorithms::trees::PortModel;
 
 /// Why no plan was printed.
@@ -111,7 +111,7 @@ pub(crate) fn parse_direct_node(
     what: &str,
 ) -> Result<usize, McsimError> {
     topo.parse_node(text).map_err(|e| match e {
-        SpecError::Topo(t) => input(format!(
+        TopoSpecError::Topo(t) => input(format!(
             "{what} `{}` is not a node of {topo}: {t}",
             text.trim()
         )),

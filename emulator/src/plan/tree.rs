@@ -4,7 +4,7 @@
 
 use mcast_algorithms::contention;
 use mcast_algorithms::topo::Topology;
-use mcast_algorithms::trees::{self, Algorithm, Options, PlannerError};
+use mcast_algorithms::trees::{self, Options, PlannerError, TreeAlgorithm};
 use mcast_algorithms::{ceil_log2, optimal_k};
 
 use super::json::{ContentionJson, Node, PlanJson, Receivers, SendJson};
@@ -15,7 +15,7 @@ use super::request::{direct_nodes, input, internal, McsimError, PlanRequest};
 pub(crate) enum TreeChoice {
     /// A direct-network planner (`kbinomial` without k takes the optimal k
     /// of Theorem 3 for the message length).
-    Tree(Algorithm),
+    Tree(TreeAlgorithm),
     /// The binomial tree (k = ⌈log2 m⌉).
     Binomial,
 }
@@ -32,11 +32,11 @@ pub(crate) fn plan_direct(
     let (planner, k) = match choice {
         TreeChoice::Binomial => {
             let k = ceil_log2(m_nodes).max(1);
-            (Algorithm::KBinomial { k: Some(k) }, Some(k))
+            (TreeAlgorithm::KBinomial { k: Some(k) }, Some(k))
         }
-        TreeChoice::Tree(Algorithm::KBinomial { k }) => {
+        TreeChoice::Tree(TreeAlgorithm::KBinomial { k }) => {
             let k = k.unwrap_or_else(|| optimal_k(m_nodes, req.packets));
-            (Algorithm::KBinomial { k: Some(k) }, Some(k))
+            (TreeAlgorithm::KBinomial { k: Some(k) }, Some(k))
         }
         TreeChoice::Tree(a) => (a, None),
     };

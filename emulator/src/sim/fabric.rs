@@ -1,10 +1,10 @@
-//! Fabric specs for the simulator: the `mcsim plan` grammar (torus, mesh,
+//! SwitchNetwork specs for the simulator: the `mcsim plan` grammar (torus, mesh,
 //! hypercube, irregular) plus `crossbar:N` (one switch, N hosts).
 //! and `min:N[:omega]` (the MIN of `mcsim plan`).
 
 use std::sync::Arc;
 
-use mcast_algorithms::irregular::{Fabric, IrregularSpec};
+use mcast_algorithms::irregular::{IrregularSpec, SwitchNetwork};
 use mcast_algorithms::topo::Topology;
 
 use super::SimulatorError;
@@ -79,7 +79,7 @@ impl SimFabric {
         if t == "irregular" || t.starts_with("irregular:") {
             let spec: IrregularSpec = t.parse().map_err(|e| bad(format!("{e}")))?;
             spec.validate().map_err(|e| bad(format!("{e}")))?;
-            let fabric = Fabric::from_spec(&spec).map_err(|e| bad(format!("{e}")))?;
+            let fabric = SwitchNetwork::from_spec(&spec).map_err(|e| bad(format!("{e}")))?;
             return Ok(SimFabric::Irregular(Arc::new(IrregularRouting::new(
                 fabric,
             ))));

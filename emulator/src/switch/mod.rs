@@ -10,7 +10,7 @@
 //! that downstream VC buffer has credits for the whole packet. Credits for a
 //! packet go back upstream when its tail has left the buffer.
 //!
-//! **Replication** is asynchronous (digest 000 §2.3): the routing function
+//! **Replication** is asynchronous [Sivaram 1998, §5.1.2, §6.2]: the routing function
 //! may return several branches; each branch waits for its own output port
 //! and VC, independently of the others, so a blocked branch does not stall
 //! the rest. The packet's chunk counter is its number of unsent branches;
@@ -19,8 +19,8 @@
 //!
 //! **VC classes**: the routing function names a class per branch; the
 //! engine maps class `c` of `C` to the VCs `[c·V/C, (c+1)·V/C)`. Tori with
-//! the dateline have two classes (p before the wrap; h or l after it, digest
-//! 004 §3.2–3.3); other fabrics one.
+//! the dateline have two classes (p before the wrap; h or l after it,
+//! [Robinson 1994, §4.2.1, Fig 4.2; §4.2.2, Fig 4.3]); other fabrics one.
 //!
 //! # Events and actions
 //! Events in: [`SwitchEngine::packet_in`] (a head arrived on port p, VC v,

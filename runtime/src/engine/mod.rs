@@ -5,7 +5,7 @@
 //! host). The tokio driver in `net` runs it over TCP, and the discrete-event
 //! driver in `mcast-emulator` runs the very same engine in virtual time.
 //!
-//! Forwarding follows the irregular-networks paper, §4 (digest §4.1–4.2, 4.6):
+//! Forwarding follows [Sivaram 1998, §4.1–4.2, §4.3.4]:
 //! the packet header carries the receiver's responsibility (a chain range for
 //! bcast, an explicit member list for multicast), and the engine computes its
 //! children from it with [`mcast_algorithms::split`] — the same function the
@@ -39,7 +39,7 @@ mod tree;
 
 use forward::{Forward, MsgKey};
 
-/// The NI forwarding discipline (digest §4.2); `MCAST_FORWARDING`.
+/// The NI forwarding discipline [Sivaram 1998, §4.2, Fig 6]; `MCAST_FORWARDING`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Forwarding {
     /// First-Packet-First-Served: each packet goes to every child as it arrives.
@@ -206,7 +206,7 @@ impl NiEngine {
     }
 
     /// Emit the source's sends: FPFS = packets outer, children inner; FCFS =
-    /// children outer, packets inner (digest §4.2, Fig 6).
+    /// children outer, packets inner [Sivaram 1998, §4.2, Fig 6].
     fn emit_source(&mut self, packets: Vec<Packet>, children: Vec<(usize, Route)>) {
         let copy = |p: &Packet, route: &Route| Packet {
             header: p.header,

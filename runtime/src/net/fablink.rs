@@ -14,7 +14,7 @@
 //! # Model time
 //! Each packet carries a virtual time in cycles of the fabric's cost model
 //! (see `mcast::fabric`). This side models the host and the NI processor
-//! (the digest-000 §2.5 model, exactly as `mcsim run` does); the fabric
+//! ([Sivaram 1998, §6.2] model, exactly as `mcsim run` does); the fabric
 //! models the links and switches.
 //! * Host send: a message posted when the host clock reads `c` costs the
 //!   host `t_hs` (a worm scheme pays it per worm); its packets are DMA'd to

@@ -165,16 +165,16 @@ pub(crate) struct ModelArgs {
 /// The analytic models. Each prints one JSON document.
 #[derive(Debug, Subcommand)]
 pub(crate) enum ModelKind {
-    /// The SCI-torus paper's small-message latency models (digest 003 §3):
+    /// The SCI-torus paper's small-message latency models [Oral 2003, §5]:
     /// separate addressing, U-torus, S-torus, Md-torus and Mu-torus.
     #[command(
         long_about = "The SCI-torus paper's small-message latency models (Oral & George; \
-            digest 003 §3): t = 2o + h_i L_i for the tree and path algorithms (h_i relays on \
+            [Oral 2003, §5]): t = 2o + h_i L_i for the tree and path algorithms (h_i relays on \
             the deepest path, L_i = 2o + t_process), (G-1)(2o + t_process) for separate \
             addressing. Defaults: the paper's 4x4 SCI testbed profile at 128 B (k=4, n=2, \
             L_p=14 ns, L_f=60 ns, L_s=670 ns, o = 1994 + 3.15 (M-128) ns, t_process = \
             SA 7, Md 206, Mu 201, U 629, S 265 us, Mu partition length r=4). Coefficients \
-            lost in the paper's OCR are the digest's candidates, selectable with --md-form \
+            lost in the paper's OCR are our candidates, selectable with --md-form \
             and --utorus-form. Output: {model, params, o_us, l_i_us, rows: [{group, \
             latency_us, relays}]}, latencies in us.",
         after_help = "Examples:\n  mcsim model sci --group 4-16\n  \
@@ -182,10 +182,10 @@ pub(crate) enum ModelKind {
             mcsim model sci --group 16 --bytes 512 --utorus-form ceiling"
     )]
     Sci(SciArgs),
-    /// The MIN paper's throughput model (Park & Yoon Eqs. 1-2; digest 001 §5).
+    /// The MIN paper's throughput model [Park 1996, §4.1, Eqs 1–2].
     #[command(
         long_about = "The throughput of the unbuffered wrap-around MIN under the two-pass \
-            multicast (Park & Yoon, Eqs. 1-2; digest 001 §5): per stage i = n-1..0, \
+            multicast [Park 1996, §4.1, Eqs 1–2]: per stage i = n-1..0, \
             rho_{i-1} = rho_i(1+m_i c_i) - rho_i^2 (1+m_i c_i)^2/4 - rho_i^2 m_i c_i (1-m_i c_i)/2, \
             u_{i-1} = rho_i(1-m_i) - rho_i^2 (1-m_i)(1+m_i c_i)/4, m_{i-1} = 1 - u_{i-1}/rho_{i-1}; \
             eta = (rho' - u')/f + u'. The offered load L = (1-m) rho + m rho f. Copy rates c_i: \
@@ -315,9 +315,9 @@ pub(crate) enum UnitArg {
 pub(crate) fn plan_after_help() -> String {
     format!(
         "Fabrics:\n{FABRICS_HELP}\n\nAlgorithms:\n{ALGORITHMS_HELP}\n\nNodes:\n{NODES_HELP}\n\n\
-         Example (digest 004 §7.5):\n  mcsim plan --fabric torus:5x5:uni --algo utorus \
+         Example [Robinson 1994, §4.3–4.4, Figs 4.4–4.5]:\n  mcsim plan --fabric torus:5x5:uni --algo utorus \
          --source 4,3 --dests '0,0;1,1;2,1;0,3;1,3;4,4'\n\n\
-         Example (digest 004 §7.11, M_u-torus(4) with path worms):\n  mcsim plan --fabric \
+         Example ([Robinson 1994, ch. 6, Fig 5.1, derived], M_u-torus(4) with path worms):\n  mcsim plan --fabric \
          torus:6x6:uni --algo mtorus-u:4 --source 3,2 \\\n    \
          --dests '0,5;4,5;3,4;5,4;4,3;1,2;2,1;5,1;1,0'\n\n\
          Exit status: 0 ok; 2 bad request (one line on stderr); 1 a plan failed an oracle."

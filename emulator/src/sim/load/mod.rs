@@ -26,7 +26,7 @@
 //! reports `accepted / ideal` when the fabric is such a torus.
 
 use mcast_algorithms::irregular::SplitMix64;
-use mcast_algorithms::topo::{Kind, Links};
+use mcast_algorithms::topo::{Links, TopoKind};
 
 use super::fabric::SimFabric;
 use super::progress::{Progress, ProgressFn};
@@ -100,7 +100,7 @@ enum Ev {
 /// radices k: 8b/k flits/cycle/node (capped at the injection bandwidth b).
 pub fn ideal_uniform(fabric: &SimFabric, cost: &FabricCostModel) -> Option<f64> {
     let topo = fabric.topology()?;
-    if topo.kind() != Kind::Torus(Links::Bidirectional) {
+    if topo.kind() != TopoKind::Torus(Links::Bidirectional) {
         return None;
     }
     let k = topo.regular_radix()? as f64;
@@ -290,7 +290,7 @@ mod tests {
             }
         }
         // Tree worms at full multicast load on up*/down* with whole-packet
-        // buffering: no deadlock either (digest 000 §2.3's condition).
+        // buffering: no deadlock either (the condition of [Sivaram 1998, §6.2]).
         let f = SimFabric::parse("irregular:switches=8,ports=8,nodes=32,seed=1", true).unwrap();
         let mut c = FabricCostModel::default();
         c.set("watchdog_cycles", "3000").unwrap();

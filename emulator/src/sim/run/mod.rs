@@ -1,7 +1,7 @@
 //! Single multicasts (`mcsim run`): one multicast of `packets` packets in an
 //! otherwise idle fabric, with the hosts' and NIs' costs.
 //!
-//! # NI-based trees (the smart NI, digest 000 §4)
+//! # NI-based trees (the smart NI, [Sivaram 1998, §4])
 //! `separate`, `chain`, `binomial`, `kbinomial[:k]` and, with a direct
 //! topology, `utorus`, `ucube`, `maxport`, `combine`, `wsort`: every node runs
 //! the real [`mcast::engine::NiEngine`] (rank i = host i), as
@@ -13,12 +13,12 @@
 //! and a destination's host completes t_hr after its last packet is in host
 //! memory. The chain order is the destinations by id on direct networks
 //! (the dimension-ordered chain; topology-aware trees build their own) and
-//! the paper's host ordering ([`mcast_algorithms::irregular::Fabric::host_chain`])
+//! the paper's host ordering ([`mcast_algorithms::irregular::SwitchNetwork::host_chain`])
 //! on irregular ones.
 //!
-//! # Worms on irregular fabrics (digest 000 §5, §6.4.1)
+//! # Worms on irregular fabrics [Sivaram 1998, §5; §6.4.1]
 //! `ssr-greedy`, `ssr-lg`, `path-greedy`, `path-lg`, `tree-worm`: the worm
-//! plan of [`mcast_algorithms::irregular::Fabric::plan`]; the switch engines
+//! plan of [`mcast_algorithms::irregular::SwitchNetwork::plan`]; the switch engines
 //! decode the SSR, multi-drop and bit-string headers, replicate, and
 //! deliver at intermediate switches. No smart NI: a node that must send
 //! worms does so once its host has the whole message; per worm the host

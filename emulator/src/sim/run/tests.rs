@@ -1,4 +1,4 @@
-//! Single-multicast runs against the digests' tables, the unit-step
+//! Single-multicast runs against the papers' tables and our computed vectors, the unit-step
 //! driver, and the exactly-once oracle.
 
 use super::*;
@@ -14,13 +14,13 @@ fn cfg(algo: &str, dests: Dests, packets: usize) -> RunConfig {
     }
 }
 
-/// Digest 000 §8.3 with the unit-step preset on a one-switch fabric: the
+/// [Sivaram 1998, §4.3.2–4.3.3, derived] with the unit-step preset on a one-switch fabric: the
 /// simulated FPFS completion equals the table (L1 + (m-1)·k where the
 /// theorem holds), and FCFS too.
 #[test]
-fn unitstep_preset_reproduces_digest_8_3() {
+fn unitstep_preset_reproduces_fpfs_vectors() {
     let cost = FabricCostModel::unitstep();
-    for (n, k, fpfs, fcfs) in crate::lockstep::DIGEST_8_3 {
+    for (n, k, fpfs, fcfs) in crate::lockstep::FPFS_VECTORS {
         let f = SimFabric::parse(&format!("crossbar:{n}"), true).unwrap();
         for m in 1..=6 {
             let mut c = cfg(&format!("kbinomial:{k}"), Dests::All, m);

@@ -76,7 +76,7 @@ pub(super) fn run_worms(
     Ok(injected)
 }
 
-/// The two-pass MIN multicast (digest 001): the source injects the region
+/// The two-pass MIN multicast [Park 1996, §3.1]: the source injects the region
 /// packet (pass 1); each relay's NI, on receiving it, injects its pass-2
 /// unicast (t_nr + t_ns, no host involvement); destinations' hosts receive
 /// pass-2 packets only.

@@ -2,7 +2,7 @@
 //! with the dateline VC classes, e-cube), from tables filled by
 //! [`Topology::first_channel`].
 
-use mcast_algorithms::topo::{Dir, Kind, Links, Resolution, Topology, Vc};
+use mcast_algorithms::topo::{Dir, Links, Resolution, TopoKind, Topology, Vc};
 
 use super::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
 
@@ -53,7 +53,7 @@ impl DimTables {
         if radix.iter().any(|&k| k > TABLE_MAX_RADIX) {
             return None;
         }
-        let low_first = matches!(topo.kind(), Kind::Hypercube(Resolution::LowToHigh));
+        let low_first = matches!(topo.kind(), TopoKind::Hypercube(Resolution::LowToHigh));
         let order = (0..dims)
             .map(|i| if low_first { i } else { dims - 1 - i })
             .collect();
@@ -261,7 +261,7 @@ impl Routing for DirectRouting {
 /// Is this a torus (for reports)?
 pub fn torus_links(topo: &Topology) -> Option<Links> {
     match topo.kind() {
-        Kind::Torus(l) => Some(l),
+        TopoKind::Torus(l) => Some(l),
         _ => None,
     }
 }

@@ -1,25 +1,25 @@
 //! Irregular networks with up*/down* routing: every header kind (unicast,
 //! SSR, multi-drop, bit-string) is decoded by
-//! [`mcast_algorithms::irregular::Fabric::decide`].
+//! [`mcast_algorithms::irregular::SwitchNetwork::decide`].
 
-use mcast_algorithms::irregular::{Fabric, PortConn, RouteHeader, UnicastHeader};
+use mcast_algorithms::irregular::{PortConn, RouteHeader, SwitchNetwork, UnicastHeader};
 
 use super::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
 
 /// Irregular networks (up*/down*).
 #[derive(Debug)]
 pub struct IrregularRouting {
-    fabric: Fabric,
+    fabric: SwitchNetwork,
 }
 
 impl IrregularRouting {
     /// Wrap a fabric.
-    pub fn new(fabric: Fabric) -> IrregularRouting {
+    pub fn new(fabric: SwitchNetwork) -> IrregularRouting {
         IrregularRouting { fabric }
     }
 
     /// The fabric.
-    pub fn fabric(&self) -> &Fabric {
+    pub fn fabric(&self) -> &SwitchNetwork {
         &self.fabric
     }
 }

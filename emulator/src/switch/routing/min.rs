@@ -6,7 +6,7 @@ use mcast_algorithms::min::{self as minnet, Min, RegionHeader};
 use super::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
 
 /// The wrap-around MIN of 2^n nodes and n stages of 2x2 replicating
-/// switching elements (digest 001): switch `stage * 2^(n-1) + se`; ports 0
+/// switching elements [Park 1996, §2.1]: switch `stage * 2^(n-1) + se`; ports 0
 /// (upper) and 1 (lower) in and out. A host injects into stage n-1 (the
 /// network's input link) and receives from stage 0, so every packet crosses
 /// n switches. The SE decision is [`mcast_algorithms::min::decide`] on the

@@ -10,7 +10,7 @@
 //!   VC class (p, or h/l) is the thesis's.
 //! * [`IrregularRouting`]: irregular networks with up*/down* routing; every
 //!   header kind (unicast, SSR, multi-drop, bit-string) is decoded by
-//!   [`mcast_algorithms::irregular::Fabric::decide`], which also does the
+//!   [`mcast_algorithms::irregular::SwitchNetwork::decide`], which also does the
 //!   replication and the header rewriting.
 //! * [`CrossbarRouting`]: one switch with `n` host ports (the unit-step
 //!   model's contention-free fabric).

@@ -1,7 +1,7 @@
 //! A whole multicast tree over chain positions, built by recursing [`split`].
 //!
 //! Positions are `0..n`, position 0 is the source. The tree is exactly what the
-//! digest's §4.6 `build` produces (for k-binomial shapes) because it is made of
+//! construction of [Sivaram 1998, §4.3.4, Fig 10] produces (for k-binomial shapes) because it is made of
 //! nothing but [`split`] calls from `(0, n-1)` downwards, the same calls a smart
 //! NI makes on each received packet.
 
@@ -9,7 +9,7 @@ use crate::shape::{split, Shape, ShapeError};
 
 /// A tree that cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TreeError {
+pub enum ChainTreeError {
     /// A tree needs at least one position (the source).
     #[error("a multicast tree needs at least one position (the source), got n = 0")]
     Empty,
@@ -25,7 +25,7 @@ pub enum TreeError {
 /// and its depth. Every child has a larger position than its parent, and every
 /// responsibility range `[lo, hi]` starts at the position itself (`lo == pos`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tree {
+pub struct ChainTree {
     shape: Shape,
     children: Vec<Vec<usize>>,
     range: Vec<(usize, usize)>,
@@ -34,17 +34,17 @@ pub struct Tree {
     preorder: Vec<usize>,
 }
 
-impl Tree {
+impl ChainTree {
     /// Build the tree of `shape` over `n` positions by recursing [`split`] from
     /// `(0, n-1)`. Iterative, so a linear chain of any length does not overflow
     /// the stack.
     ///
     /// # Errors
-    /// [`TreeError::Empty`] for `n == 0`; [`TreeError::Shape`] for an invalid
+    /// [`ChainTreeError::Empty`] for `n == 0`; [`ChainTreeError::Shape`] for an invalid
     /// shape such as `KBinomial { k: 0 }`.
-    pub fn new(shape: Shape, n: usize) -> Result<Tree, TreeError> {
+    pub fn new(shape: Shape, n: usize) -> Result<ChainTree, ChainTreeError> {
         if n == 0 {
-            return Err(TreeError::Empty);
+            return Err(ChainTreeError::Empty);
         }
         shape.validate()?;
         let mut children = vec![Vec::new(); n];
@@ -68,7 +68,7 @@ impl Tree {
             stack.extend(kids.iter().rev().map(|&(c, _)| c));
         }
         debug_assert_eq!(preorder.len(), n, "split must cover every position");
-        Ok(Tree {
+        Ok(ChainTree {
             shape,
             children,
             range,
@@ -144,20 +144,20 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(Tree::new(Shape::Flat, 0), Err(TreeError::Empty));
+        assert_eq!(ChainTree::new(Shape::Flat, 0), Err(ChainTreeError::Empty));
         assert_eq!(
-            Tree::new(Shape::KBinomial { k: 0 }, 5),
-            Err(TreeError::Shape(ShapeError::ZeroK(0)))
+            ChainTree::new(Shape::KBinomial { k: 0 }, 5),
+            Err(ChainTreeError::Shape(ShapeError::ZeroK(0)))
         );
         assert_eq!(
-            Tree::new(Shape::KBinomial { k: 0 }, 0),
-            Err(TreeError::Empty)
+            ChainTree::new(Shape::KBinomial { k: 0 }, 0),
+            Err(ChainTreeError::Empty)
         );
     }
 
     #[test]
     fn single_node() {
-        let t = Tree::new(Shape::KBinomial { k: 3 }, 1).unwrap();
+        let t = ChainTree::new(Shape::KBinomial { k: 3 }, 1).unwrap();
         assert_eq!(t.n(), 1);
         assert!(t.children(0).is_empty());
         assert_eq!(t.range(0), (0, 0));
@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn binomial_8() {
-        let t = Tree::new(Shape::KBinomial { k: 3 }, 8).unwrap();
+        let t = ChainTree::new(Shape::KBinomial { k: 3 }, 8).unwrap();
         assert_eq!(t.children(0), &[4, 2, 1]);
         assert_eq!(t.children(4), &[6, 5]);
         assert_eq!(t.children(2), &[3]);
@@ -184,10 +184,10 @@ mod tests {
 
     #[test]
     fn flat_and_linear() {
-        let t = Tree::new(Shape::Flat, 5).unwrap();
+        let t = ChainTree::new(Shape::Flat, 5).unwrap();
         assert_eq!(t.children(0), &[1, 2, 3, 4]);
         assert_eq!(t.height(), 1);
-        let t = Tree::new(Shape::KBinomial { k: 1 }, 5).unwrap();
+        let t = ChainTree::new(Shape::KBinomial { k: 1 }, 5).unwrap();
         for p in 0..4 {
             assert_eq!(t.children(p), &[p + 1]);
             assert_eq!(t.range(p), (p, 4));
@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn long_chain_does_not_overflow_stack() {
-        let t = Tree::new(Shape::KBinomial { k: 1 }, 100_000).unwrap();
+        let t = ChainTree::new(Shape::KBinomial { k: 1 }, 100_000).unwrap();
         assert_eq!(t.height(), 99_999);
     }
 
@@ -211,7 +211,7 @@ mod tests {
                 Shape::KBinomial { k: 3 },
                 Shape::KBinomial { k: 9 },
             ] {
-                let t = Tree::new(shape, n).unwrap();
+                let t = ChainTree::new(shape, n).unwrap();
                 let mut seen = vec![false; n];
                 for &p in t.preorder() {
                     assert!(!seen[p]);
