@@ -53,7 +53,7 @@ impl TopoTree {
     }
 }
 
-/// What a source resolves an `TreeAlgorithm` to for one call.
+/// What a source resolves an `Algorithm` to for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TreeKind {
     /// A tree over a chain (flat or k-binomial): `mcast_algorithms::split`.

@@ -1,4 +1,4 @@
-//! FoundWorm finding and phase scheduling [Sivaram 1998, §5.2.1; §5.2.2; §5.2.4; §5.2.4, Fig 13; §5.2.5, Figs 15–16; §5.3]: SSR worms,
+//! Worm finding and phase scheduling [Sivaram 1998, §5.2.1; §5.2.2; §5.2.4; §5.2.4, Fig 13; §5.2.5, Figs 15–16; §5.3]: SSR worms,
 //! path-based (multi-drop) worms from the Fig 13 chains, the Greedy and
 //! Less-Greedy schedulers, and the single tree-based bit-string worm. Every
 //! planned send is traced through the switch decisions of

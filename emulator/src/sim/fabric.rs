@@ -1,4 +1,4 @@
-//! SwitchNetwork specs for the simulator: the `mcsim plan` grammar (torus, mesh,
+//! Fabric specs for the simulator: the `mcsim plan` grammar (torus, mesh,
 //! hypercube, irregular) plus `crossbar:N` (one switch, N hosts).
 //! and `min:N[:omega]` (the MIN of `mcsim plan`).
 
