@@ -40,13 +40,42 @@
 
 use crate::chain_tree::ChainTree;
 
-/// How an NI orders the copies it sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// How an NI orders the copies it sends [Sivaram 1998, §4.2, Fig 6]: the
+/// one forwarding type of the workspace (the runtime's engine and
+/// `MCAST_FORWARDING` use it too, as `mcast::Forwarding`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Forwarding {
     /// First-Packet-First-Served: packets outer, children inner.
+    #[default]
     Fpfs,
     /// First-Child-First-Served: children outer, packets inner.
     Fcfs,
+}
+
+impl std::fmt::Display for Forwarding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Forwarding::Fpfs => "fpfs",
+            Forwarding::Fcfs => "fcfs",
+        })
+    }
+}
+
+/// A forwarding name that is neither `fpfs` nor `fcfs`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}: expected fpfs or fcfs")]
+pub struct ForwardingParseError(pub String);
+
+impl std::str::FromStr for Forwarding {
+    type Err = ForwardingParseError;
+    /// `fpfs` or `fcfs`, in any case.
+    fn from_str(s: &str) -> Result<Self, ForwardingParseError> {
+        match s.to_ascii_lowercase().as_str() {
+            "fpfs" => Ok(Forwarding::Fpfs),
+            "fcfs" => Ok(Forwarding::Fcfs),
+            other => Err(ForwardingParseError(other.to_string())),
+        }
+    }
 }
 
 /// The outcome of a unit-step run: per-position arrival steps, completion

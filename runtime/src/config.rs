@@ -75,30 +75,9 @@ pub const DEFAULT_PACKET_BYTES: usize = 64 * 1024;
 /// anything this big defeats pipelining).
 pub const MAX_PACKET_BYTES: usize = crate::wire::MAX_PAYLOAD;
 
-/// The NI forwarding discipline: defined by the engine, named and parsed here.
+/// The NI forwarding discipline (one type with the unit-step model's), parsed
+/// from `MCAST_FORWARDING` here.
 pub use crate::engine::Forwarding;
-
-impl std::str::FromStr for Forwarding {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self, Error> {
-        match s.to_ascii_lowercase().as_str() {
-            "fpfs" => Ok(Forwarding::Fpfs),
-            "fcfs" => Ok(Forwarding::Fcfs),
-            other => Err(Error::InvalidArgument(format!(
-                "{ENV_FORWARDING}={other}: expected fpfs or fcfs"
-            ))),
-        }
-    }
-}
-
-impl std::fmt::Display for Forwarding {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Forwarding::Fpfs => "fpfs",
-            Forwarding::Fcfs => "fcfs",
-        })
-    }
-}
 
 /// How ranks on the same host reach each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -249,7 +228,9 @@ impl Config {
             c.shm_packet_bytes = p;
         }
         if let Some(v) = get(ENV_FORWARDING) {
-            c.forwarding = v.parse()?;
+            c.forwarding = v
+                .parse()
+                .map_err(|e| Error::InvalidArgument(format!("{ENV_FORWARDING}={e}")))?;
         }
         if let Some(v) = get(ENV_TIMEOUT_SECS) {
             c.timeout = positive_secs(ENV_TIMEOUT_SECS, &v)?;

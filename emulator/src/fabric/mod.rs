@@ -95,7 +95,7 @@ use tokio::sync::mpsc;
 
 use crate::cost::FabricCostModel;
 use crate::sim::fabric::{split_spec, SimFabric};
-use crate::switch::{Link, Routing, SwitchHeader, SwitchParams, Time};
+use crate::switch::{PortLink, Routing, SwitchHeader, SwitchParams, Time};
 use route::FabricKind;
 
 /// Packets a rank's injection queue may hold before the fabric stops
@@ -258,9 +258,9 @@ struct Ctx {
     welcome: FabricWelcome,
     ports: usize,
     /// `switch * ports + port`: where an output port leads.
-    links: Vec<Link>,
+    links: Vec<PortLink>,
     /// `switch * ports + port`: who feeds an input port.
-    ups: Vec<Link>,
+    ups: Vec<PortLink>,
     counters: Arc<Counters>,
 }
 

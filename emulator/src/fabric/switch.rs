@@ -13,7 +13,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::route::{decode_private, encode_private};
 use super::{Counters, Ctx, HostEv, Payload, SharedRc, SwEv};
-use crate::switch::{Link, SwAction, SwitchEngine, SwitchHeader, SwitchPacket, Time};
+use crate::switch::{PortLink, SwAction, SwitchEngine, SwitchHeader, SwitchPacket, Time};
 
 /// Read frames from one end of a switch-to-switch link into the switch's
 /// inbox: packets on input `port` (`packets`), or credits for output
@@ -174,7 +174,7 @@ impl Sw {
                     let link = ctx.links[self.id * ports + usize::from(port)];
                     let enc = encode_private(p.origin, &packet.header);
                     match (link, enc) {
-                        (Link::Switch { .. }, Some((kind, route))) => {
+                        (PortLink::Switch { .. }, Some((kind, route))) => {
                             let buf = &mut self.out_buf[usize::from(port)];
                             match packet_prefix(
                                 buf,
@@ -211,7 +211,7 @@ impl Sw {
                         continue;
                     };
                     match ctx.links[self.id * ports + usize::from(port)] {
-                        Link::Host(node) if node < self.host_tx.len() => {
+                        PortLink::Host(node) if node < self.host_tx.len() => {
                             self.shared.borrow_mut().entered(p.origin);
                             let ev = HostEv::Deliver {
                                 at: at + ctx.t_w + ctx.params.ser,
@@ -240,16 +240,16 @@ impl Sw {
                     }
                     let at = at + ctx.credit_delay;
                     match ctx.ups[self.id * ports + usize::from(port)] {
-                        Link::Switch { .. } => {
+                        PortLink::Switch { .. } => {
                             let _ = Frame::Credit { vc, flits, at }
                                 .encode(&mut self.in_buf[usize::from(port)]);
                         }
-                        Link::Host(node) => {
+                        PortLink::Host(node) => {
                             if let Some(tx) = self.host_tx.get(node) {
                                 let _ = tx.send(HostEv::Credit { vc, flits, at });
                             }
                         }
-                        Link::Open => {}
+                        PortLink::Open => {}
                     }
                 }
                 SwAction::Timer { at, token } => {

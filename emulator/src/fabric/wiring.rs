@@ -36,7 +36,7 @@ pub(super) async fn run(ctx: Ctx, listeners: Vec<std::net::TcpListener>) -> std:
     #[allow(clippy::needless_range_loop)]
     for s in 0..n_sw {
         for p in 0..ports {
-            let Link::Switch { switch: d, port: q } = ctx.links[s * ports + p] else {
+            let PortLink::Switch { switch: d, port: q } = ctx.links[s * ports + p] else {
                 continue;
             };
             if d >= n_sw || q >= ports {

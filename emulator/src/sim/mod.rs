@@ -38,7 +38,8 @@ use std::sync::Arc;
 
 use crate::cost::{CostError, FabricCostModel};
 use crate::switch::{
-    Blocked, Link, Routing, SwAction, SwitchEngine, SwitchHeader, SwitchPacket, SwitchParams, Time,
+    Blocked, PortLink, Routing, SwAction, SwitchEngine, SwitchHeader, SwitchPacket, SwitchParams,
+    Time,
 };
 
 /// Why a simulation stopped.
@@ -175,10 +176,10 @@ pub struct Net<U> {
     ports: usize,
     /// Per switch, per port (`switch * ports + port`): where the link
     /// leads (cached).
-    links: Vec<Link>,
+    links: Vec<PortLink>,
     /// Per switch, per input port (`switch * ports + port`): who sends
     /// into it (credits go there).
-    ups: Vec<Link>,
+    ups: Vec<PortLink>,
     queue: queue::EventQueue<Ev<U>>,
     now: Time,
     last_progress: Time,
@@ -384,7 +385,7 @@ impl<U> Net<U> {
                 } => {
                     self.stats.hops += 1;
                     self.last_progress = self.now;
-                    if let Link::Switch { switch, port: p } =
+                    if let PortLink::Switch { switch, port: p } =
                         self.links[sw * self.ports + port as usize]
                     {
                         self.push(
@@ -404,7 +405,7 @@ impl<U> Net<U> {
                 SwAction::Deliver { port, at, packet } => {
                     self.stats.hops += 1;
                     self.last_progress = self.now;
-                    if let Link::Host(node) = self.links[sw * self.ports + port as usize] {
+                    if let PortLink::Host(node) = self.links[sw * self.ports + port as usize] {
                         self.push(
                             at + self.t_w + self.params.ser,
                             Ev::Arrive {
@@ -422,7 +423,7 @@ impl<U> Net<U> {
                 } => match self.ups[sw * self.ports + port as usize] {
                     // Announced now, effective at its arrival upstream: the
                     // upstream engine arms a timer only if a packet waits.
-                    Link::Switch { switch, port: p }
+                    PortLink::Switch { switch, port: p }
                         if switch != sw && at + self.credit_delay > self.now =>
                     {
                         self.switches[switch].credit_in_at(
@@ -436,7 +437,7 @@ impl<U> Net<U> {
                             self.drain(switch);
                         }
                     }
-                    Link::Switch { switch, port: p } => self.push(
+                    PortLink::Switch { switch, port: p } => self.push(
                         at + self.credit_delay,
                         Ev::Credit {
                             sw: switch as u32,
@@ -446,7 +447,7 @@ impl<U> Net<U> {
                         },
                     ),
                     // Announced to the host's NI now, usable at its arrival.
-                    Link::Host(node) if at + self.credit_delay > self.now => {
+                    PortLink::Host(node) if at + self.credit_delay > self.now => {
                         let t = at + self.credit_delay;
                         let ni = &mut self.nis[node];
                         if (vc as usize) < ni.credits.len() {
@@ -456,7 +457,7 @@ impl<U> Net<U> {
                             }
                         }
                     }
-                    Link::Host(node) => self.push(
+                    PortLink::Host(node) => self.push(
                         at + self.credit_delay,
                         Ev::NiCredit {
                             node: node as u32,
@@ -464,7 +465,7 @@ impl<U> Net<U> {
                             flits,
                         },
                     ),
-                    Link::Open => {}
+                    PortLink::Open => {}
                 },
                 SwAction::Timer { at, token } => self.push(
                     at,

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::{
-    Blocked, Link, Out, Routing, SwAction, SwitchHeader, SwitchPacket, SwitchParams,
+    Blocked, Out, PortLink, Routing, SwAction, SwitchHeader, SwitchPacket, SwitchParams,
     SwitchRouteError, Time,
 };
 
@@ -115,7 +115,7 @@ impl SwitchEngine {
                     resv: mcast::fabric::Timeline::default(),
                     credits: vec![p.buf; p.vcs as usize],
                     waiters: Vec::new(),
-                    host: matches!(link, Link::Host(_)),
+                    host: matches!(link, PortLink::Host(_)),
                     armed_at: Time::MAX,
                     pending: Vec::new(),
                     next_vc: 0,

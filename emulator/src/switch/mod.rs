@@ -39,7 +39,7 @@ pub mod routing;
 
 pub use engine::SwitchEngine;
 pub use params::{link_tables, SwitchParams};
-pub use routing::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
+pub use routing::{Out, PortLink, Routing, SwitchHeader, SwitchRouteError};
 
 /// Virtual time in cycles.
 pub type Time = u64;

@@ -1,7 +1,7 @@
 //! The switches' timing parameters, derived from the cost model, and the
 //! wiring tables of a fabric.
 
-use super::{Link, Routing, Time};
+use super::{PortLink, Routing, Time};
 
 /// The engine's timing parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,17 +58,17 @@ impl SwitchParams {
 /// where each output port leads (`Routing::link`), and who feeds each input
 /// port — the upstream switch of a link, or the host attached there (hosts
 /// inject where `attach` says, which on a MIN is not where they receive).
-pub fn link_tables(routing: &dyn Routing) -> (Vec<Link>, Vec<Link>) {
+pub fn link_tables(routing: &dyn Routing) -> (Vec<PortLink>, Vec<PortLink>) {
     let (n_sw, ports) = (routing.switches(), routing.ports());
-    let links: Vec<Link> = (0..n_sw)
+    let links: Vec<PortLink> = (0..n_sw)
         .flat_map(|s| (0..ports).map(move |p| (s, p)))
         .map(|(s, p)| routing.link(s, p))
         .collect();
-    let mut ups = vec![Link::Open; n_sw * ports];
+    let mut ups = vec![PortLink::Open; n_sw * ports];
     for (i, l) in links.iter().enumerate() {
-        if let Link::Switch { switch, port } = *l {
+        if let PortLink::Switch { switch, port } = *l {
             if switch < n_sw && port < ports {
-                ups[switch * ports + port] = Link::Switch {
+                ups[switch * ports + port] = PortLink::Switch {
                     switch: i / ports,
                     port: i % ports,
                 };
@@ -78,7 +78,7 @@ pub fn link_tables(routing: &dyn Routing) -> (Vec<Link>, Vec<Link>) {
     for node in 0..routing.nodes() {
         let (s, p) = routing.attach(node);
         if s < n_sw && p < ports {
-            ups[s * ports + p] = Link::Host(node);
+            ups[s * ports + p] = PortLink::Host(node);
         }
     }
     (links, ups)

@@ -40,14 +40,8 @@ mod tree;
 use forward::{Forward, MsgKey};
 
 /// The NI forwarding discipline [Sivaram 1998, §4.2, Fig 6]; `MCAST_FORWARDING`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Forwarding {
-    /// First-Packet-First-Served: each packet goes to every child as it arrives.
-    #[default]
-    Fpfs,
-    /// First-Child-First-Served: the whole message goes to child 1, then child 2, …
-    Fcfs,
-}
+/// The same type as the unit-step model's (`mcast_algorithms::Forwarding`).
+pub use mcast_algorithms::unitstep::Forwarding;
 
 /// What the engine asks its driver to do.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,12 +19,12 @@ impl Routing for Fork {
     fn vc_classes(&self) -> usize {
         1
     }
-    fn link(&self, switch: usize, port: usize) -> Link {
+    fn link(&self, switch: usize, port: usize) -> PortLink {
         match (switch, port) {
-            (0, 0) => Link::Host(0),
-            (0, 3) => Link::Host(1),
-            (0, p) => Link::Switch { switch: p, port: 0 },
-            _ => Link::Open,
+            (0, 0) => PortLink::Host(0),
+            (0, 3) => PortLink::Host(1),
+            (0, p) => PortLink::Switch { switch: p, port: 0 },
+            _ => PortLink::Open,
         }
     }
     fn attach(&self, node: usize) -> (usize, usize) {

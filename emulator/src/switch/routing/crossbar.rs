@@ -1,7 +1,7 @@
 //! One switch with `n` host ports (the unit-step model's contention-free
 //! fabric).
 
-use super::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
+use super::{Out, PortLink, Routing, SwitchHeader, SwitchRouteError};
 
 /// One switch, `n` hosts.
 #[derive(Debug, Clone, Copy)]
@@ -29,11 +29,11 @@ impl Routing for CrossbarRouting {
     fn vc_classes(&self) -> usize {
         1
     }
-    fn link(&self, _switch: usize, port: usize) -> Link {
+    fn link(&self, _switch: usize, port: usize) -> PortLink {
         if port < self.n {
-            Link::Host(port)
+            PortLink::Host(port)
         } else {
-            Link::Open
+            PortLink::Open
         }
     }
     fn attach(&self, node: usize) -> (usize, usize) {

@@ -4,7 +4,7 @@
 
 use mcast_algorithms::topo::{Dir, Links, Resolution, TopoKind, Topology, Vc};
 
-use super::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
+use super::{Out, PortLink, Routing, SwitchHeader, SwitchRouteError};
 
 /// Tori, meshes and hypercubes.
 #[derive(Debug, Clone)]
@@ -180,9 +180,9 @@ impl Routing for DirectRouting {
             1
         }
     }
-    fn link(&self, switch: usize, port: usize) -> Link {
+    fn link(&self, switch: usize, port: usize) -> PortLink {
         if port == 0 {
-            return Link::Host(switch);
+            return PortLink::Host(switch);
         }
         let dim = (port - 1) / 2;
         let dir = if (port - 1).is_multiple_of(2) {
@@ -197,12 +197,12 @@ impl Routing for DirectRouting {
                 } else {
                     Dir::Plus
                 };
-                Link::Switch {
+                PortLink::Switch {
                     switch: peer,
                     port: Self::port_of(dim, back),
                 }
             }
-            _ => Link::Open,
+            _ => PortLink::Open,
         }
     }
     fn attach(&self, node: usize) -> (usize, usize) {

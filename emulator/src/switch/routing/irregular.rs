@@ -4,7 +4,7 @@
 
 use mcast_algorithms::irregular::{PortConn, RouteHeader, SwitchNetwork, UnicastHeader};
 
-use super::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
+use super::{Out, PortLink, Routing, SwitchHeader, SwitchRouteError};
 
 /// Irregular networks (up*/down*).
 #[derive(Debug)]
@@ -37,14 +37,14 @@ impl Routing for IrregularRouting {
     fn vc_classes(&self) -> usize {
         1
     }
-    fn link(&self, switch: usize, port: usize) -> Link {
+    fn link(&self, switch: usize, port: usize) -> PortLink {
         match self.fabric.topology().port(switch, port) {
-            Some(PortConn::Host(n)) => Link::Host(n),
-            Some(PortConn::Link { peer, peer_port }) => Link::Switch {
+            Some(PortConn::Host(n)) => PortLink::Host(n),
+            Some(PortConn::Link { peer, peer_port }) => PortLink::Switch {
                 switch: peer,
                 port: peer_port,
             },
-            _ => Link::Open,
+            _ => PortLink::Open,
         }
     }
     fn attach(&self, node: usize) -> (usize, usize) {

@@ -3,7 +3,7 @@
 
 use mcast_algorithms::min::{self as minnet, Min, RegionHeader};
 
-use super::{Link, Out, Routing, SwitchHeader, SwitchRouteError};
+use super::{Out, PortLink, Routing, SwitchHeader, SwitchRouteError};
 
 /// The wrap-around MIN of 2^n nodes and n stages of 2x2 replicating
 /// switching elements [Park 1996, §2.1]: switch `stage * 2^(n-1) + se`; ports 0
@@ -45,18 +45,18 @@ impl Routing for MinRouting {
     fn vc_classes(&self) -> usize {
         1
     }
-    fn link(&self, switch: usize, port: usize) -> Link {
+    fn link(&self, switch: usize, port: usize) -> PortLink {
         let half = self.half();
         let (stage, se) = (switch / half, switch % half);
         if port > 1 || stage >= self.net.stages() as usize {
-            return Link::Open;
+            return PortLink::Open;
         }
         let out = ((se << 1) | port) as u32;
         if stage == 0 {
-            return Link::Host(out as usize);
+            return PortLink::Host(out as usize);
         }
         let l = self.net.next_link(stage as u32, out) as usize;
-        Link::Switch {
+        PortLink::Switch {
             switch: (stage - 1) * half + (l >> 1),
             port: l & 1,
         }

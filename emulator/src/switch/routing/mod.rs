@@ -36,7 +36,7 @@ pub use path::PathHeader;
 
 /// Where a switch port leads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Link {
+pub enum PortLink {
     /// Nothing.
     Open,
     /// A host (node id).
@@ -115,7 +115,7 @@ pub trait Routing: Send + Sync {
     /// VC classes the routing function uses.
     fn vc_classes(&self) -> usize;
     /// Where port `port` of switch `switch` leads.
-    fn link(&self, switch: usize, port: usize) -> Link;
+    fn link(&self, switch: usize, port: usize) -> PortLink;
     /// The switch and port host `node` is attached to.
     fn attach(&self, node: usize) -> (usize, usize);
     /// Route `header` arriving at `switch` on `in_port`: push the branches.
