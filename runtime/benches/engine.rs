@@ -45,7 +45,7 @@ fn forward(c: &mut Criterion) {
             64,
             Route::List {
                 tree: mcast::algorithm::TreeKind::Chain(Shape::KBinomial { k: 2 }),
-                members: (1..33)
+                covers: (1..33)
                     .map(|r| Member {
                         rank: r,
                         ordinal: 0,

@@ -132,13 +132,16 @@ impl Worm {
         v.extend_from_slice(members);
         Route::List {
             tree: TreeKind::Chain(Shape::Flat),
-            members: v,
+            covers: v,
         }
     }
 
     /// The scheme a route names, if it is a worm route.
     pub fn of_route(route: &Route) -> Option<Result<Worm, Error>> {
-        let Route::List { members, .. } = route else {
+        let Route::List {
+            covers: members, ..
+        } = route
+        else {
             return None;
         };
         let first = members.first()?;

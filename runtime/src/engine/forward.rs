@@ -68,7 +68,13 @@ impl NiEngine {
                     self.start_forward(key, h.pkt_count, children);
                 }
             }
-            (Kind::Multicast | Kind::Bcast, Route::List { tree, members }) => {
+            (
+                Kind::Multicast | Kind::Bcast,
+                Route::List {
+                    tree,
+                    covers: members,
+                },
+            ) => {
                 if members[0].rank as usize != self.rank {
                     return Err(misrouted(format!(
                         "multicast list starts with rank {}",

@@ -138,7 +138,7 @@ fn rejects_misrouted_packets() {
     h.kind = Kind::Multicast;
     let r = Route::List {
         tree: TreeKind::Chain(Shape::Flat),
-        members: vec![
+        covers: vec![
             Member {
                 rank: 1,
                 ordinal: 0,

@@ -48,7 +48,7 @@ impl NiEngine {
                         members[a].rank as usize,
                         Route::List {
                             tree,
-                            members: members[a..=b].to_vec(),
+                            covers: members[a..=b].to_vec(),
                         },
                     )
                 })
@@ -91,7 +91,7 @@ impl NiEngine {
                     to,
                     Route::List {
                         tree: TreeKind::Topo(t),
-                        members,
+                        covers: members,
                     },
                 )
             })

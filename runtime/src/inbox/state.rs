@@ -195,7 +195,9 @@ impl State {
     pub(super) fn multicast_packet(st: &mut State, p: Packet, stamp: Option<Stamp>) {
         let h = p.header;
         let ordinal = match &p.route {
-            Route::List { members, .. } => members.first().map_or(0, |m| m.ordinal),
+            Route::List {
+                covers: members, ..
+            } => members.first().map_or(0, |m| m.ordinal),
             _ => 0,
         };
         let source = h.root as usize;

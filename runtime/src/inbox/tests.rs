@@ -20,7 +20,7 @@ fn mpkt(seq: u64, msg_len: u64, offset: u64, pkt_idx: u32, pkt_count: u32, data:
         header,
         route: Route::List {
             tree: TreeKind::Chain(Shape::Flat),
-            members: vec![crate::wire::Member {
+            covers: vec![crate::wire::Member {
                 rank: 1,
                 ordinal: seq as u32,
             }],

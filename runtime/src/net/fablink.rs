@@ -196,7 +196,11 @@ impl FabricState {
         post: u64,
     ) -> Result<Option<Packet>, String> {
         let h = p.header;
-        let Route::List { tree, members } = &p.route else {
+        let Route::List {
+            tree,
+            covers: members,
+        } = &p.route
+        else {
             return Err("a worm without a list route".into());
         };
         let (dests, mine): (Vec<usize>, Option<Member>) = match h.kind {
@@ -236,7 +240,7 @@ impl FabricState {
                 header: h,
                 route: Route::List {
                     tree: *tree,
-                    members: vec![m],
+                    covers: vec![m],
                 },
                 payload: p.payload,
             }),

@@ -24,9 +24,11 @@ pub enum Route {
         lo: u32,
         hi: u32,
     },
+    /// The receiver first, then every other rank it is responsible for (the
+    /// thesis's address field D [Robinson 1994, §3.3]): its *covers*.
     List {
         tree: TreeKind,
-        members: Vec<Member>,
+        covers: Vec<Member>,
     },
 }
 
@@ -71,7 +73,9 @@ impl Route {
         match self {
             Route::None => 0,
             Route::Range { .. } => 16,
-            Route::List { members, .. } => 8 + 8 * members.len(),
+            Route::List {
+                covers: members, ..
+            } => 8 + 8 * members.len(),
         }
     }
 
@@ -94,7 +98,10 @@ impl Route {
                 out.put_u32_le(*lo);
                 out.put_u32_le(*hi);
             }
-            Route::List { tree, members } => {
+            Route::List {
+                tree,
+                covers: members,
+            } => {
                 let (code, k) = tree_code(*tree);
                 out.put_u8(code);
                 out.put_u8(0);
@@ -169,7 +176,10 @@ impl Route {
                         ordinal: u32_at(c, 4),
                     })
                     .collect();
-                Ok(Route::List { tree, members })
+                Ok(Route::List {
+                    tree,
+                    covers: members,
+                })
             }
             other => Err(WireError::RouteKind(other)),
         }

@@ -74,7 +74,7 @@ fn packets_round_trip() {
         },
         Route::List {
             tree: TreeKind::Topo(TopoTree::WSort),
-            members: vec![
+            covers: vec![
                 Member {
                     rank: 5,
                     ordinal: 0,
