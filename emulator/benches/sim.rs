@@ -12,9 +12,9 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mcast::Forwarding;
 use mcast_emulator::cost::FabricCostModel;
-use mcast_emulator::sim::fabric::SimFabric;
 use mcast_emulator::sim::load::{run_load, LoadConfig, Traffic};
 use mcast_emulator::sim::run::{run, Dests, RunConfig};
+use mcast_emulator::sim::spec::SimFabric;
 
 fn load(c: &mut Criterion) {
     let f = SimFabric::parse("torus:8x8", true).expect("fabric");

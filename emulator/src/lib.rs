@@ -32,9 +32,9 @@
 //! paper's throughput model ([`mcast_algorithms::min::model`]).
 
 pub mod cost;
-pub mod fabric;
 pub mod lockstep;
 pub mod model_sci;
 pub mod plan;
 pub mod sim;
+pub mod socket_fabric;
 pub mod switch;

@@ -194,7 +194,7 @@ fn fabric_job(
     np: u32,
 ) -> Result<crate::spec::FabricJob, LaunchError> {
     use mcast_emulator::cost::FabricCostModel;
-    use mcast_emulator::sim::fabric::{split_spec, SimFabric};
+    use mcast_emulator::sim::spec::{split_spec, SimFabric};
     let usage = |e: String| LaunchError::Usage(format!("--fabric {spec}: {e}"));
     let mut cost = FabricCostModel::default();
     if let Some(path) = config {

@@ -201,7 +201,7 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     let fabric = match &spec.fabric {
         None => None,
         Some(f) => Some(
-            mcast_emulator::fabric::FabricServer::start(
+            mcast_emulator::socket_fabric::FabricServer::start(
                 &f.spec,
                 f.cost.clone(),
                 token.clone(),

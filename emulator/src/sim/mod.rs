@@ -27,11 +27,11 @@
 //! [`Net::step`] returns [`SimulatorError::Deadlock`] naming the blocked
 //! channels.
 
-pub mod fabric;
 pub mod load;
 pub mod progress;
 mod queue;
 pub mod run;
+pub mod spec;
 
 use std::collections::VecDeque;
 use std::sync::Arc;

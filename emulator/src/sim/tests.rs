@@ -1,6 +1,6 @@
 //! The network half's zero-load timing on every fabric.
 
-use super::fabric::SimFabric;
+use super::spec::SimFabric;
 use super::*;
 
 /// Zero-load unicast latency on every fabric kind: H·(t_r + t_w) + L/b,

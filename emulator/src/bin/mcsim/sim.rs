@@ -24,7 +24,7 @@ fn build_cost(
         c.parse_config(&text)
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    let spec = mcast_emulator::sim::fabric::split_spec(fabric, &mut c)
+    let spec = mcast_emulator::sim::spec::split_spec(fabric, &mut c)
         .map_err(|e| e.to_string())?
         .to_string();
     for kv in &a.set {
@@ -47,8 +47,8 @@ fn sim_fail(e: &mcast_emulator::sim::SimulatorError) -> ExitCode {
 }
 
 pub(crate) fn run_run(args: &RunArgs) -> ExitCode {
-    use mcast_emulator::sim::fabric::SimFabric;
     use mcast_emulator::sim::run::{run_with_progress, Dests, RunConfig};
+    use mcast_emulator::sim::spec::SimFabric;
     let (cost, spec) = match build_cost(&args.cost, &args.fabric) {
         Ok(c) => c,
         Err(e) => return fail(&format!("error: {e}"), 2),
@@ -135,8 +135,8 @@ pub(crate) fn run_run(args: &RunArgs) -> ExitCode {
 }
 
 pub(crate) fn run_load(args: &LoadArgs) -> ExitCode {
-    use mcast_emulator::sim::fabric::SimFabric;
     use mcast_emulator::sim::load::{run_load_with_progress, LoadConfig, Traffic};
+    use mcast_emulator::sim::spec::SimFabric;
     let (cost, spec) = match build_cost(&args.cost, &args.fabric) {
         Ok(c) => c,
         Err(e) => return fail(&format!("error: {e}"), 2),

@@ -28,10 +28,10 @@
 use mcast_algorithms::irregular::SplitMix64;
 use mcast_algorithms::topo::{Links, TopoKind};
 
-use super::fabric::SimFabric;
 use super::progress::{Progress, ProgressFn};
 use super::{Happening, Net, NetStats, SimulatorError};
 use crate::cost::FabricCostModel;
+use crate::sim::spec::SimFabric;
 use crate::switch::{SwitchPacket, Time};
 
 pub mod injection;

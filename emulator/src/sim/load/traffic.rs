@@ -8,7 +8,7 @@ use std::sync::Arc;
 use mcast_algorithms::irregular::{BitStringHeader, NodeSet, RouteHeader, SplitMix64};
 use mcast_algorithms::path::{PathWorm, Utpr};
 
-use crate::sim::fabric::SimFabric;
+use crate::sim::spec::SimFabric;
 use crate::sim::{unicast, SimulatorError};
 use crate::switch::routing::PathHeader;
 use crate::switch::SwitchHeader;

@@ -40,10 +40,10 @@ use mcast::Forwarding;
 use mcast_algorithms::irregular::{Scheme, SplitMix64};
 use mcast_algorithms::path::PathAlgorithm;
 
-use super::fabric::SimFabric;
 use super::progress::{Progress, ProgressFn};
 use super::{unicast, Happening, Net, NetStats, SimulatorError};
 use crate::cost::FabricCostModel;
+use crate::sim::spec::SimFabric;
 use crate::switch::routing::PathHeader;
 use crate::switch::{SwitchHeader, SwitchPacket, Time};
 

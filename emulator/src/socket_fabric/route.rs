@@ -328,7 +328,7 @@ mod tests {
                     BitStringHeader::new(flag, NodeSet::from_nodes(len * 4, bits.iter().copied().filter(|&b| b < len * 4))).unwrap(),
                 ),
             };
-            let f = crate::sim::fabric::SimFabric::parse(
+            let f = crate::sim::spec::SimFabric::parse(
                 "irregular:switches=8,ports=8,nodes=32,connectivity=0.8,seed=3",
                 true,
             )

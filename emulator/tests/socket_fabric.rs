@@ -7,9 +7,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use mcast::fabric::{route_kind, unicast_route, FabricHello, FabricWelcome, Frame, FABRIC_VERSION};
 use mcast_emulator::cost::FabricCostModel;
-use mcast_emulator::fabric::{FabricServer, FabricStats};
-use mcast_emulator::sim::fabric::SimFabric;
+use mcast_emulator::sim::spec::SimFabric;
 use mcast_emulator::sim::{unicast, Happening, Net};
+use mcast_emulator::socket_fabric::{FabricServer, FabricStats};
 use mcast_emulator::switch::routing::PathHeader;
 use mcast_emulator::switch::{SwitchHeader, SwitchPacket};
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -437,7 +437,7 @@ async fn many_packets_under_load() {
     for spec in ["torus:4x4@vc_buf_flits=128", "min:4", IRREGULAR] {
         let cost = FabricCostModel::default();
         let mut c2 = cost.clone();
-        let bare = mcast_emulator::sim::fabric::split_spec(spec, &mut c2).unwrap();
+        let bare = mcast_emulator::sim::spec::split_spec(spec, &mut c2).unwrap();
         let n = SimFabric::parse(bare, true).unwrap().nodes();
         let f = start(spec, cost, n);
         let per = 50usize;

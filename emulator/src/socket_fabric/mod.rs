@@ -2,7 +2,7 @@
 //! through over real sockets (`mclaunch --fabric`).
 //!
 //! [`FabricServer::start`] parses a fabric spec (the simulator's grammar,
-//! [`crate::sim::fabric::SimFabric::parse`], with optional `@key=value`
+//! [`crate::sim::spec::SimFabric::parse`], with optional `@key=value`
 //! cost knobs), opens one loopback TCP listener per host port `0..ranks`
 //! ([`FabricServer::host_addrs`]) and runs every switch of the fabric as
 //! its own tokio task, each driving one sans-IO
@@ -94,7 +94,7 @@ use mcast::fabric::{FabricWelcome, FABRIC_VERSION};
 use tokio::sync::mpsc;
 
 use crate::cost::FabricCostModel;
-use crate::sim::fabric::{split_spec, SimFabric};
+use crate::sim::spec::{split_spec, SimFabric};
 use crate::switch::{PortLink, Routing, SwitchHeader, SwitchParams, Time};
 use route::FabricKind;
 
