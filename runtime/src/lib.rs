@@ -24,6 +24,7 @@ pub mod engine;
 pub mod error;
 pub mod fabric;
 mod inbox;
+pub mod logging;
 mod net;
 mod outq;
 mod shm;

@@ -210,6 +210,7 @@ fn hostile(comm: Comm, go_file: &Path, iters: usize) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    mcast::logging::init();
     let args = Args::parse();
     let res = mcast::init()
         .context("joining the job")

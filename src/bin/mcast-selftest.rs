@@ -261,6 +261,7 @@ fn run(args: &Args) -> Result<String> {
 }
 
 fn main() -> ExitCode {
+    mcast::logging::init();
     let args = Args::parse();
     match run(&args) {
         Ok(msg) => {
