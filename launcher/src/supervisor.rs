@@ -1,15 +1,23 @@
 //! Running a job: spawn the ranks, watch one event channel, tear everything down.
 //!
 //! All events arrive on one mpsc channel: rank exits (one waiter thread per
-//! rank), signals to mclaunch (a signal-hook thread) and the rendezvous's
+//! rank), the ranks' departure reports (`reports`: rank j declared rank k
+//! lost), signals to mclaunch (a signal-hook thread) and the rendezvous's
 //! verdict. The main thread spawns the ranks (required by `PR_SET_PDEATHSIG`)
 //! and then waits on that channel against the job deadline.
+//!
+//! Who is blamed: the first failure *in time*, not the first exit reaped.
+//! A rank's failure enters the order when a peer declares it lost, or when
+//! it exits non-zero without having declared a peer lost itself (a rank that
+//! did is a casualty, not a cause). A rank declared lost that has not exited
+//! `kill_grace` later (hung, stopped) is killed, so the job always ends.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io;
 use std::process::ExitStatus;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,8 +25,10 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle as SignalsHandle, Signals};
 
 use crate::error::LaunchError;
+use crate::guardian::Guardian;
 use crate::output::{spawn_forwarder, Sink};
 use crate::rendezvous::Rendezvous;
+use crate::reports::{Lost, Reports};
 use crate::spawn::{rank_env, spawn_rank};
 use crate::spec::{JobSpec, OnFailure};
 use crate::status::{describe_signal, describe_status, ranks_phrase, shell_exit_code};
@@ -40,6 +50,8 @@ pub(crate) enum Event {
     Exited { rank: u32, status: ExitStatus },
     /// Waiting for a rank's process failed.
     WaitFailed { rank: u32, error: io::Error },
+    /// A rank declared a peer lost (it will fail because of that, if at all).
+    Lost(Lost),
     /// mclaunch received a signal.
     Signal(i32),
     /// Every rank has received the address table.
@@ -63,6 +75,8 @@ pub enum Outcome {
         status: ExitStatus,
         /// With `--on-failure continue`: the ranks that failed after it.
         also_failed: Vec<u32>,
+        /// Whether a peer declared it lost before it ended.
+        lost: Option<LostBy>,
     },
     /// `rank` could not be started.
     SpawnFailed {
@@ -133,8 +147,12 @@ impl Outcome {
                 pid,
                 status,
                 also_failed,
+                lost,
             } => {
                 let mut m = format!("rank {rank} (pid {pid}) {}", describe_status(*status));
+                if let Some(l) = lost {
+                    m.push_str(&l.phrase());
+                }
                 if !also_failed.is_empty() {
                     m.push_str(&format!(
                         "; later, {} also failed",
@@ -167,6 +185,30 @@ impl Outcome {
     }
 }
 
+/// Which peer declared a failed rank lost, and whether mclaunch had to kill it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostBy {
+    /// The first rank to report it lost.
+    pub by: u32,
+    /// Why, as that rank saw it.
+    pub reason: String,
+    /// mclaunch killed it because it had not exited within the grace period.
+    pub killed_after: Option<Duration>,
+}
+
+impl LostBy {
+    fn phrase(&self) -> String {
+        let mut m = format!("; rank {} had reported it lost ({})", self.by, self.reason);
+        if let Some(g) = self.killed_after {
+            m.push_str(&format!(
+                " and mclaunch killed it {} later",
+                crate::status::format_secs(g)
+            ));
+        }
+        m
+    }
+}
+
 fn running_phrase(running: &[u32]) -> String {
     match running.len() {
         0 => "no ranks were".into(),
@@ -184,6 +226,10 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     if spec.nranks == 0 {
         return Err(LaunchError::Usage("a job needs at least one rank".into()));
     }
+    // First, while mclaunch has few descriptors and threads.
+    let guardian = Guardian::start(spec.nranks as usize)
+        .map_err(|e| LaunchError::setup("cannot start the guardian process", e))?;
+    warn_oversubscribed(spec.nranks);
     let token = token::generate()
         .map_err(|e| LaunchError::setup("cannot read /dev/urandom for the job token", e))?;
     let (tx, events) = mpsc::channel();
@@ -216,6 +262,8 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
             })?,
         ),
     };
+    let (reports, reports_thread) = Reports::start(tx.clone())
+        .map_err(|e| LaunchError::setup("cannot open the report pipe", e))?;
     let (output_done, output_events) = mpsc::channel();
     let mut job = Job {
         spec,
@@ -227,6 +275,10 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
         output_events,
         forwarders: 0,
         failed: None,
+        order: Vec::new(),
+        excused: Vec::new(),
+        reports,
+        guardian: &guardian,
         fabric_ports: fabric
             .as_ref()
             .map(|f| f.host_addrs().to_vec())
@@ -237,9 +289,17 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
         None => job.supervise(),
     };
     job.teardown();
+    let quiet = job.quiet();
     job.drain_output();
     remove_arenas(job.ranks.iter().map(|r| r.pgid));
+    job.reports.stop();
     drop(job);
+    let _ = reports_thread.join();
+    if quiet {
+        guardian.disarm();
+    } else {
+        drop(guardian); // kills whatever survived teardown
+    }
     if let Some(f) = fabric {
         if spec.fabric.as_ref().is_some_and(|f| f.stats) {
             match serde_json::to_string(&f.stats()) {
@@ -251,6 +311,20 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     }
     drop(signals);
     Ok(outcome)
+}
+
+/// One line on stderr when the ranks outnumber the cores: they then take
+/// turns on them, and timings (and failure timeouts) stretch.
+fn warn_oversubscribed(nranks: u32) {
+    if let Ok(cores) = thread::available_parallelism() {
+        if nranks as usize > cores.get() {
+            note(&format!(
+                "warning: {nranks} ranks on {} cores: the ranks are oversubscribed \
+                 (they take turns on the cores; expect slower, noisier timings)",
+                cores.get()
+            ));
+        }
+    }
 }
 
 /// The ranks' `MCAST_FAILURE_TIMEOUT` (from `-x`, else mclaunch's own
@@ -294,6 +368,14 @@ struct RankProc {
 
     /// Whether its exit has been collected.
     reaped: bool,
+    /// How it ended, once reaped.
+    status: Option<ExitStatus>,
+    /// It declared a peer lost (so its own failure is that peer's doing).
+    reported: bool,
+    /// The first peer to declare it lost, and when mclaunch heard of it.
+    declared: Option<(Lost, Instant)>,
+    /// mclaunch killed it after the grace period, having waited this long.
+    killed_after: Option<Duration>,
 }
 
 struct Job<'a> {
@@ -306,8 +388,16 @@ struct Job<'a> {
     output_done: Sender<()>,
     output_events: Receiver<()>,
     forwarders: usize,
-    /// With `--on-failure continue`: the first failure, and the ranks that failed later.
+    /// With `--on-failure continue`: the failure noted so far (the one
+    /// reported unless an earlier one in time turns up).
     failed: Option<Outcome>,
+    /// Ranks in the order they failed in time (declared lost by a peer, or
+    /// exited non-zero without having declared a peer lost).
+    order: Vec<u32>,
+    /// Ranks that exited non-zero after declaring a peer lost, in order.
+    excused: Vec<u32>,
+    reports: Arc<Reports>,
+    guardian: &'a Guardian,
     /// `--fabric`: host port i's address for rank i.
     fabric_ports: Vec<String>,
 }
@@ -320,7 +410,8 @@ impl Job<'_> {
         for rank in 0..self.spec.nranks {
             let port = self.fabric_ports.get(rank as usize).map(String::as_str);
             let env = rank_env(self.spec, rank, &rendezvous, token, port);
-            let mut child = match spawn_rank(self.spec, rank, &env) {
+            let report_fd = Some(self.reports.write_fd());
+            let mut child = match spawn_rank(self.spec, rank, &env, report_fd) {
                 Ok(child) => child,
                 Err(error) => {
                     return Some(Outcome::SpawnFailed {
@@ -331,9 +422,14 @@ impl Job<'_> {
                 }
             };
             let pid = child.id() as libc::pid_t;
+            self.guardian.watch(pid);
             self.ranks.push(RankProc {
                 pgid: pid,
                 reaped: false,
+                status: None,
+                reported: false,
+                declared: None,
+                killed_after: None,
             });
             if let Some(out) = child.stdout.take() {
                 self.forward(rank, out, Sink::Stdout);
@@ -342,6 +438,7 @@ impl Job<'_> {
                 self.forward(rank, err, Sink::Stderr);
             }
             let tx = self.tx.clone();
+            let reports = self.reports.clone();
             let waiter = thread::Builder::new()
                 .name(format!("rank{rank}-wait"))
                 .spawn(move || {
@@ -349,6 +446,8 @@ impl Job<'_> {
                         Ok(status) => Event::Exited { rank, status },
                         Err(error) => Event::WaitFailed { rank, error },
                     };
+                    // Whatever the rank reported before it ended goes first.
+                    reports.drain();
                     let _ = tx.send(event);
                 });
             if let Err(e) = waiter {
@@ -403,24 +502,34 @@ impl Job<'_> {
         let deadline = self.spec.timeout.map(|t| (t, started + t));
         loop {
             if self.ranks.iter().all(|r| r.reaped) {
-                return self.failed.take().unwrap_or(Outcome::Success);
+                return self.final_outcome();
             }
-            let event = match deadline {
+            // Wake for the job deadline and for the next rank to kill.
+            let kill_at = self.next_kill();
+            let wake = match (deadline.map(|(_, at)| at), kill_at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let event = match wake {
                 None => self
                     .events
                     .recv()
                     .map_err(|_| RecvTimeoutError::Disconnected),
-                Some((_, at)) => self
+                Some(at) => self
                     .events
                     .recv_timeout(at.saturating_duration_since(Instant::now())),
             };
             let event = match event {
                 Ok(event) => event,
                 Err(RecvTimeoutError::Timeout) => {
-                    return Outcome::TimedOut {
-                        after: deadline.map(|(t, _)| t).unwrap_or_default(),
-                        running: self.running(),
+                    if deadline.is_some_and(|(_, at)| Instant::now() >= at) {
+                        return Outcome::TimedOut {
+                            after: deadline.map(|(t, _)| t).unwrap_or_default(),
+                            running: self.running(),
+                        };
                     }
+                    self.kill_declared();
+                    continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     return Outcome::Internal {
@@ -434,42 +543,149 @@ impl Job<'_> {
         }
     }
 
+    /// When the next rank declared lost and still running is to be killed.
+    fn next_kill(&self) -> Option<Instant> {
+        self.ranks
+            .iter()
+            .filter(|r| !r.reaped && r.killed_after.is_none())
+            .filter_map(|r| {
+                r.declared
+                    .as_ref()
+                    .map(|(_, at)| *at + self.spec.kill_grace)
+            })
+            .min()
+    }
+
+    /// Kill every rank declared lost by a peer at least `kill_grace` ago
+    /// that is still running (stopped, hung): it can no longer take part.
+    fn kill_declared(&mut self) {
+        let grace = self.spec.kill_grace;
+        let now = Instant::now();
+        for (rank, r) in (0u32..).zip(self.ranks.iter_mut()) {
+            let Some((lost, at)) = &r.declared else {
+                continue;
+            };
+            if r.reaped || r.killed_after.is_some() || now < *at + grace {
+                continue;
+            }
+            note(&format!(
+                "rank {rank} (pid {}) was reported lost by rank {} {} ago and is still \
+                 running: killing it",
+                r.pgid,
+                lost.by,
+                crate::status::format_secs(grace)
+            ));
+            // SAFETY: killpg has no memory-safety preconditions.
+            unsafe { libc::killpg(r.pgid, libc::SIGKILL) };
+            r.killed_after = Some(grace);
+        }
+    }
+
+    /// The failure to report now, if one is certain: the first in time
+    /// whose exit is known to be a failure. `None` while an earlier rank in
+    /// that order has not ended yet (it may still fail, or succeed).
+    fn first_failure(&self) -> Option<u32> {
+        for &rank in &self.order {
+            match self.ranks.get(rank as usize).and_then(|r| r.status) {
+                None => return None,
+                Some(s) if !s.success() => return Some(rank),
+                Some(_) => {}
+            }
+        }
+        None
+    }
+
+    /// The outcome for failed rank `rank`.
+    fn rank_failed(&self, rank: u32, also_failed: Vec<u32>) -> Outcome {
+        let r = &self.ranks[rank as usize];
+        Outcome::RankFailed {
+            rank,
+            pid: r.pgid as u32,
+            // Only called for ranks that have ended.
+            status: r.status.unwrap_or_default(),
+            also_failed,
+            lost: r.declared.as_ref().map(|(l, _)| LostBy {
+                by: l.by,
+                reason: l.reason.clone(),
+                killed_after: r.killed_after,
+            }),
+        }
+    }
+
+    /// Every rank has ended: the first failure in time, the others after it.
+    fn final_outcome(&self) -> Outcome {
+        let failed = |rank: &u32| {
+            self.ranks
+                .get(*rank as usize)
+                .and_then(|r| r.status)
+                .is_some_and(|s| !s.success())
+        };
+        let mut all: Vec<u32> = self.order.iter().copied().filter(failed).collect();
+        let excused: Vec<u32> = self
+            .excused
+            .iter()
+            .copied()
+            .filter(|r| !all.contains(r))
+            .collect();
+        all.extend(excused);
+        match all.split_first() {
+            None => Outcome::Success,
+            Some((&first, rest)) => self.rank_failed(first, rest.to_vec()),
+        }
+    }
+
+    /// With `--on-failure continue`: say once, when it is known, which rank
+    /// failed first.
+    fn note_first_failure(&mut self) {
+        if self.failed.is_some() || self.running().is_empty() {
+            return;
+        }
+        if let Some(rank) = self.first_failure() {
+            let outcome = self.rank_failed(rank, Vec::new());
+            if let Some(m) = outcome.message() {
+                note(&format!(
+                    "{m}; the other ranks run on (--on-failure continue)"
+                ));
+            }
+            self.failed = Some(outcome);
+        }
+    }
+
     /// React to an event while the job runs; `Some` when it ends the job.
     fn on_event(&mut self, event: Event) -> Option<Outcome> {
         match event {
             Event::Exited { rank, status } => {
                 self.mark_reaped(rank);
-                if !status.success() {
-                    let pid = self.ranks.get(rank as usize).map_or(0, |r| r.pgid as u32);
-                    if self.spec.on_failure == OnFailure::Stop {
-                        return Some(Outcome::RankFailed {
-                            rank,
-                            pid,
-                            status,
-                            also_failed: Vec::new(),
-                        });
-                    }
-                    match &mut self.failed {
-                        Some(Outcome::RankFailed { also_failed, .. }) => also_failed.push(rank),
-                        _ => {
-                            note(&format!(
-                                "rank {rank} (pid {pid}) {}; the other ranks run on \
-                                 (--on-failure continue)",
-                                describe_status(status)
-                            ));
-                            self.failed = Some(Outcome::RankFailed {
-                                rank,
-                                pid,
-                                status,
-                                also_failed: Vec::new(),
-                            });
+                if let Some(r) = self.ranks.get_mut(rank as usize) {
+                    r.status = Some(status);
+                    if !status.success() {
+                        if r.reported {
+                            self.excused.push(rank);
+                        } else if !self.order.contains(&rank) {
+                            self.order.push(rank);
                         }
                     }
                 }
                 // A rank that ends before the rendezvous completes makes it
                 // fail at once, naming the rank.
                 self.rendezvous.rank_exited(rank, describe_status(status));
-                None
+                self.verdict()
+            }
+            Event::Lost(lost) => {
+                if let Some(r) = self.ranks.get_mut(lost.by as usize) {
+                    r.reported = true;
+                }
+                let peer = lost.peer;
+                if let Some(r) = self.ranks.get_mut(peer as usize) {
+                    if r.declared.is_none() && !r.status.is_some_and(|s| s.success()) {
+                        let casualty = r.reported;
+                        r.declared = Some((lost, Instant::now()));
+                        if !casualty && !self.order.contains(&peer) {
+                            self.order.push(peer);
+                        }
+                    }
+                }
+                self.verdict()
             }
             Event::WaitFailed { rank, error } => {
                 self.mark_reaped(rank);
@@ -483,6 +699,20 @@ impl Job<'_> {
             }),
             Event::RendezvousComplete => None,
             Event::RendezvousFailed(reason) => Some(Outcome::RendezvousFailed { reason }),
+        }
+    }
+
+    /// After a rank ended or was declared lost: `Some` when the job is to
+    /// stop now (`--on-failure stop` and the first failure is known).
+    fn verdict(&mut self) -> Option<Outcome> {
+        match self.spec.on_failure {
+            OnFailure::Stop => self
+                .first_failure()
+                .map(|rank| self.rank_failed(rank, Vec::new())),
+            OnFailure::Continue => {
+                self.note_first_failure();
+                None
+            }
         }
     }
 
@@ -628,6 +858,7 @@ mod tests {
             pid: 42,
             status: ExitStatus::from_raw(7 << 8),
             also_failed: vec![],
+            lost: None,
         };
         assert_eq!(failed.exit_code(), 7);
         assert_eq!(
@@ -639,6 +870,7 @@ mod tests {
             pid: 42,
             status: ExitStatus::from_raw(7 << 8),
             also_failed: vec![1, 5],
+            lost: None,
         };
         assert!(later.message().unwrap().ends_with("also failed"));
         let killed = Outcome::RankFailed {
@@ -646,11 +878,29 @@ mod tests {
             pid: 43,
             status: ExitStatus::from_raw(libc::SIGKILL),
             also_failed: vec![],
+            lost: None,
         };
         assert_eq!(killed.exit_code(), 137);
         assert_eq!(
             killed.message().unwrap(),
             "rank 2 (pid 43) was killed by signal 9 (SIGKILL)"
+        );
+        let hung = Outcome::RankFailed {
+            rank: 2,
+            pid: 43,
+            status: ExitStatus::from_raw(libc::SIGKILL),
+            also_failed: vec![],
+            lost: Some(LostBy {
+                by: 0,
+                reason: "silent".into(),
+                killed_after: Some(Duration::from_secs(2)),
+            }),
+        };
+        assert_eq!(hung.exit_code(), 137);
+        assert_eq!(
+            hung.message().unwrap(),
+            "rank 2 (pid 43) was killed by signal 9 (SIGKILL); rank 0 had reported it \
+             lost (silent) and mclaunch killed it 2 s later"
         );
         assert_eq!(Outcome::Success.exit_code(), 0);
         assert!(Outcome::Success.message().is_none());
