@@ -39,6 +39,7 @@ pub fn init() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_filter(filter);
     let _ = tracing_subscriber::registry()
         .with(fmt)
@@ -223,14 +224,24 @@ impl RateLimits {
     }
 }
 
-/// The kind of a refusal reason: its words up to the first digit or colon
-/// (`"handshake of 2147483648 bytes"` and `"handshake of 9 bytes"` are one
-/// kind).
-pub fn reason_kind(why: &str) -> &str {
-    why.split(|c: char| c.is_ascii_digit() || c == ':')
-        .next()
-        .unwrap_or("")
-        .trim()
+/// The kind of a refusal reason: its text with every number as `#`, cut
+/// at 48 characters (`"handshake of 2147483648 bytes"` and `"handshake of
+/// 9 bytes"` are one kind, `"wrong job token"` another).
+pub fn reason_kind(why: &str) -> String {
+    let mut kind = String::new();
+    for c in why.chars() {
+        if kind.chars().count() >= 48 {
+            break;
+        }
+        if c.is_ascii_digit() {
+            if !kind.ends_with('#') {
+                kind.push('#');
+            }
+        } else {
+            kind.push(c);
+        }
+    }
+    kind
 }
 
 #[cfg(test)]
@@ -272,12 +283,13 @@ mod tests {
 
     #[test]
     fn refusal_reasons_fold_into_kinds() {
-        assert_eq!(reason_kind("handshake of 2147483648 bytes"), "handshake of");
         assert_eq!(
-            reason_kind("bad handshake: unexpected end"),
-            "bad handshake"
+            reason_kind("protocol error: handshake of 2147483648 bytes"),
+            reason_kind("protocol error: handshake of 9 bytes")
         );
+        assert_eq!(reason_kind("unexpected rank 12"), "unexpected rank #");
         assert_eq!(reason_kind("wrong job token"), "wrong job token");
+        assert_eq!(reason_kind(&"x".repeat(500)).len(), 48);
     }
 
     #[test]

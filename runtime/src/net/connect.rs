@@ -289,7 +289,7 @@ pub(crate) async fn gatekeeper(listener: TcpListener, unix: Option<UnixListener>
                 Ok(r) => format!("rank {r} is already connected"),
                 Err(why) => why,
             };
-            if let Some(held) = REFUSALS.admit(reason_kind(&why), Instant::now()) {
+            if let Some(held) = REFUSALS.admit(&reason_kind(&why), Instant::now()) {
                 tracing::warn!(%from, %why, "refusing connection to a running job{}", also(held));
             }
         });
@@ -411,7 +411,7 @@ pub(crate) async fn mesh(
                                 tracing::warn!(%from, rank = r, "refusing misdirected peer connection");
                             }
                             Err(why) => {
-                                if let Some(held) = REFUSALS.admit(reason_kind(&why), Instant::now()) {
+                                if let Some(held) = REFUSALS.admit(&reason_kind(&why), Instant::now()) {
                                     tracing::warn!(%from, %why, "refusing connection{}", also(held));
                                 }
                             }
