@@ -336,8 +336,8 @@ fn sigkill_to_mclaunch_kills_programs_behind_wrappers() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     job.signal(libc::SIGKILL);
-    let out = job.finish(PROMPT);
-    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{out:?}");
+    // Look for survivors before collecting mclaunch's output: a survivor
+    // would hold its stdout open.
     let end = std::time::Instant::now() + PROMPT;
     loop {
         let left = marked(&mark);
@@ -353,6 +353,8 @@ fn sigkill_to_mclaunch_kills_programs_behind_wrappers() {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+    let out = job.finish(PROMPT);
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{out:?}");
 }
 
 #[test]
