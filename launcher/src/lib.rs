@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+mod blame;
 pub mod cli;
 pub mod error;
 mod guardian;

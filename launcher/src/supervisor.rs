@@ -6,11 +6,9 @@
 //! verdict. The main thread spawns the ranks (required by `PR_SET_PDEATHSIG`)
 //! and then waits on that channel against the job deadline.
 //!
-//! Who is blamed: the first failure *in time*, not the first exit reaped.
-//! A rank's failure enters the order when a peer declares it lost, or when
-//! it exits non-zero without having declared a peer lost itself (a rank that
-//! did is a casualty, not a cause). A rank declared lost that has not exited
-//! `kill_grace` later (hung, stopped) is killed, so the job always ends.
+//! Who is blamed: the first failure *in time*, not the first exit reaped
+//! (`blame`). A rank declared lost that has not exited `kill_grace` later
+//! (hung, stopped) is killed, so the job always ends.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -24,6 +22,7 @@ use std::time::{Duration, Instant};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle as SignalsHandle, Signals};
 
+use crate::blame::Blame;
 use crate::error::LaunchError;
 use crate::guardian::Guardian;
 use crate::output::{spawn_forwarder, Sink};
@@ -275,8 +274,7 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
         output_events,
         forwarders: 0,
         failed: None,
-        order: Vec::new(),
-        excused: Vec::new(),
+        blame: Blame::default(),
         reports,
         guardian: &guardian,
         fabric_ports: fabric
@@ -368,14 +366,6 @@ struct RankProc {
 
     /// Whether its exit has been collected.
     reaped: bool,
-    /// How it ended, once reaped.
-    status: Option<ExitStatus>,
-    /// It declared a peer lost (so its own failure is that peer's doing).
-    reported: bool,
-    /// The first peer to declare it lost, and when mclaunch heard of it.
-    declared: Option<(Lost, Instant)>,
-    /// mclaunch killed it after the grace period, having waited this long.
-    killed_after: Option<Duration>,
 }
 
 struct Job<'a> {
@@ -391,11 +381,8 @@ struct Job<'a> {
     /// With `--on-failure continue`: the failure noted so far (the one
     /// reported unless an earlier one in time turns up).
     failed: Option<Outcome>,
-    /// Ranks in the order they failed in time (declared lost by a peer, or
-    /// exited non-zero without having declared a peer lost).
-    order: Vec<u32>,
-    /// Ranks that exited non-zero after declaring a peer lost, in order.
-    excused: Vec<u32>,
+    /// Who failed first in time.
+    blame: Blame,
     reports: Arc<Reports>,
     guardian: &'a Guardian,
     /// `--fabric`: host port i's address for rank i.
@@ -426,11 +413,8 @@ impl Job<'_> {
             self.ranks.push(RankProc {
                 pgid: pid,
                 reaped: false,
-                status: None,
-                reported: false,
-                declared: None,
-                killed_after: None,
             });
+            self.blame.started();
             if let Some(out) = child.stdout.take() {
                 self.forward(rank, out, Sink::Stdout);
             }
@@ -545,14 +529,9 @@ impl Job<'_> {
 
     /// When the next rank declared lost and still running is to be killed.
     fn next_kill(&self) -> Option<Instant> {
-        self.ranks
-            .iter()
-            .filter(|r| !r.reaped && r.killed_after.is_none())
-            .filter_map(|r| {
-                r.declared
-                    .as_ref()
-                    .map(|(_, at)| *at + self.spec.kill_grace)
-            })
+        self.blame
+            .to_kill(self.spec.kill_grace)
+            .map(|(_, at)| at)
             .min()
     }
 
@@ -561,74 +540,52 @@ impl Job<'_> {
     fn kill_declared(&mut self) {
         let grace = self.spec.kill_grace;
         let now = Instant::now();
-        for (rank, r) in (0u32..).zip(self.ranks.iter_mut()) {
-            let Some((lost, at)) = &r.declared else {
-                continue;
-            };
-            if r.reaped || r.killed_after.is_some() || now < *at + grace {
-                continue;
-            }
+        let due: Vec<u32> = self
+            .blame
+            .to_kill(grace)
+            .filter(|(_, at)| *at <= now)
+            .map(|(rank, _)| rank)
+            .collect();
+        for rank in due {
+            let pgid = self.ranks[rank as usize].pgid;
+            let by = self
+                .blame
+                .entry(rank)
+                .and_then(|e| e.declared.as_ref())
+                .map_or(0, |(l, _)| l.by);
             note(&format!(
-                "rank {rank} (pid {}) was reported lost by rank {} {} ago and is still \
-                 running: killing it",
-                r.pgid,
-                lost.by,
+                "rank {rank} (pid {pgid}) was reported lost by rank {by} {} ago and is \
+                 still running: killing it",
                 crate::status::format_secs(grace)
             ));
             // SAFETY: killpg has no memory-safety preconditions.
-            unsafe { libc::killpg(r.pgid, libc::SIGKILL) };
-            r.killed_after = Some(grace);
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+            self.blame.killed(rank, grace);
         }
-    }
-
-    /// The failure to report now, if one is certain: the first in time
-    /// whose exit is known to be a failure. `None` while an earlier rank in
-    /// that order has not ended yet (it may still fail, or succeed).
-    fn first_failure(&self) -> Option<u32> {
-        for &rank in &self.order {
-            match self.ranks.get(rank as usize).and_then(|r| r.status) {
-                None => return None,
-                Some(s) if !s.success() => return Some(rank),
-                Some(_) => {}
-            }
-        }
-        None
     }
 
     /// The outcome for failed rank `rank`.
     fn rank_failed(&self, rank: u32, also_failed: Vec<u32>) -> Outcome {
-        let r = &self.ranks[rank as usize];
+        let e = self.blame.entry(rank);
         Outcome::RankFailed {
             rank,
-            pid: r.pgid as u32,
+            pid: self.ranks.get(rank as usize).map_or(0, |r| r.pgid as u32),
             // Only called for ranks that have ended.
-            status: r.status.unwrap_or_default(),
+            status: e.and_then(|e| e.status).unwrap_or_default(),
             also_failed,
-            lost: r.declared.as_ref().map(|(l, _)| LostBy {
-                by: l.by,
-                reason: l.reason.clone(),
-                killed_after: r.killed_after,
+            lost: e.and_then(|e| {
+                e.declared.as_ref().map(|(l, _)| LostBy {
+                    by: l.by,
+                    reason: l.reason.clone(),
+                    killed_after: e.killed_after,
+                })
             }),
         }
     }
 
     /// Every rank has ended: the first failure in time, the others after it.
     fn final_outcome(&self) -> Outcome {
-        let failed = |rank: &u32| {
-            self.ranks
-                .get(*rank as usize)
-                .and_then(|r| r.status)
-                .is_some_and(|s| !s.success())
-        };
-        let mut all: Vec<u32> = self.order.iter().copied().filter(failed).collect();
-        let excused: Vec<u32> = self
-            .excused
-            .iter()
-            .copied()
-            .filter(|r| !all.contains(r))
-            .collect();
-        all.extend(excused);
-        match all.split_first() {
+        match self.blame.failures().split_first() {
             None => Outcome::Success,
             Some((&first, rest)) => self.rank_failed(first, rest.to_vec()),
         }
@@ -640,7 +597,7 @@ impl Job<'_> {
         if self.failed.is_some() || self.running().is_empty() {
             return;
         }
-        if let Some(rank) = self.first_failure() {
+        if let Some(rank) = self.blame.first_failure() {
             let outcome = self.rank_failed(rank, Vec::new());
             if let Some(m) = outcome.message() {
                 note(&format!(
@@ -656,35 +613,14 @@ impl Job<'_> {
         match event {
             Event::Exited { rank, status } => {
                 self.mark_reaped(rank);
-                if let Some(r) = self.ranks.get_mut(rank as usize) {
-                    r.status = Some(status);
-                    if !status.success() {
-                        if r.reported {
-                            self.excused.push(rank);
-                        } else if !self.order.contains(&rank) {
-                            self.order.push(rank);
-                        }
-                    }
-                }
+                self.blame.exited(rank, status);
                 // A rank that ends before the rendezvous completes makes it
                 // fail at once, naming the rank.
                 self.rendezvous.rank_exited(rank, describe_status(status));
                 self.verdict()
             }
             Event::Lost(lost) => {
-                if let Some(r) = self.ranks.get_mut(lost.by as usize) {
-                    r.reported = true;
-                }
-                let peer = lost.peer;
-                if let Some(r) = self.ranks.get_mut(peer as usize) {
-                    if r.declared.is_none() && !r.status.is_some_and(|s| s.success()) {
-                        let casualty = r.reported;
-                        r.declared = Some((lost, Instant::now()));
-                        if !casualty && !self.order.contains(&peer) {
-                            self.order.push(peer);
-                        }
-                    }
-                }
+                self.blame.lost(lost, Instant::now());
                 self.verdict()
             }
             Event::WaitFailed { rank, error } => {
@@ -707,6 +643,7 @@ impl Job<'_> {
     fn verdict(&mut self) -> Option<Outcome> {
         match self.spec.on_failure {
             OnFailure::Stop => self
+                .blame
                 .first_failure()
                 .map(|rank| self.rank_failed(rank, Vec::new())),
             OnFailure::Continue => {
