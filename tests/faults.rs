@@ -171,17 +171,26 @@ fn killed_rank_stops_the_job_by_default_promptly_and_without_orphans() {
 }
 
 #[test]
-fn hung_rank_is_found_by_the_heartbeat() {
+fn hung_rank_is_found_by_the_heartbeat_and_stopped_by_mclaunch() {
     // SIGSTOP keeps the victim's connections open: only the heartbeat tells.
+    // Under --on-failure continue the survivors finish; mclaunch kills the
+    // rank they reported lost once the grace period (2 s) has passed, so the
+    // job ends by itself (the --timeout is only a safety net).
     let n = 4;
     let cmd = faults(
         n,
-        &["--timeout", "15"],
+        &["--on-failure", "continue", "--timeout", "40"],
         &["kill", "--victim", "2", "--at", "25", "--signal", "stop"].map(String::from),
     );
     let out = run_bounded(cmd, Duration::from_secs(60));
+    let ended = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
     let (so, se) = text(&out);
-    let t_kill: u128 = field(&records(&so, "KILL ")[0], "t_ns");
+    let kill = records(&so, "KILL ");
+    assert_eq!(kill.len(), 1, "{so}\n{se}");
+    let (t_kill, pid): (u128, u32) = (field(&kill[0], "t_ns"), field(&kill[0], "pid"));
     let lost = records(&so, "LOST ");
     assert_eq!(lost.len(), n - 1, "{so}\n{se}");
     for r in &lost {
@@ -194,9 +203,96 @@ fn hung_rank_is_found_by_the_heartbeat() {
         );
     }
     assert_eq!(records(&so, "SURVIVED ").len(), n - 1, "{so}\n{se}");
-    // The stopped rank never ends: mclaunch's --timeout ends the job.
-    assert_eq!(out.status.code(), Some(124), "{se}");
-    assert!(se.contains("rank 2 was still running"), "{se}");
+    // The stopped rank is killed and named, with its own status.
+    assert_eq!(out.status.code(), Some(137), "{se}");
+    assert!(
+        se.contains(&format!(
+            "mclaunch: rank 2 (pid {pid}) was killed by signal 9 (SIGKILL); rank "
+        )) && se.contains("had reported it lost"),
+        "{se}"
+    );
+    // Detection (2 s) + grace (2 s) + teardown: well inside the timeout.
+    let took = Duration::from_nanos((ended - t_kill) as u64);
+    assert!(
+        took < Duration::from_secs(15),
+        "mclaunch took {took:?}: {se}"
+    );
+    // SAFETY: kill with signal 0 only checks for existence.
+    assert!(
+        unsafe { libc::kill(pid as i32, 0) } != 0,
+        "rank 2 outlived the job"
+    );
+}
+
+/// SIGKILL a random rank of an 8-rank broadcast stream from outside, at a
+/// random moment, `runs` times: mclaunch must name that rank every time
+/// (not a survivor that failed because of it) with its status, 137.
+fn blame_the_killed_rank(runs: usize) {
+    let mut rng = Rng::from_clock("blame");
+    let n = 8;
+    for run in 0..runs {
+        let victim = rng.below(n as u64) as usize;
+        let delay = Duration::from_millis(rng.below(300));
+        // Nobody kills itself: --victim 0 would only at iteration 10^9.
+        let mut cmd = faults(
+            n,
+            &["--timeout", "60"],
+            &["kill", "--victim", "0", "--at", "1000000000"].map(String::from),
+        );
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn mclaunch");
+        let lines = stdout_lines(&mut child);
+        let mut err = child.stderr.take().expect("piped stderr");
+        let errs = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut pids = BTreeMap::new();
+        while pids.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = lines.recv_timeout(left) else {
+                let _ = child.kill();
+                panic!("run {run}: the ranks did not all start: {pids:?}");
+            };
+            if let Some(r) = records(&line, "READY ").first() {
+                pids.insert(field::<usize>(r, "rank"), field::<i32>(r, "pid"));
+            }
+        }
+        // A random point in the stream (not a wait for anything).
+        std::thread::sleep(delay);
+        let pid = pids[&victim];
+        // SAFETY: kill has no memory-safety preconditions; the rank is alive
+        // (nobody ends before the stream does).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let status = loop {
+            match child.try_wait().expect("wait") {
+                Some(s) => break s,
+                None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                None => {
+                    let _ = child.kill();
+                    panic!("run {run}: mclaunch did not end after the kill");
+                }
+            }
+        };
+        let se = errs.join().unwrap_or_default();
+        let ctx = format!("run {run}: victim {victim} (pid {pid}) after {delay:?}\n{se}");
+        assert_eq!(status.code(), Some(137), "{ctx}");
+        assert!(
+            se.contains(&format!(
+                "mclaunch: rank {victim} (pid {pid}) was killed by signal 9 (SIGKILL)"
+            )),
+            "{ctx}"
+        );
+    }
+}
+
+#[test]
+fn mclaunch_blames_the_killed_rank_in_50_of_50_random_kills() {
+    blame_the_killed_rank(50);
 }
 
 /// Lines of a running child's stdout, as they come.

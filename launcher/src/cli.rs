@@ -11,16 +11,20 @@ use crate::spec::{self, JobSpec, OnFailure, OutputMode, Placement, DEFAULT_KILL_
 const AFTER_HELP: &str = "\
 Every rank gets MCAST_RANK, MCAST_SIZE, MCAST_RENDEZVOUS (host:port of mclaunch's
 rendezvous server) and MCAST_TOKEN (a random per-job secret) in its environment,
-on top of mclaunch's own environment and the -x variables. Each rank runs in its
-own process group and dies with mclaunch. Rank 0's stdin is mclaunch's stdin
-unless that is a terminal; all other ranks read /dev/null.
+on top of mclaunch's own environment and the -x variables, and MCAST_REPORT_FD
+(a pipe on which a rank tells mclaunch which peer it lost). Each rank runs in its
+own process group; the group dies with mclaunch, even if mclaunch is killed. A
+rank its peers report lost is killed if it has not exited 2 s later. Rank 0's
+stdin is mclaunch's stdin unless that is a terminal; all other ranks read
+/dev/null. mclaunch warns when the ranks outnumber the cores.
 
 Environment:
   MCAST_RENDEZVOUS_TIMEOUT_SECS   default for --rendezvous-timeout
 
 Exit status:
   0        every rank exited with status 0
-  N        the first rank to fail exited with status N (128+S if killed by signal S);
+  N        the first rank to fail (in time: not a rank that failed because it
+           lost that one) exited with status N (128+S if killed by signal S);
            the other ranks are stopped (SIGTERM, then SIGKILL), or with
            --on-failure continue run on to their end
   1        the rendezvous failed, or mclaunch could not set up the job

@@ -9,7 +9,8 @@
 //! rendezvous through which the ranks exchange data addresses
 //! ([`mcast::bootstrap`]), optionally tags their output, and supervises them:
 //! the first rank to fail stops the job, and mclaunch exits with that rank's
-//! status. Nothing it started outlives it (process groups, `PR_SET_PDEATHSIG`).
+//! status. Nothing it started outlives it (process groups, `PR_SET_PDEATHSIG`,
+//! and a guardian process that kills the groups if mclaunch is killed).
 //!
 //! The pieces: [`cli`] parses the command line into a [`JobSpec`]; [`run`]
 //! executes a job and returns its [`Outcome`], whose
@@ -18,11 +19,14 @@
 
 #![warn(missing_docs)]
 
+mod blame;
 pub mod cli;
 pub mod error;
+mod guardian;
 pub mod output;
 mod procs;
 mod rendezvous;
+mod reports;
 pub mod spawn;
 pub mod spec;
 pub mod status;

@@ -7,6 +7,7 @@ use clap::Parser;
 use mclaunch::{note, Cli, LaunchError};
 
 fn main() -> ExitCode {
+    mcast::logging::init();
     let cli = Cli::parse();
     match launch(cli) {
         Ok(code) => ExitCode::from(code),

@@ -59,9 +59,19 @@ fn stdin_for(rank: u32) -> Stdio {
 }
 
 /// Start `rank`. With [`OutputMode::Tagged`] its stdout and stderr are pipes
-/// (taken by the caller from the returned [`Child`]).
-pub fn spawn_rank(spec: &JobSpec, rank: u32, env: &[(OsString, OsString)]) -> io::Result<Child> {
+/// (taken by the caller from the returned [`Child`]). `report_fd`, if any,
+/// is the departure-report pipe's write end: the rank inherits it, named by
+/// `MCAST_REPORT_FD` (`mcast::logging`).
+pub fn spawn_rank(
+    spec: &JobSpec,
+    rank: u32,
+    env: &[(OsString, OsString)],
+    report_fd: Option<std::os::fd::RawFd>,
+) -> io::Result<Child> {
     let mut cmd = command_for(spec, env);
+    if let Some(fd) = report_fd {
+        cmd.env(mcast::logging::ENV_REPORT_FD, fd.to_string());
+    }
     cmd.stdin(stdin_for(rank));
     match spec.output {
         OutputMode::Inherit => {
@@ -75,7 +85,7 @@ pub fn spawn_rank(spec: &JobSpec, rank: u32, env: &[(OsString, OsString)]) -> io
     // SAFETY: getpid has no preconditions.
     let launcher = unsafe { libc::getpid() };
     // SAFETY: the closure runs between fork and exec, and only makes
-    // async-signal-safe system calls (prctl, getppid) and builds an io::Error
+    // async-signal-safe system calls (prctl, getppid, fcntl) and builds an io::Error
     // from an errno value, which does not allocate.
     unsafe {
         cmd.pre_exec(move || {
@@ -93,6 +103,9 @@ pub fn spawn_rank(spec: &JobSpec, rank: u32, env: &[(OsString, OsString)]) -> io
             // signal will never come, and this child must not run.
             if libc::getppid() != launcher {
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            if let Some(fd) = report_fd {
+                crate::reports::Reports::inherit_in_child(fd)?;
             }
             Ok(())
         });

@@ -1,24 +1,33 @@
 //! Running a job: spawn the ranks, watch one event channel, tear everything down.
 //!
 //! All events arrive on one mpsc channel: rank exits (one waiter thread per
-//! rank), signals to mclaunch (a signal-hook thread) and the rendezvous's
+//! rank), the ranks' departure reports (`reports`: rank j declared rank k
+//! lost), signals to mclaunch (a signal-hook thread) and the rendezvous's
 //! verdict. The main thread spawns the ranks (required by `PR_SET_PDEATHSIG`)
 //! and then waits on that channel against the job deadline.
+//!
+//! Who is blamed: the first failure *in time*, not the first exit reaped
+//! (`blame`). A rank declared lost that has not exited `kill_grace` later
+//! (hung, stopped) is killed, so the job always ends.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io;
 use std::process::ExitStatus;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle as SignalsHandle, Signals};
 
+use crate::blame::Blame;
 use crate::error::LaunchError;
+use crate::guardian::Guardian;
 use crate::output::{spawn_forwarder, Sink};
 use crate::rendezvous::Rendezvous;
+use crate::reports::{Lost, Reports};
 use crate::spawn::{rank_env, spawn_rank};
 use crate::spec::{JobSpec, OnFailure};
 use crate::status::{describe_signal, describe_status, ranks_phrase, shell_exit_code};
@@ -40,6 +49,8 @@ pub(crate) enum Event {
     Exited { rank: u32, status: ExitStatus },
     /// Waiting for a rank's process failed.
     WaitFailed { rank: u32, error: io::Error },
+    /// A rank declared a peer lost (it will fail because of that, if at all).
+    Lost(Lost),
     /// mclaunch received a signal.
     Signal(i32),
     /// Every rank has received the address table.
@@ -63,6 +74,8 @@ pub enum Outcome {
         status: ExitStatus,
         /// With `--on-failure continue`: the ranks that failed after it.
         also_failed: Vec<u32>,
+        /// Whether a peer declared it lost before it ended.
+        lost: Option<LostBy>,
     },
     /// `rank` could not be started.
     SpawnFailed {
@@ -133,8 +146,12 @@ impl Outcome {
                 pid,
                 status,
                 also_failed,
+                lost,
             } => {
                 let mut m = format!("rank {rank} (pid {pid}) {}", describe_status(*status));
+                if let Some(l) = lost {
+                    m.push_str(&l.phrase());
+                }
                 if !also_failed.is_empty() {
                     m.push_str(&format!(
                         "; later, {} also failed",
@@ -167,6 +184,30 @@ impl Outcome {
     }
 }
 
+/// Which peer declared a failed rank lost, and whether mclaunch had to kill it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostBy {
+    /// The first rank to report it lost.
+    pub by: u32,
+    /// Why, as that rank saw it.
+    pub reason: String,
+    /// mclaunch killed it because it had not exited within the grace period.
+    pub killed_after: Option<Duration>,
+}
+
+impl LostBy {
+    fn phrase(&self) -> String {
+        let mut m = format!("; rank {} had reported it lost ({})", self.by, self.reason);
+        if let Some(g) = self.killed_after {
+            m.push_str(&format!(
+                " and mclaunch killed it {} later",
+                crate::status::format_secs(g)
+            ));
+        }
+        m
+    }
+}
+
 fn running_phrase(running: &[u32]) -> String {
     match running.len() {
         0 => "no ranks were".into(),
@@ -184,6 +225,10 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     if spec.nranks == 0 {
         return Err(LaunchError::Usage("a job needs at least one rank".into()));
     }
+    // First, while mclaunch has few descriptors and threads.
+    let guardian = Guardian::start(spec.nranks as usize)
+        .map_err(|e| LaunchError::setup("cannot start the guardian process", e))?;
+    warn_oversubscribed(spec.nranks);
     let token = token::generate()
         .map_err(|e| LaunchError::setup("cannot read /dev/urandom for the job token", e))?;
     let (tx, events) = mpsc::channel();
@@ -216,6 +261,8 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
             })?,
         ),
     };
+    let (reports, reports_thread) = Reports::start(tx.clone())
+        .map_err(|e| LaunchError::setup("cannot open the report pipe", e))?;
     let (output_done, output_events) = mpsc::channel();
     let mut job = Job {
         spec,
@@ -227,6 +274,9 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
         output_events,
         forwarders: 0,
         failed: None,
+        blame: Blame::default(),
+        reports,
+        guardian: &guardian,
         fabric_ports: fabric
             .as_ref()
             .map(|f| f.host_addrs().to_vec())
@@ -237,9 +287,17 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
         None => job.supervise(),
     };
     job.teardown();
+    let quiet = job.quiet();
     job.drain_output();
     remove_arenas(job.ranks.iter().map(|r| r.pgid));
+    job.reports.stop();
     drop(job);
+    let _ = reports_thread.join();
+    if quiet {
+        guardian.disarm();
+    } else {
+        drop(guardian); // kills whatever survived teardown
+    }
     if let Some(f) = fabric {
         if spec.fabric.as_ref().is_some_and(|f| f.stats) {
             match serde_json::to_string(&f.stats()) {
@@ -251,6 +309,20 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     }
     drop(signals);
     Ok(outcome)
+}
+
+/// One line on stderr when the ranks outnumber the cores: they then take
+/// turns on them, and timings (and failure timeouts) stretch.
+fn warn_oversubscribed(nranks: u32) {
+    if let Ok(cores) = thread::available_parallelism() {
+        if nranks as usize > cores.get() {
+            note(&format!(
+                "warning: {nranks} ranks on {} cores: the ranks are oversubscribed \
+                 (they take turns on the cores; expect slower, noisier timings)",
+                cores.get()
+            ));
+        }
+    }
 }
 
 /// The ranks' `MCAST_FAILURE_TIMEOUT` (from `-x`, else mclaunch's own
@@ -307,8 +379,13 @@ struct Job<'a> {
     output_done: Sender<()>,
     output_events: Receiver<()>,
     forwarders: usize,
-    /// With `--on-failure continue`: the first failure, and the ranks that failed later.
+    /// With `--on-failure continue`: the failure noted so far (the one
+    /// reported unless an earlier one in time turns up).
     failed: Option<Outcome>,
+    /// Who failed first in time.
+    blame: Blame,
+    reports: Arc<Reports>,
+    guardian: &'a Guardian,
     /// `--fabric`: host port i's address for rank i.
     fabric_ports: Vec<String>,
 }
@@ -321,7 +398,8 @@ impl Job<'_> {
         for rank in 0..self.spec.nranks {
             let port = self.fabric_ports.get(rank as usize).map(String::as_str);
             let env = rank_env(self.spec, rank, &rendezvous, token, port);
-            let mut child = match spawn_rank(self.spec, rank, &env) {
+            let report_fd = Some(self.reports.write_fd());
+            let mut child = match spawn_rank(self.spec, rank, &env, report_fd) {
                 Ok(child) => child,
                 Err(error) => {
                     return Some(Outcome::SpawnFailed {
@@ -332,10 +410,12 @@ impl Job<'_> {
                 }
             };
             let pid = child.id() as libc::pid_t;
+            self.guardian.watch(pid);
             self.ranks.push(RankProc {
                 pgid: pid,
                 reaped: false,
             });
+            self.blame.started();
             if let Some(out) = child.stdout.take() {
                 self.forward(rank, out, Sink::Stdout);
             }
@@ -343,6 +423,7 @@ impl Job<'_> {
                 self.forward(rank, err, Sink::Stderr);
             }
             let tx = self.tx.clone();
+            let reports = self.reports.clone();
             let waiter = thread::Builder::new()
                 .name(format!("rank{rank}-wait"))
                 .spawn(move || {
@@ -350,6 +431,8 @@ impl Job<'_> {
                         Ok(status) => Event::Exited { rank, status },
                         Err(error) => Event::WaitFailed { rank, error },
                     };
+                    // Whatever the rank reported before it ended goes first.
+                    reports.drain();
                     let _ = tx.send(event);
                 });
             if let Err(e) = waiter {
@@ -404,24 +487,34 @@ impl Job<'_> {
         let deadline = self.spec.timeout.map(|t| (t, started + t));
         loop {
             if self.ranks.iter().all(|r| r.reaped) {
-                return self.failed.take().unwrap_or(Outcome::Success);
+                return self.final_outcome();
             }
-            let event = match deadline {
+            // Wake for the job deadline and for the next rank to kill.
+            let kill_at = self.next_kill();
+            let wake = match (deadline.map(|(_, at)| at), kill_at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let event = match wake {
                 None => self
                     .events
                     .recv()
                     .map_err(|_| RecvTimeoutError::Disconnected),
-                Some((_, at)) => self
+                Some(at) => self
                     .events
                     .recv_timeout(at.saturating_duration_since(Instant::now())),
             };
             let event = match event {
                 Ok(event) => event,
                 Err(RecvTimeoutError::Timeout) => {
-                    return Outcome::TimedOut {
-                        after: deadline.map(|(t, _)| t).unwrap_or_default(),
-                        running: self.running(),
+                    if deadline.is_some_and(|(_, at)| Instant::now() >= at) {
+                        return Outcome::TimedOut {
+                            after: deadline.map(|(t, _)| t).unwrap_or_default(),
+                            running: self.running(),
+                        };
                     }
+                    self.kill_declared();
+                    continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     return Outcome::Internal {
@@ -435,42 +528,101 @@ impl Job<'_> {
         }
     }
 
+    /// When the next rank declared lost and still running is to be killed.
+    fn next_kill(&self) -> Option<Instant> {
+        self.blame
+            .to_kill(self.spec.kill_grace)
+            .map(|(_, at)| at)
+            .min()
+    }
+
+    /// Kill every rank declared lost by a peer at least `kill_grace` ago
+    /// that is still running (stopped, hung): it can no longer take part.
+    fn kill_declared(&mut self) {
+        let grace = self.spec.kill_grace;
+        let now = Instant::now();
+        let due: Vec<u32> = self
+            .blame
+            .to_kill(grace)
+            .filter(|(_, at)| *at <= now)
+            .map(|(rank, _)| rank)
+            .collect();
+        for rank in due {
+            let pgid = self.ranks[rank as usize].pgid;
+            let by = self
+                .blame
+                .entry(rank)
+                .and_then(|e| e.declared.as_ref())
+                .map_or(0, |(l, _)| l.by);
+            note(&format!(
+                "rank {rank} (pid {pgid}) was reported lost by rank {by} {} ago and is \
+                 still running: killing it",
+                crate::status::format_secs(grace)
+            ));
+            // SAFETY: killpg has no memory-safety preconditions.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+            self.blame.killed(rank, grace);
+        }
+    }
+
+    /// The outcome for failed rank `rank`.
+    fn rank_failed(&self, rank: u32, also_failed: Vec<u32>) -> Outcome {
+        let e = self.blame.entry(rank);
+        Outcome::RankFailed {
+            rank,
+            pid: self.ranks.get(rank as usize).map_or(0, |r| r.pgid as u32),
+            // Only called for ranks that have ended.
+            status: e.and_then(|e| e.status).unwrap_or_default(),
+            also_failed,
+            lost: e.and_then(|e| {
+                e.declared.as_ref().map(|(l, _)| LostBy {
+                    by: l.by,
+                    reason: l.reason.clone(),
+                    killed_after: e.killed_after,
+                })
+            }),
+        }
+    }
+
+    /// Every rank has ended: the first failure in time, the others after it.
+    fn final_outcome(&self) -> Outcome {
+        match self.blame.failures().split_first() {
+            None => Outcome::Success,
+            Some((&first, rest)) => self.rank_failed(first, rest.to_vec()),
+        }
+    }
+
+    /// With `--on-failure continue`: say once, when it is known, which rank
+    /// failed first.
+    fn note_first_failure(&mut self) {
+        if self.failed.is_some() || self.running().is_empty() {
+            return;
+        }
+        if let Some(rank) = self.blame.first_failure() {
+            let outcome = self.rank_failed(rank, Vec::new());
+            if let Some(m) = outcome.message() {
+                note(&format!(
+                    "{m}; the other ranks run on (--on-failure continue)"
+                ));
+            }
+            self.failed = Some(outcome);
+        }
+    }
+
     /// React to an event while the job runs; `Some` when it ends the job.
     fn on_event(&mut self, event: Event) -> Option<Outcome> {
         match event {
             Event::Exited { rank, status } => {
                 self.mark_reaped(rank);
-                if !status.success() {
-                    let pid = self.ranks.get(rank as usize).map_or(0, |r| r.pgid as u32);
-                    if self.spec.on_failure == OnFailure::Stop {
-                        return Some(Outcome::RankFailed {
-                            rank,
-                            pid,
-                            status,
-                            also_failed: Vec::new(),
-                        });
-                    }
-                    match &mut self.failed {
-                        Some(Outcome::RankFailed { also_failed, .. }) => also_failed.push(rank),
-                        _ => {
-                            note(&format!(
-                                "rank {rank} (pid {pid}) {}; the other ranks run on \
-                                 (--on-failure continue)",
-                                describe_status(status)
-                            ));
-                            self.failed = Some(Outcome::RankFailed {
-                                rank,
-                                pid,
-                                status,
-                                also_failed: Vec::new(),
-                            });
-                        }
-                    }
-                }
+                self.blame.exited(rank, status);
                 // A rank that ends before the rendezvous completes makes it
                 // fail at once, naming the rank.
                 self.rendezvous.rank_exited(rank, describe_status(status));
-                None
+                self.verdict()
+            }
+            Event::Lost(lost) => {
+                self.blame.lost(lost, Instant::now());
+                self.verdict()
             }
             Event::WaitFailed { rank, error } => {
                 self.mark_reaped(rank);
@@ -484,6 +636,21 @@ impl Job<'_> {
             }),
             Event::RendezvousComplete => None,
             Event::RendezvousFailed(reason) => Some(Outcome::RendezvousFailed { reason }),
+        }
+    }
+
+    /// After a rank ended or was declared lost: `Some` when the job is to
+    /// stop now (`--on-failure stop` and the first failure is known).
+    fn verdict(&mut self) -> Option<Outcome> {
+        match self.spec.on_failure {
+            OnFailure::Stop => self
+                .blame
+                .first_failure()
+                .map(|rank| self.rank_failed(rank, Vec::new())),
+            OnFailure::Continue => {
+                self.note_first_failure();
+                None
+            }
         }
     }
 
@@ -629,6 +796,7 @@ mod tests {
             pid: 42,
             status: ExitStatus::from_raw(7 << 8),
             also_failed: vec![],
+            lost: None,
         };
         assert_eq!(failed.exit_code(), 7);
         assert_eq!(
@@ -640,6 +808,7 @@ mod tests {
             pid: 42,
             status: ExitStatus::from_raw(7 << 8),
             also_failed: vec![1, 5],
+            lost: None,
         };
         assert!(later.message().unwrap().ends_with("also failed"));
         let killed = Outcome::RankFailed {
@@ -647,11 +816,29 @@ mod tests {
             pid: 43,
             status: ExitStatus::from_raw(libc::SIGKILL),
             also_failed: vec![],
+            lost: None,
         };
         assert_eq!(killed.exit_code(), 137);
         assert_eq!(
             killed.message().unwrap(),
             "rank 2 (pid 43) was killed by signal 9 (SIGKILL)"
+        );
+        let hung = Outcome::RankFailed {
+            rank: 2,
+            pid: 43,
+            status: ExitStatus::from_raw(libc::SIGKILL),
+            also_failed: vec![],
+            lost: Some(LostBy {
+                by: 0,
+                reason: "silent".into(),
+                killed_after: Some(Duration::from_secs(2)),
+            }),
+        };
+        assert_eq!(hung.exit_code(), 137);
+        assert_eq!(
+            hung.message().unwrap(),
+            "rank 2 (pid 43) was killed by signal 9 (SIGKILL); rank 0 had reported it \
+             lost (silent) and mclaunch killed it 2 s later"
         );
         assert_eq!(Outcome::Success.exit_code(), 0);
         assert!(Outcome::Success.message().is_none());

@@ -34,7 +34,28 @@ fn help_describes_the_options() {
 fn all_ranks_succeed() {
     let out = run(mclaunch().args(["-n", "3", "sh", "-c", "exit 0"]));
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert_eq!(out.stderr, "");
+    // Nothing but, on a machine of fewer than 3 cores, the warning.
+    assert!(
+        out.stderr.lines().all(|l| l.contains("oversubscribed")),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn oversubscription_is_warned_in_one_line() {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let n = (cores + 1).to_string();
+    let out = run(mclaunch().args(["-n", &n, "sh", "-c", "exit 0"]));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(
+        out.stderr.starts_with(&format!(
+            "mclaunch: warning: {n} ranks on {cores} cores: the ranks are oversubscribed"
+        )),
+        "{out:?}"
+    );
+    let out = run(mclaunch().args(["-n", "1", "sh", "-c", "exit 0"]));
+    assert_eq!(out.stderr, "", "{out:?}");
 }
 
 #[test]
@@ -265,6 +286,75 @@ fn sigkill_to_mclaunch_kills_the_ranks() {
     assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{out:?}");
     assert_all_gone(&pids, PROMPT);
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// The live processes whose environment holds `var_eq` (`NAME=value`).
+fn marked(var_eq: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = fs::read(e.path().join("environ")) else {
+            continue; // gone, or not ours
+        };
+        if env.split(|&b| b == 0).any(|kv| kv == var_eq.as_bytes()) && alive(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn sigkill_to_mclaunch_kills_programs_behind_wrappers() {
+    // Each rank is `sh`, which runs `sleep` as its child (not exec): the
+    // sleeps are not mclaunch's children and get no parent-death signal.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let mark = format!("MCLAUNCH_TEST_MARK={}-{nanos}", std::process::id());
+    let job = start(mclaunch().args([
+        "-n",
+        "8",
+        "-x",
+        &mark,
+        "sh",
+        "-c",
+        "sleep 300; echo wrapped",
+    ]));
+    let end = std::time::Instant::now() + LIMIT;
+    let sleeps = |pids: &[i32]| {
+        pids.iter()
+            .filter(|p| {
+                fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
+            })
+            .count()
+    };
+    while sleeps(&marked(&mark)) < 8 {
+        assert!(std::time::Instant::now() < end, "the ranks did not start");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    job.signal(libc::SIGKILL);
+    // Look for survivors before collecting mclaunch's output: a survivor
+    // would hold its stdout open.
+    let end = std::time::Instant::now() + PROMPT;
+    loop {
+        let left = marked(&mark);
+        if left.is_empty() {
+            break;
+        }
+        if std::time::Instant::now() >= end {
+            for p in &left {
+                // SAFETY: kill has no memory-safety preconditions.
+                unsafe { libc::kill(*p, libc::SIGKILL) };
+            }
+            panic!("processes {left:?} outlived mclaunch");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = job.finish(PROMPT);
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{out:?}");
 }
 
 #[test]

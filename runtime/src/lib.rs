@@ -27,6 +27,7 @@ pub mod error;
 pub mod fabric;
 pub mod hostni;
 mod inbox;
+pub mod logging;
 mod net;
 mod outq;
 mod shm;

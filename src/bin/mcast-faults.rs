@@ -210,6 +210,7 @@ fn hostile(comm: Comm, go_file: &Path, iters: usize) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    mcast::logging::init();
     let args = Args::parse();
     let res = mcast::init()
         .context("joining the job")
@@ -233,7 +234,10 @@ fn main() -> ExitCode {
     match res {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("mcast-faults: {e:#}");
+            // One write: stderr is unbuffered, and other processes (the
+            // other ranks, mclaunch) write to it too.
+            let line = format!("mcast-faults: {e:#}\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
             ExitCode::FAILURE
         }
     }

@@ -261,6 +261,7 @@ fn run(args: &Args) -> Result<String> {
 }
 
 fn main() -> ExitCode {
+    mcast::logging::init();
     let args = Args::parse();
     match run(&args) {
         Ok(msg) => {
@@ -268,7 +269,10 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("mcast-selftest: {e:#}");
+            // One write: stderr is unbuffered, and other processes (the
+            // other ranks, mclaunch) write to it too.
+            let line = format!("mcast-selftest: {e:#}\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
             ExitCode::FAILURE
         }
     }

@@ -6,7 +6,8 @@
 //! is built the gatekeeper refuses every stranger.
 
 use std::net::{TcpListener as StdListener, TcpStream as StdStream, ToSocketAddrs};
-use std::time::Duration;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
 
 use serde::{de::DeserializeOwned, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -18,6 +19,7 @@ use super::read::Rd;
 use crate::bootstrap::{self, Hello, PeerHello, RendezvousReply, PROTOCOL_VERSION};
 use crate::config::JobEnv;
 use crate::error::Error;
+use crate::logging::{reason_kind, RateLimits};
 use crate::outq::Half;
 
 /// Largest handshake frame.
@@ -256,6 +258,18 @@ async fn screen<S: AsyncRead + Unpin>(mut s: S, job: &JobEnv) -> Result<(usize, 
     }
 }
 
+/// Refused strangers are logged at most once a second per kind of reason
+/// (a port scanner must not flood the log), with the count held back.
+static REFUSALS: LazyLock<RateLimits> = LazyLock::new(|| RateLimits::new(Duration::from_secs(1)));
+
+/// The tail of a rate-limited line: how many like it were held back.
+fn also(held: u64) -> String {
+    match held {
+        0 => String::new(),
+        n => format!(" (and {n} more refused since the last such line)"),
+    }
+}
+
 /// After the mesh is built the listener stays open, and every connection to
 /// it is screened, logged and closed: nothing joins a running job, and a
 /// stranger's bytes never reach the engine.
@@ -275,7 +289,9 @@ pub(crate) async fn gatekeeper(listener: TcpListener, unix: Option<UnixListener>
                 Ok(r) => format!("rank {r} is already connected"),
                 Err(why) => why,
             };
-            tracing::warn!(%from, %why, "refusing connection to a running job");
+            if let Some(held) = REFUSALS.admit(&reason_kind(&why), Instant::now()) {
+                tracing::warn!(%from, %why, "refusing connection to a running job{}", also(held));
+            }
         });
     }
 }
@@ -394,7 +410,11 @@ pub(crate) async fn mesh(
                             Ok((r, _)) => {
                                 tracing::warn!(%from, rank = r, "refusing misdirected peer connection");
                             }
-                            Err(why) => tracing::warn!(%from, %why, "refusing connection"),
+                            Err(why) => {
+                                if let Some(held) = REFUSALS.admit(&reason_kind(&why), Instant::now()) {
+                                    tracing::warn!(%from, %why, "refusing connection{}", also(held));
+                                }
+                            }
                         }
                     });
                 }

@@ -494,11 +494,15 @@ async fn reader(rd: Rd, fabric: Arc<FabricState>, intake: Intake, size: usize, w
                 let data =
                     |host: &dyn Host, p: Packet| packet_in(&fabric, host, from, p, stamp, post);
                 if let Err(e) = intake.dispatch(from, p, data) {
-                    inbox.lost(from, format!("protocol violation: {e}"));
+                    let why = format!("protocol violation: {e}");
+                    crate::logging::report_lost(from, &why);
+                    inbox.lost(from, why);
                 }
             }
             Frame::Lost { rank, reason } if (rank as usize) < size => {
-                inbox.lost(rank as usize, format!("{reason} (reported by the fabric)"));
+                let why = format!("{reason} (reported by the fabric)");
+                crate::logging::report_lost(rank as usize, &why);
+                inbox.lost(rank as usize, why);
             }
             Frame::Bye { rank } if (rank as usize) < size => inbox.mark_bye(rank as usize),
             Frame::Heartbeat => {}

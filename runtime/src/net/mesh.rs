@@ -69,6 +69,7 @@ impl Links for Mesh {
 
     fn broken(&self, peer: usize, why: String) {
         if !self.inbox.said_bye(peer) {
+            crate::logging::report_lost(peer, &why);
             self.inbox.lost(peer, why);
         }
     }
@@ -275,9 +276,9 @@ async fn reader(
     // A peer that broke the protocol is cut off like a dead one: its bytes can
     // no longer be trusted to line up.
     let violation = |what: String| {
-        intake
-            .inbox()
-            .lost(peer, format!("protocol violation: {what}"))
+        let why = format!("protocol violation: {what}");
+        crate::logging::report_lost(peer, &why);
+        intake.inbox().lost(peer, why)
     };
     let mut silence = Silence::new(failure_timeout);
     loop {

@@ -488,6 +488,7 @@ fn throughput(comm: &Comm, size: usize, messages: usize, json: bool) -> Result<(
 }
 
 fn main() -> ExitCode {
+    mcast::logging::init();
     let args = Args::parse();
     if let Some(n) = args.np {
         if std::env::var_os(mcast::config::ENV_RANK).is_none() {
