@@ -30,6 +30,7 @@ mod inbox;
 pub mod logging;
 mod net;
 mod outq;
+mod report;
 mod shm;
 mod sync;
 mod tree_kind;

@@ -197,6 +197,7 @@ impl Inbox {
             return;
         }
         tracing::error!(rank, %reason, "peer lost");
+        crate::report::lost(rank, &reason);
         st.lost.push((rank, reason));
         // Its unfinished multicasts will never finish.
         st.mcast_partial.retain(|(src, _), _| *src != rank);

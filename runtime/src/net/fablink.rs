@@ -495,13 +495,11 @@ async fn reader(rd: Rd, fabric: Arc<FabricState>, intake: Intake, size: usize, w
                     |host: &dyn Host, p: Packet| packet_in(&fabric, host, from, p, stamp, post);
                 if let Err(e) = intake.dispatch(from, p, data) {
                     let why = format!("protocol violation: {e}");
-                    crate::logging::report_lost(from, &why);
                     inbox.lost(from, why);
                 }
             }
             Frame::Lost { rank, reason } if (rank as usize) < size => {
                 let why = format!("{reason} (reported by the fabric)");
-                crate::logging::report_lost(rank as usize, &why);
                 inbox.lost(rank as usize, why);
             }
             Frame::Bye { rank } if (rank as usize) < size => inbox.mark_bye(rank as usize),

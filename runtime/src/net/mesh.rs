@@ -69,7 +69,6 @@ impl Links for Mesh {
 
     fn broken(&self, peer: usize, why: String) {
         if !self.inbox.said_bye(peer) {
-            crate::logging::report_lost(peer, &why);
             self.inbox.lost(peer, why);
         }
     }
@@ -277,7 +276,6 @@ async fn reader(
     // no longer be trusted to line up.
     let violation = |what: String| {
         let why = format!("protocol violation: {what}");
-        crate::logging::report_lost(peer, &why);
         intake.inbox().lost(peer, why)
     };
     let mut silence = Silence::new(failure_timeout);
