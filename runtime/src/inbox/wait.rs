@@ -109,22 +109,18 @@ impl Inbox {
     }
 
     /// Host side: take whatever bcast packets of `seq` have arrived, waiting for
-    /// at least one.
+    /// at least one. `waiting_for` names, for a timeout, whom this rank waits
+    /// for (its parent in the tree, where the caller knows it).
     pub fn take_bcast(
         &self,
         seq: u64,
         timeout: Duration,
-        root: usize,
+        waiting_for: &dyn Fn() -> String,
         stall: &mut Option<Stall<'_>>,
     ) -> Result<BcastPackets, Error> {
         self.wait(
             timeout,
-            || {
-                (
-                    format!("bcast #{seq}"),
-                    format!("waiting for packets from root {root}"),
-                )
-            },
+            || (format!("bcast #{seq}"), waiting_for()),
             stall,
             |st| {
                 if let Some(e) = &st.mismatch {
