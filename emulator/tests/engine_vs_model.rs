@@ -3,19 +3,20 @@
 //! every packet at every position, under FPFS and FCFS.
 
 use mcast::Forwarding;
-use mcast_algorithms::unitstep::{self, simulate as model};
+use mcast_algorithms::unitstep::simulate as model;
 use mcast_algorithms::{ChainTree, Shape};
 use mcast_emulator::lockstep::{simulate, Post};
 use proptest::prelude::*;
 
 fn check(n: usize, shape: Shape, m: usize, fcfs: bool) {
-    let (fw, d) = if fcfs {
-        (Forwarding::Fcfs, unitstep::Forwarding::Fcfs)
+    // One forwarding type for the engine and the model.
+    let fw = if fcfs {
+        Forwarding::Fcfs
     } else {
-        (Forwarding::Fpfs, unitstep::Forwarding::Fpfs)
+        Forwarding::Fpfs
     };
     let tree = ChainTree::new(shape, n).unwrap();
-    let want = model(&tree, m, d);
+    let want = model(&tree, m, fw);
     let got = simulate(n, &Post::Bcast { root: 0 }, shape, fw, m).unwrap();
     for pos in 1..n {
         let w: Vec<u64> = want.arrivals(pos).iter().map(|&s| s as u64).collect();

@@ -51,7 +51,7 @@ use crate::config::{Config, JobEnv};
 use crate::error::Error;
 use crate::fabric::Timeline;
 use crate::fabric::{packet_prefix, route_kind, FabricHello, FabricWelcome, Frame, FABRIC_VERSION};
-use crate::hostni::{HostNiCosts, Posted};
+use crate::hostni::HostNiCosts;
 use crate::inbox::{Inbox, Stamp};
 use crate::outq::Out;
 use crate::sync::lock;
@@ -119,10 +119,7 @@ impl FabricState {
         let clock = c.clock;
         let posted = self.costs.post(&mut c.dma_out, clock, m);
         c.clock = posted.host;
-        Ambient::Post {
-            start: posted.start,
-            post,
-        }
+        Ambient::Post { posted, post }
     }
 
     /// A packet's tail reached the NI at `arrival`: when the NI is done
@@ -138,14 +135,7 @@ impl FabricState {
         let (stamp, post) = {
             let mut c = lock(&self.clock);
             let (avail, post) = match amb {
-                Ambient::Post { start, post } => {
-                    let posted = Posted {
-                        host: 0,
-                        start,
-                        dma: self.costs.dma,
-                    };
-                    (posted.in_ni(p.header.pkt_idx as usize), post)
-                }
+                Ambient::Post { posted, post } => (posted.in_ni(p.header.pkt_idx as usize), post),
                 Ambient::Forward { ready, post } => (ready, post),
                 // Control messages take no model time: stamped far beyond any
                 // data packet, they use no link or NI time a data packet

@@ -63,9 +63,12 @@ impl std::fmt::Display for Link {
 /// When the packets of one engine call are ready, in model time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ambient {
-    /// The host posted a message at `post`; its packet j is in NI memory
-    /// at `start + (j+1)·dma`.
-    Post { start: u64, post: u64 },
+    /// The host posted a message at `post`; `posted` says when each of its
+    /// packets is in NI memory.
+    Post {
+        posted: crate::hostni::Posted,
+        post: u64,
+    },
     /// The NI received a packet (ready at `ready`) of a message posted at
     /// `post`; what the engine does now is in answer to it.
     Forward { ready: u64, post: u64 },
