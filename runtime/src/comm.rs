@@ -22,7 +22,7 @@ use crate::algorithm::{Medium, Resolved};
 use crate::control::{Control, Fingerprint};
 use crate::engine::packet_count;
 pub use crate::fabric::ModelLatency;
-use crate::inbox::{Inbox, Stall, Stamp};
+use crate::inbox::{message_cost, pair_window, Class, Inbox, Stall, Stamp};
 pub use crate::net::Link;
 use crate::net::{Cmd, Net};
 use crate::tree_kind::TreeKind;
@@ -90,6 +90,9 @@ impl Comm {
                 (j.rank, j.size, job, Some(net))
             }
         };
+        if let Some(n) = &net {
+            inbox.set_flow(size, pair_window(cfg.flow_bytes, size, n.packet_bytes));
+        }
         let mut cfg = cfg;
         // On a direct fabric, rank i is node i of its topology: the
         // topology-aware algorithms plan on it.
@@ -275,6 +278,12 @@ impl Comm {
         self.begin(seq, fp)?;
         self.last_model.set(None);
         if self.rank == root {
+            // Room at every rank first (flow control): the root never runs
+            // more than a window ahead of the slowest rank.
+            let cost = message_cost(buf.len(), m);
+            let op = || format!("bcast #{seq}");
+            self.inbox
+                .reserve(Class::Coll, None, cost, self.cfg.timeout, &op)?;
             let data = net.payload(buf);
             return match resolved {
                 Resolved::Worm(worm) => net.send(Cmd::Worm {
@@ -312,6 +321,7 @@ impl Comm {
         if let Some(s) = self.inbox.take_bcast_model(seq) {
             self.last_model.set(net.model_latency(s));
         }
+        net.return_credits();
         Ok(())
     }
 
@@ -418,6 +428,13 @@ impl Comm {
         }
         self.inbox.check_dests(&chain)?;
         let net = self.net()?;
+        // Room at every destination first (flow control): a destination
+        // that does not receive stalls its sources, and nothing is sent if
+        // this fails.
+        let cost = message_cost(data.len(), packet_count(data.len(), self.packet_bytes()));
+        let op = || format!("multicast #{seq}");
+        self.inbox
+            .reserve(Class::Mcast, Some(&chain), cost, self.cfg.timeout, &op)?;
         self.mcast_seq.set(seq + 1);
         let mut ordinals = self.ordinals.borrow_mut();
         let members = chain
@@ -478,6 +495,9 @@ impl Comm {
     }
 
     fn received(&self, source: usize, data: Bytes, model: Option<Stamp>) -> Received {
+        if let Some(net) = &self.net {
+            net.return_credits();
+        }
         let model_latency = model.and_then(|s| self.net.as_ref()?.model_latency(s));
         Received {
             source,

@@ -12,6 +12,7 @@
 //! | `MCAST_TIMEOUT_SECS` | bound on any one wait inside a collective (and on bootstrap) | 120 |
 //! | `MCAST_FAILURE_TIMEOUT` | seconds within which a dead or hung peer is declared lost (`Error::PeerLost`): the bound on heartbeat silence; a closed connection is reported at once | 2 |
 //! | `MCAST_PROBE_MS` | after this long without progress in a collective, a rank sends its call's fingerprint to every peer so that mismatched calls are found even when no data flows | 200 |
+//! | `MCAST_FLOW_BYTES` | flow-control budget: the bytes of unconsumed data this rank lets its peers have in flight toward it, per class (collectives, multicasts), shared equally among the peers (each pair gets at least four packets); a source waits for room before it posts; 0 turns flow control off (memory is then unbounded) | 67108864 |
 //! | `MCAST_MAX_MESSAGE_BYTES` | largest multicast a rank accepts (reassembly bound) | 4294967296 |
 //! | `MCAST_TRANSPORT` | `auto`: Unix-domain sockets to peers on the same host (same boot and network namespace), TCP to the others; `tcp`: TCP to every peer | `auto` |
 //! | `MCAST_SHM_PACKET_BYTES` | payload bytes per packet when every rank of the job shares one host's memory (descriptors cost per packet, not per byte, so packets are larger) | `MCAST_PACKET_BYTES` if that is set, else 262144 |
@@ -51,6 +52,9 @@ pub const ENV_TRANSPORT: &str = "MCAST_TRANSPORT";
 pub const ENV_SHM_BYTES: &str = "MCAST_SHM_BYTES";
 pub const ENV_SHM_PACKET_BYTES: &str = "MCAST_SHM_PACKET_BYTES";
 pub const ENV_FABRIC: &str = "MCAST_FABRIC";
+pub const ENV_FLOW_BYTES: &str = "MCAST_FLOW_BYTES";
+/// Default flow-control budget per rank and class.
+pub const DEFAULT_FLOW_BYTES: u64 = 64 << 20;
 /// Default payload bytes per packet in shared memory.
 pub const DEFAULT_SHM_PACKET_BYTES: usize = 256 * 1024;
 /// Default size of a rank's shared-memory arena.
@@ -136,6 +140,8 @@ pub struct Config {
     pub probe_after: Duration,
     /// Largest multicast message this rank reassembles.
     pub max_message_bytes: u64,
+    /// Flow-control budget per class (0: off); see `inbox::flow`.
+    pub flow_bytes: u64,
     /// How long a waiting host, driving the NI runtime, polls before it sleeps.
     pub spin: Duration,
     /// Unix-domain sockets to same-host peers, or TCP only.
@@ -162,6 +168,7 @@ impl Default for Config {
             failure_timeout: DEFAULT_FAILURE_TIMEOUT,
             probe_after: DEFAULT_PROBE_AFTER,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            flow_bytes: DEFAULT_FLOW_BYTES,
             spin: DEFAULT_SPIN,
             transport: Transport::Auto,
             shm_bytes: DEFAULT_SHM_BYTES,
@@ -243,6 +250,9 @@ impl Config {
         }
         if let Some(v) = get(ENV_MAX_MESSAGE_BYTES) {
             c.max_message_bytes = parse(ENV_MAX_MESSAGE_BYTES, &v)?;
+        }
+        if let Some(v) = get(ENV_FLOW_BYTES) {
+            c.flow_bytes = parse(ENV_FLOW_BYTES, &v)?;
         }
         if let Some(v) = get(ENV_TRANSPORT) {
             c.transport = v.parse()?;

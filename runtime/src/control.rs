@@ -148,6 +148,10 @@ pub enum Control {
         op: String,
         detail: String,
     },
+    /// Flow control: the sender's host took `bytes` of the receiver's data
+    /// in class `class` (0 collectives, 1 multicasts); sent to that source
+    /// alone (see `inbox::flow`).
+    Credit { class: u8, bytes: u64 },
 }
 
 /// Largest control payload accepted or sent.
@@ -213,7 +217,7 @@ mod tests {
         #[test]
         fn round_trip(seq: u64, root: u32, len: u64, code in 0u8..7, k: u16, op: String, detail: String, barrier: bool) {
             let fp = Fingerprint { op: if barrier { OpKind::Barrier } else { OpKind::Bcast }, root, len, tree: (code, k) };
-            for c in [Control::Probe { seq, fp }, Control::Mismatch { seq, op: op.clone(), detail: detail.clone() }] {
+            for c in [Control::Probe { seq, fp }, Control::Mismatch { seq, op: op.clone(), detail: detail.clone() }, Control::Credit { class: code, bytes: len }] {
                 prop_assert_eq!(Control::decode(&c.encode()).unwrap(), c);
             }
         }

@@ -11,12 +11,14 @@
 //! * `bcast-loop`: rank 0 broadcasts `--bytes` to every rank, in a loop,
 //!   for `--secs` (the root decides when to stop and says so in the data).
 //! * `flood`: rank 0 multicasts `--bytes` to every other rank for `--secs`;
-//!   each receiver sleeps `--sleep-us` after every `recv_multicast`. Then
-//!   rank 0 broadcasts how many it sent and the receivers take the rest.
+//!   each receiver sleeps `--sleep-us` after every `recv_multicast`, and
+//!   takes messages until the last (marked in its first byte).
 //! * `never-recv`: as `flood`, but rank `--idle` never calls
 //!   `recv_multicast`. With flow control the source stalls on it: its
 //!   `multicast` fails with `Timeout` (set `MCAST_TIMEOUT_SECS` below
-//!   `--secs`) naming the idle rank, and the source prints `BLOCKED`.
+//!   `--secs`) naming the idle rank, and the source prints `BLOCKED`, then
+//!   sends the last message to the others. Every rank finalizes after
+//!   `--secs`.
 //!
 //! Every rank prints `READY rank=R pid=P` first and `DONE rank=R count=C`
 //! last.
@@ -99,8 +101,10 @@ fn bcast_loop(comm: &Comm, secs: f64, bytes: usize) -> Result<u64> {
     }
 }
 
-/// Rank 0 multicasts to every other rank (but never `idle`'s receives) for
-/// `secs`; the rest receive, sleeping `sleep` after each.
+/// Rank 0 multicasts to every other rank for `secs`, then sends a last
+/// message (first byte 1) to every rank but `idle`; the receivers take
+/// messages until the last, sleeping `sleep` after each. `idle` never
+/// receives.
 fn flood(
     comm: &Comm,
     secs: f64,
@@ -112,53 +116,49 @@ fn flood(
     if n < 2 {
         bail!("needs at least 2 ranks");
     }
-    let dests: Vec<usize> = (1..n).collect();
+    let bytes = bytes.max(1);
     let start = Instant::now();
-    let mut sent = 0u64;
+    let mut count = 0u64;
     if me == 0 {
-        let data = vec![7u8; bytes];
+        let dests: Vec<usize> = (1..n).collect();
+        let mut data = vec![7u8; bytes];
+        data[0] = 0;
         while start.elapsed().as_secs_f64() < secs {
             match comm.multicast(&dests, &data) {
-                Ok(()) => sent += 1,
+                Ok(()) => count += 1,
                 Err(e @ Error::Timeout { .. }) => {
-                    say(format!("BLOCKED rank={me} sent={sent} err={e}"));
+                    say(format!("BLOCKED rank={me} sent={count} err={e}"));
                     break;
                 }
-                Err(e) => return Err(e).context(format!("multicast #{sent}")),
+                Err(e) => return Err(e).context(format!("multicast #{count}")),
             }
         }
-    }
-    // Receivers take what arrives while the source sends; the count comes
-    // after.
-    let mut got = 0u64;
-    let receiving = me != 0 && idle != Some(me);
-    let mut total = [0u8; 8];
-    if receiving {
-        while start.elapsed().as_secs_f64() < secs {
-            match comm.recv_multicast_timeout(Duration::from_millis(200)) {
-                Ok(m) => {
-                    if m.data.len() != bytes || m.data.iter().any(|&b| b != 7) {
-                        bail!("multicast #{got} delivered wrong data");
-                    }
-                    got += 1;
-                    std::thread::sleep(sleep);
-                }
-                Err(Error::Timeout { .. }) => {}
-                Err(e) => return Err(e).context(format!("recv_multicast #{got}")),
+        let receivers: Vec<usize> = dests.into_iter().filter(|&d| Some(d) != idle).collect();
+        data[0] = 1;
+        comm.multicast(&receivers, &data)
+            .context("the last multicast")?;
+    } else if idle != Some(me) {
+        loop {
+            // The source may stall for MCAST_TIMEOUT_SECS on an idle rank.
+            let m = comm
+                .recv_multicast_timeout(Duration::from_secs_f64(2.0 * secs))
+                .with_context(|| format!("recv_multicast #{count}"))?;
+            if m.data.len() != bytes || m.data[1..].iter().any(|&b| b != 7) {
+                bail!("multicast #{count} delivered wrong data");
             }
+            if m.data[0] == 1 {
+                break;
+            }
+            count += 1;
+            std::thread::sleep(sleep);
         }
     }
-    total.copy_from_slice(&sent.to_le_bytes());
-    comm.bcast(0, &mut total).context("bcast of the count")?;
-    let total = u64::from_le_bytes(total);
-    if receiving {
-        while got < total {
-            comm.recv_multicast()
-                .context("the rest of the multicasts")?;
-            got += 1;
-        }
+    // Everyone (the idle rank too, as if computing) finalizes at about the
+    // same time, so no wait in the final barrier comes near the timeout.
+    if let Some(left) = Duration::from_secs_f64(secs).checked_sub(start.elapsed()) {
+        std::thread::sleep(left);
     }
-    Ok(if me == 0 { sent } else { got })
+    Ok(count)
 }
 
 fn main() -> ExitCode {

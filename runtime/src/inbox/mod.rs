@@ -36,11 +36,13 @@ use crate::error::Error;
 use crate::sync::lock;
 use crate::wire::{Kind, Packet};
 
+mod flow;
 mod state;
 #[cfg(test)]
 mod tests;
 mod wait;
 
+pub use flow::{message_cost, pair_window, Class};
 pub use state::Stamp;
 use state::{State, CALL_HISTORY, MAX_EARLY_PROBES};
 pub use wait::Stall;
@@ -166,6 +168,13 @@ impl Inbox {
                     st.early_probes.entry(seq).or_default().push((from, fp));
                 }
             }
+            Control::Credit { class, bytes } => {
+                if let Some(c) = Class::from_code(class) {
+                    st.flow.returned(c, from, bytes);
+                    // Progress for a source waiting for room.
+                    st.deliveries += 1;
+                }
+            }
             Control::Mismatch { seq: _, op, detail } => {
                 if st.mismatch.is_none() {
                     tracing::error!(%op, %detail, from, "a peer found a mismatched collective");
@@ -199,6 +208,7 @@ impl Inbox {
         tracing::error!(rank, %reason, "peer lost");
         crate::report::lost(rank, &reason);
         st.lost.push((rank, reason));
+        st.flow.forget(rank);
         // Its unfinished multicasts will never finish.
         st.mcast_partial.retain(|(src, _), _| *src != rank);
         drop(st);

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use bytes::Bytes;
 
+use super::flow::{packet_cost, Flow};
 use crate::control::{Control, Fingerprint, OpKind};
 use crate::error::Error;
 use crate::wire::{Packet, Route};
@@ -34,6 +35,8 @@ pub(super) struct Partial {
     pub(super) refused: Option<Error>,
     /// Model time of the packets so far (fabric mode).
     pub(super) model: Option<Stamp>,
+    /// Flow-control cost of the packets so far (refused ones included).
+    pub(super) cost: u64,
 }
 
 /// A delivered packet's place in model time (fabric mode only): when it was
@@ -96,8 +99,9 @@ impl Partial {
     }
 }
 
-/// A complete (or refused) multicast waiting for the host.
-pub(super) type Ready = (u64, Result<Bytes, Error>, Option<Stamp>);
+/// A complete (or refused) multicast waiting for the host: its completion
+/// number, the message, its model time and its flow-control cost.
+pub(super) type Ready = (u64, Result<Bytes, Error>, Option<Stamp>, u64);
 
 #[derive(Debug, Default)]
 pub(super) struct State {
@@ -128,6 +132,8 @@ pub(super) struct State {
     pub(super) early_probe_count: usize,
     /// The first mismatch found: poisons every later collective.
     pub(super) mismatch: Option<Error>,
+    /// Flow-control credits, as a source and as a destination.
+    pub(super) flow: Flow,
 }
 
 impl State {
@@ -217,6 +223,7 @@ impl State {
             ..Partial::default()
         });
         part.got += 1;
+        part.cost += packet_cost(p.payload.len());
         part.model = Stamp::merge(part.model, stamp);
         if part.refused.is_none() {
             if h.msg_len != part.msg_len || h.pkt_count != part.pkt_count {
@@ -240,14 +247,14 @@ impl State {
         if done {
             let part = st.mcast_partial.remove(&key).unwrap_or_default();
             let ordinal = part.ordinal;
-            let model = part.model;
+            let (model, cost) = (part.model, part.cost);
             let data = part.assemble(source);
             st.completions += 1;
             let n = st.completions;
             st.mcast_ready
                 .entry(source)
                 .or_default()
-                .insert(ordinal, (n, data, model));
+                .insert(ordinal, (n, data, model, cost));
         }
     }
 }

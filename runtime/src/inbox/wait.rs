@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::flow::{packet_cost, Class};
 use super::{BcastPackets, Inbox, Stamp, State};
 use crate::error::Error;
 
@@ -35,7 +36,7 @@ impl Inbox {
     /// Wait until `ready` returns `Some`, or it fails, or `timeout` passes
     /// without any delivery. `stall` runs once, `stall_after` into the wait
     /// if it has not finished by then.
-    fn wait<T>(
+    pub(super) fn wait<T>(
         &self,
         timeout: Duration,
         what: impl Fn() -> (String, String),
@@ -127,6 +128,11 @@ impl Inbox {
                     return Err(e.clone());
                 }
                 if let Some(q) = st.bcast.remove(&seq).filter(|q| !q.is_empty()) {
+                    for p in &q {
+                        let root = p.header.root as usize;
+                        st.flow
+                            .took(Class::Coll, root, packet_cost(p.payload.len()));
+                    }
                     return Ok(Some(q.into_iter().collect()));
                 }
                 st.collective_blocked().map_or(Ok(None), Err)
@@ -197,18 +203,21 @@ impl Inbox {
                         continue;
                     }
                     let next = st.mcast_next.get(src).copied().unwrap_or(0);
-                    if let Some((n, _, _)) = ready.get(&next) {
+                    if let Some((n, ..)) = ready.get(&next) {
                         if best.is_none_or(|(bn, _, _)| *n < bn) {
                             best = Some((*n, *src, next));
                         }
                     }
                 }
                 if let Some((_, src, ord)) = best {
-                    let data = st
-                        .mcast_ready
-                        .get_mut(&src)
-                        .and_then(|r| r.remove(&ord))
-                        .map_or(Ok((Bytes::new(), None)), |(_, d, m)| d.map(|d| (d, m)));
+                    let taken = st.mcast_ready.get_mut(&src).and_then(|r| r.remove(&ord));
+                    let data = match taken {
+                        Some((_, d, m, cost)) => {
+                            st.flow.took(Class::Mcast, src, cost);
+                            d.map(|d| (d, m))
+                        }
+                        None => Ok((Bytes::new(), None)),
+                    };
                     st.mcast_next.insert(src, ord.wrapping_add(1));
                     return data.map(|(d, m)| Some((src, d, m)));
                 }

@@ -267,6 +267,25 @@ impl Net {
         Ok(())
     }
 
+    /// Give flow-control credit back to the sources whose data the host
+    /// took (see `inbox::flow`), each in one control message.
+    pub(crate) fn return_credits(&self) {
+        let due = self.sh.inbox.credits_due();
+        if due.is_empty() || self.closed {
+            return;
+        }
+        for d in due {
+            let msg = Control::Credit {
+                class: d.class as u8,
+                bytes: d.bytes,
+            };
+            send_control_to(&self.sh, &[d.to], &msg);
+        }
+        if !self.sh.links.flushed() {
+            self.drive.tick();
+        }
+    }
+
     /// Flush every link, say goodbye to every peer, and stop the NI.
     pub(crate) fn shutdown(&mut self) {
         if std::mem::replace(&mut self.closed, true) {
@@ -333,13 +352,20 @@ impl Host for Shared {
 
 /// Send a control message to every peer.
 fn send_control(sh: &Shared, msg: &Control) {
+    let peers: Vec<usize> = (0..sh.size).filter(|&p| p != sh.me).collect();
+    send_control_to(sh, &peers, msg);
+}
+
+/// Send a control message to `peers`.
+fn send_control_to(sh: &Shared, peers: &[usize], msg: &Control) {
     let payload = Bytes::from(msg.encode());
     let seq = match msg {
         Control::Probe { seq, .. } | Control::Mismatch { seq, .. } => *seq,
+        Control::Credit { .. } => 0,
     };
     let me = sh.me as u32;
     let header = Header::new(Kind::Control, sh.job, seq, me, me, payload.len() as u64);
-    for peer in (0..sh.size).filter(|&p| p != sh.me) {
+    for &peer in peers {
         let packet = Packet {
             header,
             route: Route::None,
