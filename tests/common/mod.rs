@@ -13,6 +13,7 @@ pub fn bin(name: &str) -> PathBuf {
         "mcbench" => PathBuf::from(env!("CARGO_BIN_EXE_mcbench")),
         "mcast-selftest" => PathBuf::from(env!("CARGO_BIN_EXE_mcast-selftest")),
         "mcast-faults" => PathBuf::from(env!("CARGO_BIN_EXE_mcast-faults")),
+        "mcast-pressure" => PathBuf::from(env!("CARGO_BIN_EXE_mcast-pressure")),
         other => panic!("unknown binary {other}"),
     }
 }
