@@ -121,7 +121,12 @@ fn run(n: usize, scenario: &[&str], env: &[(&str, &str)]) -> Run {
 }
 
 fn assert_bounded(what: &str, n: usize, r: &Run) {
-    assert!(r.ok, "{what} failed:\n{}\n{}", r.stdout.join("\n"), r.stderr);
+    assert!(
+        r.ok,
+        "{what} failed:\n{}\n{}",
+        r.stdout.join("\n"),
+        r.stderr
+    );
     assert_eq!(r.peaks.len(), n, "{what}: not every rank was sampled");
     let (rank, peak) = r
         .peaks
@@ -152,11 +157,7 @@ fn a_bcast_loop_stays_under_the_ceiling() {
 
 #[test]
 fn a_flood_to_slow_receivers_stays_under_the_ceiling() {
-    let r = run(
-        8,
-        &["flood", "--bytes", "65536", "--sleep-us", "1000"],
-        &[],
-    );
+    let r = run(8, &["flood", "--bytes", "65536", "--sleep-us", "1000"], &[]);
     assert_bounded("multicast flood to receivers sleeping 1 ms", 8, &r);
 }
 

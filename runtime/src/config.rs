@@ -366,8 +366,12 @@ mod tests {
             (ENV_FAILURE_TIMEOUT, "0.5"),
             (ENV_PROBE_MS, "50"),
             (ENV_MAX_MESSAGE_BYTES, "1024"),
+            (ENV_FLOW_BYTES, "0"),
         ])
         .unwrap();
+        assert_eq!(c.flow_bytes, 0);
+        assert_eq!(cfg(&[]).unwrap().flow_bytes, DEFAULT_FLOW_BYTES);
+        assert!(cfg(&[(ENV_FLOW_BYTES, "-1")]).is_err());
         assert_eq!(c.failure_timeout, Duration::from_millis(500));
         assert_eq!(c.probe_after, Duration::from_millis(50));
         assert_eq!(c.max_message_bytes, 1024);
