@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use mcast_algorithms::topo::TopoKind;
-use mcast_algorithms::{ceil_log2, optimal_k, Shape, Topology};
+use mcast_algorithms::{ceil_log2, optimal_k, trees, Shape, Topology};
 
 use crate::error::Error;
 use crate::tree_kind::tree_code;
@@ -75,6 +75,46 @@ impl Resolved {
         match self {
             Resolved::Tree(t) => tree_code(t),
             Resolved::Worm(w) => w.tree_code(),
+        }
+    }
+
+    /// Who forwards a bcast from `root` to rank `me` of `size`: its parent
+    /// in the tree the NIs build, hop by hop, from the headers (for a
+    /// topology-aware tree, on `topology`). `None` for the root, a worm
+    /// scheme (the switches replicate), or a tree that cannot be planned.
+    pub fn bcast_parent(
+        self,
+        root: usize,
+        me: usize,
+        size: usize,
+        topology: Option<&Topology>,
+    ) -> Option<usize> {
+        if me == root || me >= size || root >= size {
+            return None;
+        }
+        match self.tree()? {
+            TreeKind::Chain(shape) => {
+                let pos = (me + size - root) % size;
+                let tree = mcast_algorithms::ChainTree::new(shape, size).ok()?;
+                tree.parent(pos).map(|p| (root + p) % size)
+            }
+            TreeKind::Topo(t) => {
+                let topo = topology?;
+                let others: Vec<usize> = (1..size).map(|p| (root + p) % size).collect();
+                let mut d = trees::source_chain(topo, t.planner(), root, &others).ok()?;
+                // Follow the address field D down to the part that holds `me`.
+                while d.first() != Some(&me) {
+                    let (to, covers) = trees::split_received(topo, t.planner(), &d)
+                        .ok()?
+                        .into_iter()
+                        .find(|(_, covers)| covers.contains(&me))?;
+                    if to == me {
+                        return d.first().copied();
+                    }
+                    d = covers;
+                }
+                None
+            }
         }
     }
 }
@@ -274,6 +314,25 @@ impl FromStr for Algorithm {
     }
 }
 
+/// Whom rank `me` waits for in a bcast from `root`, for a timeout's message:
+/// its parent in the tree (chain or topology-aware), the rank that forwards
+/// it the packets; under a worm scheme the switches forward, so the root.
+pub(crate) fn bcast_waits_for(
+    root: usize,
+    me: usize,
+    size: usize,
+    tree: Resolved,
+    topology: Option<&Topology>,
+) -> String {
+    match tree.bcast_parent(root, me, size, topology) {
+        Some(p) if p == root => format!("waiting for packets from root {root}, its parent"),
+        Some(p) => {
+            format!("waiting for packets from rank {p}, its parent in the tree from root {root}")
+        }
+        None => format!("waiting for packets from root {root}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,5 +436,59 @@ mod tests {
         assert!(Algorithm::Worm(w).resolve(8, 1, None).is_err());
         let flat = Algorithm::Flat.resolve_for(8, 1, None, Medium::Network);
         assert_eq!(flat.unwrap().tree_code(), (0, 0));
+    }
+
+    #[test]
+    fn a_bcast_timeout_names_the_parent_it_waits_for() {
+        // k = 1 is a chain: position p's parent is p - 1. Root 2 of 5: rank 0
+        // is position 3, fed by position 2, rank 4.
+        let chain = Resolved::Tree(TreeKind::Chain(Shape::KBinomial { k: 1 }));
+        assert_eq!(
+            bcast_waits_for(2, 0, 5, chain, None),
+            "waiting for packets from rank 4, its parent in the tree from root 2"
+        );
+        assert_eq!(
+            bcast_waits_for(2, 3, 5, chain, None),
+            "waiting for packets from root 2, its parent"
+        );
+        let flat = Resolved::Tree(TreeKind::Chain(Shape::Flat));
+        assert_eq!(
+            bcast_waits_for(0, 6, 8, flat, None),
+            "waiting for packets from root 0, its parent"
+        );
+        let utorus = Resolved::Tree(TreeKind::Topo(TopoTree::UTorus));
+        assert_eq!(
+            bcast_waits_for(1, 0, 4, utorus, None),
+            "waiting for packets from root 1",
+            "without the topology nobody can tell"
+        );
+        // U-torus on a 4x4 torus from node 0: recursive doubling on the
+        // R-chain, so most nodes are fed by a node other than the root, and
+        // every node's parent is one the planner's own plan names.
+        let torus: Topology = "torus:4x4".parse().unwrap();
+        let plan = mcast_algorithms::trees::plan(
+            &torus,
+            mcast_algorithms::trees::TreeAlgorithm::UTorus,
+            0,
+            &(1..16).collect::<Vec<_>>(),
+            Default::default(),
+        )
+        .unwrap();
+        let mut fed_by_others = 0;
+        for me in 1..16 {
+            let parent = plan
+                .sends()
+                .iter()
+                .find(|s| s.to == me)
+                .map(|s| s.from)
+                .unwrap();
+            assert_eq!(utorus.bcast_parent(0, me, 16, Some(&torus)), Some(parent));
+            fed_by_others += usize::from(parent != 0);
+        }
+        assert!(fed_by_others > 0);
+        assert_eq!(
+            bcast_waits_for(0, 0, 16, utorus, Some(&torus)),
+            "waiting for packets from root 0"
+        );
     }
 }

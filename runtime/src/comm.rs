@@ -15,17 +15,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mcast_algorithms::{ceil_log2, ChainTree};
+use mcast_algorithms::ceil_log2;
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::algorithm::{Medium, Resolved};
+use crate::algorithm::{bcast_waits_for, Medium, Resolved};
 use crate::control::{Control, Fingerprint};
 use crate::engine::packet_count;
 pub use crate::fabric::ModelLatency;
 use crate::inbox::{message_cost, pair_window, Class, Inbox, Stall, Stamp};
 pub use crate::net::Link;
 use crate::net::{Cmd, Net};
-use crate::tree_kind::TreeKind;
 use crate::wire::{Kind, Member};
 use crate::{Algorithm, Config, Error};
 
@@ -298,7 +297,8 @@ impl Comm {
         }
         let mut stall = self.stall_probe(seq, fp);
         let (me, size) = (self.rank, self.size);
-        let waiting_for = || bcast_waits_for(root, me, size, resolved);
+        let topo = self.cfg.topology.as_ref();
+        let waiting_for = || bcast_waits_for(root, me, size, resolved, topo);
         let mut got = 0u64;
         let mut total: Option<u32> = None;
         while total.is_none_or(|t| got < t as u64) {
@@ -524,62 +524,5 @@ impl std::fmt::Debug for Comm {
             .field("size", &self.size)
             .field("job", &self.job)
             .finish()
-    }
-}
-
-/// Whom rank `me` waits for in a bcast from `root`, for a timeout's message:
-/// on a chain tree (k-binomial, binomial, flat) its parent, the rank that
-/// forwards it the packets; on a topology-aware tree or a worm scheme the
-/// forwarders depend on the planner, so only the root is named.
-fn bcast_waits_for(root: usize, me: usize, size: usize, tree: Resolved) -> String {
-    if let Resolved::Tree(TreeKind::Chain(shape)) = tree {
-        let pos = (me + size - root) % size;
-        let parent = ChainTree::new(shape, size)
-            .ok()
-            .filter(|t| pos < t.n())
-            .and_then(|t| t.parent(pos));
-        match parent {
-            Some(0) => return format!("waiting for packets from root {root}, its parent"),
-            Some(p) => {
-                return format!(
-                    "waiting for packets from rank {}, its parent in the tree from root {root}",
-                    (root + p) % size
-                )
-            }
-            None => {}
-        }
-    }
-    format!("waiting for packets from root {root}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tree_kind::TopoTree;
-    use mcast_algorithms::Shape;
-
-    #[test]
-    fn a_bcast_timeout_names_the_parent_it_waits_for() {
-        // k = 1 is a chain: position p's parent is p - 1. Root 2 of 5: rank 0
-        // is position 3, fed by position 2, rank 4.
-        let chain = Resolved::Tree(TreeKind::Chain(Shape::KBinomial { k: 1 }));
-        assert_eq!(
-            bcast_waits_for(2, 0, 5, chain),
-            "waiting for packets from rank 4, its parent in the tree from root 2"
-        );
-        assert_eq!(
-            bcast_waits_for(2, 3, 5, chain),
-            "waiting for packets from root 2, its parent"
-        );
-        let flat = Resolved::Tree(TreeKind::Chain(Shape::Flat));
-        assert_eq!(
-            bcast_waits_for(0, 6, 8, flat),
-            "waiting for packets from root 0, its parent"
-        );
-        let topo = Resolved::Tree(TreeKind::Topo(TopoTree::UTorus));
-        assert_eq!(
-            bcast_waits_for(1, 0, 4, topo),
-            "waiting for packets from root 1"
-        );
     }
 }
