@@ -107,6 +107,8 @@ pub(super) struct Flow {
     /// As a destination: bytes taken from each source and not yet returned.
     owed: Vec<[u64; 2]>,
     due: Vec<CreditDue>,
+    /// Credit messages received: a waiting source's progress.
+    returns: u64,
 }
 
 impl Flow {
@@ -144,6 +146,7 @@ impl Flow {
     pub(super) fn returned(&mut self, class: Class, peer: usize, bytes: u64) {
         let out = &mut Flow::slot(&mut self.out, peer)[class as usize];
         *out = out.saturating_sub(bytes);
+        self.returns += 1;
     }
 
     /// `peer` is gone: nothing is owed to it, nothing waits on it.
@@ -196,8 +199,11 @@ impl Inbox {
     ) -> Result<(), Error> {
         let blocker = std::cell::Cell::new(None::<(usize, u64)>);
         let window = self.flow_window();
+        // Progress is credit coming back, not deliveries: a source that
+        // receives from others while it waits for room still times out.
         self.wait(
             timeout,
+            |st| st.flow.returns,
             || {
                 let detail = match blocker.get() {
                     Some((rank, out)) => format!(
@@ -217,26 +223,33 @@ impl Inbox {
                 }
                 let me = st.me;
                 let size = st.flow.out.len();
-                let all: Vec<usize>;
-                let peers = match dests {
-                    Some(d) => d,
-                    None => {
-                        all = (0..size).filter(|&p| p != me).collect();
-                        &all
-                    }
+                let mut all = (0..size).filter(|&p| p != me);
+                let mut some = dests.unwrap_or(&[]).iter().copied();
+                let peers: &mut dyn Iterator<Item = usize> = match dests {
+                    Some(_) => &mut some,
+                    None => &mut all,
                 };
-                let full = peers
-                    .iter()
-                    .copied()
-                    .find(|&p| !st.byes.contains(&p) && !st.flow.room(class, p, cost));
+                let mut full = None;
+                for p in peers {
+                    if !st.byes.contains(&p) && !st.flow.room(class, p, cost) {
+                        full = Some(p);
+                        break;
+                    }
+                }
                 if let Some(p) = full {
                     let out = st.flow.out.get(p).map_or(0, |o| o[class as usize]);
                     blocker.set(Some((p, out)));
                     return Ok(None);
                 }
                 if st.flow.window > 0 {
-                    for &p in peers {
-                        Flow::slot(&mut st.flow.out, p)[class as usize] += cost;
+                    let c = class as usize;
+                    match dests {
+                        Some(d) => d
+                            .iter()
+                            .for_each(|&p| Flow::slot(&mut st.flow.out, p)[c] += cost),
+                        None => (0..size)
+                            .filter(|&p| p != me)
+                            .for_each(|p| st.flow.out[p][c] += cost),
                     }
                 }
                 Ok(Some(()))

@@ -171,8 +171,6 @@ impl Inbox {
             Control::Credit { class, bytes } => {
                 if let Some(c) = Class::from_code(class) {
                     st.flow.returned(c, from, bytes);
-                    // Progress for a source waiting for room.
-                    st.deliveries += 1;
                 }
             }
             Control::Mismatch { seq: _, op, detail } => {

@@ -137,6 +137,11 @@ pub(super) struct State {
 }
 
 impl State {
+    /// What a take waits for: any delivery counts as progress.
+    pub(super) fn progress(&self) -> u64 {
+        self.deliveries
+    }
+
     /// Why a world collective cannot go on, if it cannot.
     pub(super) fn collective_blocked(&mut self) -> Option<Error> {
         if let Some(e) = &self.fatal {

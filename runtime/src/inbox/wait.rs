@@ -34,11 +34,12 @@ impl Inbox {
     }
 
     /// Wait until `ready` returns `Some`, or it fails, or `timeout` passes
-    /// without any delivery. `stall` runs once, `stall_after` into the wait
-    /// if it has not finished by then.
+    /// without progress (`progress`, a counter, not moving). `stall` runs
+    /// once, `stall_after` into the wait if it has not finished by then.
     pub(super) fn wait<T>(
         &self,
         timeout: Duration,
+        progress: fn(&State) -> u64,
         what: impl Fn() -> (String, String),
         stall: &mut Option<Stall<'_>>,
         mut ready: impl FnMut(&mut State) -> Result<Option<T>, Error>,
@@ -47,17 +48,17 @@ impl Inbox {
         let mut st = self.lock();
         let start = Instant::now();
         let mut deadline = start + timeout;
-        let mut seen = st.deliveries;
+        let mut seen = progress(&st);
         let mut spun_at = None;
         loop {
             if let Some(v) = ready(&mut st)? {
                 return Ok(v);
             }
             let now = Instant::now();
-            // Any delivery counts as progress and restarts the clock.
-            let progress = st.deliveries;
-            if progress != seen {
-                seen = progress;
+            // Progress restarts the clock.
+            let now_at = progress(&st);
+            if now_at != seen {
+                seen = now_at;
                 deadline = now + timeout;
             }
             if now >= deadline {
@@ -121,6 +122,7 @@ impl Inbox {
     ) -> Result<BcastPackets, Error> {
         self.wait(
             timeout,
+            State::progress,
             || (format!("bcast #{seq}"), waiting_for()),
             stall,
             |st| {
@@ -150,6 +152,7 @@ impl Inbox {
     ) -> Result<Bytes, Error> {
         self.wait(
             timeout,
+            State::progress,
             || {
                 (
                     format!("barrier #{seq}"),
@@ -188,6 +191,7 @@ impl Inbox {
         let mut none = None;
         self.wait(
             timeout,
+            State::progress,
             || match from {
                 Some(src) => (
                     "recv_multicast_from".into(),
