@@ -39,6 +39,11 @@ struct Args {
     /// Seed for the random destination sets.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// After the first barrier, every rank stays out of mcast for SECS
+    /// seconds (fractions allowed) before the next barrier: a stretch in
+    /// which only heartbeats keep the ranks from declaring each other lost.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    idle: f64,
     /// Test hook: this rank exits with status 3 after the first barrier.
     #[arg(long)]
     crash_rank: Option<usize>,
@@ -109,7 +114,9 @@ fn first_diff(buf: &[u8], seed: u64) -> Option<usize> {
 }
 
 fn run(args: &Args) -> Result<String> {
+    let started = std::time::Instant::now();
     let comm = mcast::init()?;
+    let startup = started.elapsed();
     let (rank, n) = (comm.rank(), comm.size());
     if let Some(spec) = &args.model_bcast {
         let (algo, size) = spec
@@ -156,6 +163,13 @@ fn run(args: &Args) -> Result<String> {
     if args.crash_rank == Some(rank) {
         eprintln!("rank {rank}: crashing on purpose");
         std::process::exit(3);
+    }
+    if !(args.idle >= 0.0 && args.idle < 1e6) {
+        bail!("--idle {}: expected a number of seconds", args.idle);
+    }
+    if args.idle > 0.0 {
+        std::thread::sleep(std::time::Duration::from_secs_f64(args.idle));
+        comm.barrier()?;
     }
 
     // Bcast: every root, algorithm and size.
@@ -256,7 +270,10 @@ fn run(args: &Args) -> Result<String> {
     }
     comm.finalize()?;
     Ok(format!(
-        "selftest: rank {rank} of {n} ok ({case} bcasts, {mcasts} multicasts received)"
+        "selftest: rank {rank} of {n} ok ({case} bcasts, {mcasts} multicasts received; \
+         start-up {:.1} s, all {:.1} s)",
+        startup.as_secs_f64(),
+        started.elapsed().as_secs_f64()
     ))
 }
 
