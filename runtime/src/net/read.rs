@@ -61,7 +61,11 @@ impl Silence {
     /// Something arrived.
     pub(crate) fn heard(&mut self) {
         self.heard = tokio::time::Instant::now();
-        self.first = None;
+        // The first packet: the timer, armed for the start-up allowance,
+        // is re-armed for the bound (later ones push it back lazily).
+        if self.first.take().is_some() {
+            self.sleep.as_mut().reset(self.heard + self.within);
+        }
     }
 
     /// From now on, silence for `within` counts.
