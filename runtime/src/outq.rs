@@ -67,8 +67,9 @@ struct State {
     closing: bool,
     /// The connection failed or was shut: drop whatever comes.
     dead: bool,
-    /// Anything written since the writer last looked (for heartbeats).
-    active: bool,
+    /// When something was last queued (heartbeats go when it was a beat
+    /// ago); `None` before the first.
+    last: Option<std::time::Instant>,
 }
 
 /// One peer's outgoing side, shared by every thread that sends to it.
@@ -170,7 +171,7 @@ impl Out {
         }
         let was_empty = st.queue.is_empty();
         put(&mut st);
-        st.active = true;
+        st.last = Some(std::time::Instant::now());
         if was_empty {
             // Write here; the writer task takes over only if the socket is
             // full (or the write fails: the task reports that).
@@ -197,21 +198,27 @@ impl Out {
     /// beats when idle, and shuts down after the goodbye.
     pub(crate) async fn run(self: Arc<Self>, inbox: Arc<Inbox>, heartbeat: Bytes, beat: Duration) {
         loop {
-            let idle = {
-                let mut st = lock(&self.st);
-                let idle = st.queue.is_empty() && !st.closing;
-                st.active = false;
-                idle
+            let (idle, last) = {
+                let st = lock(&self.st);
+                if st.dead {
+                    return;
+                }
+                (st.queue.is_empty() && !st.closing, st.last)
             };
             if idle {
-                let timed_out = tokio::time::timeout(beat, self.wake.notified())
-                    .await
-                    .is_err();
-                if timed_out && !lock(&self.st).active {
-                    // An idle connection carries a heartbeat every `beat`, so
-                    // the peer can tell a quiet rank from a hung one.
+                // An idle connection carries a heartbeat once nothing has
+                // gone for a beat, so the peer can tell a quiet rank from a
+                // hung one. The first goes at once: the peer holds us to the
+                // bound only from our first packet on (with many ranks our
+                // start-up may end seconds after the peer's).
+                let due = last.map(|t| t + beat);
+                let now = std::time::Instant::now();
+                if due.is_none_or(|d| d <= now) {
                     self.send_raw(heartbeat.clone());
+                    continue;
                 }
+                let until = tokio::time::Instant::from_std(due.unwrap_or(now));
+                let _ = tokio::time::timeout_at(until, self.wake.notified()).await;
                 continue;
             }
             // Flush, waiting for room as needed.

@@ -4,8 +4,8 @@
 //! mclaunch -n 8 mcast-selftest
 //! ```
 //!
-//! Every rank takes part in: a bcast from every root, with every algorithm, at
-//! every size of the list (by default 0, 1, P−1, P, P+1, 3P+7 and 8 MiB, where P
+//! Every rank takes part in: a bcast from every root (or `--roots K` of
+//! them), with every algorithm, at every size of the list (by default 0, 1, P−1, P, P+1, 3P+7 and 8 MiB, where P
 //! is the packet size), each checked byte for byte; then rounds of multicasts to
 //! random destination sets (including the empty set, and the source alone,
 //! which must be refused),
@@ -33,12 +33,21 @@ struct Args {
     /// under a topology, every topology-aware one it supports.
     #[arg(long, default_value = "default")]
     algos: String,
+    /// Bcast from this many roots, spread evenly over the ranks (default:
+    /// every rank), to keep big jobs short.
+    #[arg(long, value_name = "K")]
+    roots: Option<usize>,
     /// Rounds of random-subset multicasts.
     #[arg(long, default_value_t = 40)]
     multicast_rounds: usize,
     /// Seed for the random destination sets.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// After the first barrier, every rank stays out of mcast for SECS
+    /// seconds (fractions allowed) before the next barrier: a stretch in
+    /// which only heartbeats keep the ranks from declaring each other lost.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    idle: f64,
     /// Test hook: this rank exits with status 3 after the first barrier.
     #[arg(long)]
     crash_rank: Option<usize>,
@@ -109,7 +118,9 @@ fn first_diff(buf: &[u8], seed: u64) -> Option<usize> {
 }
 
 fn run(args: &Args) -> Result<String> {
+    let started = std::time::Instant::now();
     let comm = mcast::init()?;
+    let startup = started.elapsed();
     let (rank, n) = (comm.rank(), comm.size());
     if let Some(spec) = &args.model_bcast {
         let (algo, size) = spec
@@ -157,12 +168,20 @@ fn run(args: &Args) -> Result<String> {
         eprintln!("rank {rank}: crashing on purpose");
         std::process::exit(3);
     }
+    if !(args.idle >= 0.0 && args.idle < 1e6) {
+        bail!("--idle {}: expected a number of seconds", args.idle);
+    }
+    if args.idle > 0.0 {
+        std::thread::sleep(std::time::Duration::from_secs_f64(args.idle));
+        comm.barrier()?;
+    }
 
     // Bcast: every root, algorithm and size.
     let mut case = 0u64;
     let max = sizes.iter().copied().max().unwrap_or(0);
     let mut buf = vec![0u8; max];
-    for root in 0..n {
+    let k = args.roots.unwrap_or(n).clamp(1, n);
+    for root in (0..k).map(|i| i * n / k) {
         for &algo in &algos {
             for &size in &sizes {
                 case += 1;
@@ -256,7 +275,10 @@ fn run(args: &Args) -> Result<String> {
     }
     comm.finalize()?;
     Ok(format!(
-        "selftest: rank {rank} of {n} ok ({case} bcasts, {mcasts} multicasts received)"
+        "selftest: rank {rank} of {n} ok ({case} bcasts, {mcasts} multicasts received; \
+         start-up {:.1} s, all {:.1} s)",
+        startup.as_secs_f64(),
+        started.elapsed().as_secs_f64()
     ))
 }
 

@@ -221,7 +221,8 @@ async fn setup(
         detail: format!("rank {} of {}", job.rank, job.size),
     })??;
     tokio::spawn(connect::gatekeeper(listener, unix, job.clone()));
-    let beat = (cfg.failure_timeout / 4).max(Duration::from_millis(10));
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let detect = cfg.detection(job.size, cores);
     let kinds: Vec<Option<Link>> = conns
         .iter()
         .map(|c| {
@@ -249,13 +250,14 @@ async fn setup(
         writer_tasks.push(tokio::spawn(out.run(
             links.inbox.clone(),
             heartbeat.clone(),
-            beat,
+            detect.beat,
         )));
         // Silence for 90% of the bound declares the peer lost, leaving the
         // rest for waking the waiting call.
-        let silence = cfg.failure_timeout.mul_f64(0.9);
+        let silence = detect.silence;
         let (links, intake) = (links.clone(), intake.clone());
-        tokio::spawn(reader(peer, rd, links, intake, silence, shm));
+        let first = cfg.timeout.max(silence);
+        tokio::spawn(reader(peer, rd, links, intake, (silence, first), shm));
     }
     // Readers forward only once the runtime is driven, after this.
     let _ = links.writers.set(writers);
@@ -268,7 +270,7 @@ async fn reader(
     rd: Rd,
     links: Arc<Mesh>,
     intake: Intake,
-    failure_timeout: Duration,
+    (failure_timeout, first): (Duration, Duration),
     shm: Option<Arc<Shm>>,
 ) {
     let mut r = BufReader::with_capacity(READ_BUFFER, rd);
@@ -278,7 +280,9 @@ async fn reader(
         let why = format!("protocol violation: {what}");
         intake.inbox().lost(peer, why)
     };
-    let mut silence = Silence::new(failure_timeout);
+    // Until the peer's first packet (its writer beats at once, but only
+    // when its own mesh is complete), silence counts for the start-up bound.
+    let mut silence = Silence::new(failure_timeout).until_first(first);
     loop {
         let check = |h: &_| intake.check(h, Some(peer));
         let (from, packet, flags) = match read::next_packet(&mut r, &mut silence, check).await {
@@ -290,6 +294,11 @@ async fn reader(
                         "connection closed without goodbye (process died?)".to_string()
                     }
                     ReadFail::Io(e) => format!("connection failed: {e}"),
+                    ReadFail::Silent if !silence.heard_any() => {
+                        format!(
+                            "nothing from it for {first:?} after connecting (hung in start-up?)"
+                        )
+                    }
                     ReadFail::Silent => format!(
                         "no data and no heartbeat for {failure_timeout:?} (hung or unreachable)"
                     ),

@@ -27,6 +27,9 @@ pub(crate) struct Silence {
     sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
     heard: tokio::time::Instant,
     within: Duration,
+    /// Nothing has come yet: until the first packet, silence counts for
+    /// this long instead of `within` (see [`Silence::until_first`]).
+    first: Option<Duration>,
 }
 
 impl Silence {
@@ -36,12 +39,33 @@ impl Silence {
             sleep: Box::pin(tokio::time::sleep_until(now + within)),
             heard: now,
             within,
+            first: None,
         }
+    }
+
+    /// Until the peer's first packet, allow it `first` instead: a peer
+    /// starts beating only once its own start-up is done (its whole mesh
+    /// connected), which with many ranks comes seconds after ours.
+    pub(crate) fn until_first(mut self, first: Duration) -> Silence {
+        self.first = Some(first);
+        let due = self.heard + first;
+        self.sleep.as_mut().reset(due);
+        self
+    }
+
+    /// Whether anything has come from the peer yet.
+    pub(crate) fn heard_any(&self) -> bool {
+        self.first.is_none()
     }
 
     /// Something arrived.
     pub(crate) fn heard(&mut self) {
         self.heard = tokio::time::Instant::now();
+        // The first packet: the timer, armed for the start-up allowance,
+        // is re-armed for the bound (later ones push it back lazily).
+        if self.first.take().is_some() {
+            self.sleep.as_mut().reset(self.heard + self.within);
+        }
     }
 
     /// From now on, silence for `within` counts.
@@ -61,7 +85,7 @@ impl Silence {
                 biased;
                 r = &mut read => return r.map_err(ReadFail::Io),
                 _ = self.sleep.as_mut() => {
-                    let due = self.heard + self.within;
+                    let due = self.heard + self.first.unwrap_or(self.within);
                     if tokio::time::Instant::now() >= due {
                         return Err(ReadFail::Silent);
                     }
