@@ -26,7 +26,7 @@ use crate::inbox::{Inbox, Stall, Stamp};
 pub use crate::net::Link;
 use crate::net::{Cmd, Net};
 use crate::tree_kind::TreeKind;
-use crate::wire::{Kind, Member};
+use crate::wire::{Goodbye, Kind, Member};
 use crate::{Algorithm, Config, Error};
 
 /// One multicast as seen by a destination.
@@ -487,13 +487,31 @@ impl Comm {
     }
 
     /// Collective: a final barrier, then an orderly close of every connection.
-    /// (Dropping a `Comm` also closes it in order, without the barrier.)
+    /// Dropping a `Comm` without it is a failure for the others: they fail
+    /// every collective it did not complete with [`Error::PeerLost`] naming
+    /// it (README "Failure semantics"), as they do if the barrier fails.
     pub fn finalize(mut self) -> Result<(), Error> {
+        let seq = self.seq.get();
         let res = self.barrier();
         if let Some(mut net) = self.net.take() {
-            net.shutdown();
+            net.shutdown_with(match res {
+                Ok(()) => Goodbye::Finalized,
+                Err(_) => Goodbye::Departed { next_seq: seq },
+            });
         }
         res
+    }
+}
+
+impl Drop for Comm {
+    /// Leaving without `finalize`: the goodbye names the first collective
+    /// this rank did not complete (the one it may be unwinding out of).
+    fn drop(&mut self) {
+        if let Some(mut net) = self.net.take() {
+            let panicking = u64::from(std::thread::panicking());
+            let next_seq = self.seq.get().saturating_sub(panicking);
+            net.shutdown_with(Goodbye::Departed { next_seq });
+        }
     }
 }
 

@@ -205,6 +205,23 @@ impl Inbox {
         self.wake();
     }
 
+    /// NI side: rank `rank` left without `finalize` (its goodbye said so):
+    /// it is lost from collective `next_seq` on (the earlier ones it
+    /// completed), and multicasts to it fail. Unlike [`Inbox::lost`], its
+    /// multicasts still on the way are kept: it left in order.
+    pub fn departed(&self, rank: usize, next_seq: u64, reason: String) {
+        let mut st = self.lock();
+        if st.byes.contains(&rank) || st.lost.iter().any(|(r, _)| *r == rank) {
+            return;
+        }
+        tracing::error!(rank, %reason, next_seq, "peer left without finalize");
+        crate::report::lost(rank, &reason);
+        st.departed.insert(rank, next_seq);
+        st.lost.push((rank, reason));
+        drop(st);
+        self.wake();
+    }
+
     /// The ranks lost so far, in the order they were found.
     pub fn lost_ranks(&self) -> Vec<usize> {
         self.lock().lost.iter().map(|(r, _)| *r).collect()
@@ -226,7 +243,7 @@ impl Inbox {
     /// latter case the returned notice must be sent to every peer.
     pub fn begin(&self, seq: u64, fp: Fingerprint) -> Result<(), (Error, Option<Control>)> {
         let mut st = self.lock();
-        if let Some(e) = st.collective_blocked() {
+        if let Some(e) = st.collective_blocked(seq) {
             return Err((e, None));
         }
         st.calls.insert(seq, fp);

@@ -121,6 +121,9 @@ pub(super) struct State {
     /// does not report them again.
     pub(super) acked: HashSet<usize>,
     pub(super) byes: HashSet<usize>,
+    /// Ranks that left without `finalize` (also in `lost`), with the first
+    /// collective they did not complete: earlier ones are not failed.
+    pub(super) departed: HashMap<usize, u64>,
     /// This rank's collective calls (current and recent) by sequence number.
     pub(super) calls: BTreeMap<u64, Fingerprint>,
     /// Probes for calls this rank has not made yet.
@@ -131,16 +134,29 @@ pub(super) struct State {
 }
 
 impl State {
-    /// Why a world collective cannot go on, if it cannot.
-    pub(super) fn collective_blocked(&mut self) -> Option<Error> {
+    /// Why world collective `seq` cannot go on, if it cannot: the first
+    /// lost rank (a departed one only from the collective it left at).
+    pub(super) fn collective_blocked(&mut self, seq: u64) -> Option<Error> {
         if let Some(e) = &self.fatal {
             return Some(e.clone());
         }
         if let Some(e) = &self.mismatch {
             return Some(e.clone());
         }
-        let (rank, reason) = self.lost.first()?.clone();
+        let departed = &self.departed;
+        let (rank, reason) = self
+            .lost
+            .iter()
+            .find(|(r, _)| departed.get(r).is_none_or(|&from| seq >= from))?
+            .clone();
         Some(self.report_lost(rank, reason))
+    }
+
+    /// Whether `rank` left in order and may still have multicasts on the
+    /// way (through other forwarders): a receiver waits for them before it
+    /// reports the departure.
+    pub(super) fn departing_mcast(&self, rank: usize) -> bool {
+        self.departed.contains_key(&rank) && self.mcast_partial.keys().any(|(src, _)| *src == rank)
     }
 
     /// The error for lost rank `rank`, which the user now knows about.

@@ -26,7 +26,7 @@ use crate::error::Error;
 use crate::inbox::Inbox;
 use crate::outq::Out;
 use crate::shm::{Arena, Shm};
-use crate::wire::{Kind, Packet, ShmDesc, FLAG_SHM};
+use crate::wire::{Goodbye, Kind, Packet, ShmDesc, FLAG_SHM};
 
 /// The reader's buffer: many small packets per read system call, while a
 /// payload larger than this is read straight into its own buffer.
@@ -60,16 +60,24 @@ impl Links for Mesh {
         self.writers().all(|o| o.is_flushed())
     }
 
-    fn close(&self) {
-        let bye = intake::signal(Kind::Bye, self.job, self.me);
+    fn close(&self, bye: &Goodbye) {
+        let bye = intake::bye(self.job, self.me, bye);
         for out in self.writers() {
             out.close(bye.clone());
         }
     }
 
+    /// The peer is lost; if its connection may still be read (it hung,
+    /// went silent), tell it so and close: a stopped rank that resumes
+    /// learns at once that it is cut off, and why.
     fn broken(&self, peer: usize, why: String) {
-        if !self.inbox.said_bye(peer) {
-            self.inbox.lost(peer, why);
+        if self.inbox.said_bye(peer) {
+            return;
+        }
+        self.inbox.lost(peer, why.clone());
+        if let Some(Some(out)) = self.writers.get().and_then(|w| w.get(peer)) {
+            let expel = Goodbye::Expelled { reason: why };
+            out.close(intake::bye(self.job, self.me, &expel));
         }
     }
 
