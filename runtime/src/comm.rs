@@ -496,7 +496,7 @@ impl Comm {
         if let Some(mut net) = self.net.take() {
             net.shutdown_with(match res {
                 Ok(()) => Goodbye::Finalized,
-                Err(_) => Goodbye::Departed { next_seq: seq },
+                Err(_) => departure(seq, &self.ordinals),
             });
         }
         res
@@ -510,7 +510,7 @@ impl Drop for Comm {
         if let Some(mut net) = self.net.take() {
             let panicking = u64::from(std::thread::panicking());
             let next_seq = self.seq.get().saturating_sub(panicking);
-            net.shutdown_with(Goodbye::Departed { next_seq });
+            net.shutdown_with(departure(next_seq, &self.ordinals));
         }
     }
 }
@@ -523,6 +523,12 @@ impl std::fmt::Debug for Comm {
             .field("job", &self.job)
             .finish()
     }
+}
+
+/// The goodbye of a rank leaving at collective `next_seq`, with how many
+/// multicasts it sent each rank (they take those before reporting it).
+fn departure(next_seq: u64, sent: &RefCell<HashMap<usize, u32>>) -> Goodbye {
+    Goodbye::departed(next_seq, sent.borrow().iter().map(|(&r, &n)| (r, n)))
 }
 
 /// Whom rank `me` waits for in a bcast from `root`, for a timeout's message:

@@ -511,7 +511,7 @@ mod tests {
             },
             Frame::Bye {
                 rank: 2,
-                goodbye: Goodbye::Departed { next_seq: 41 },
+                goodbye: Goodbye::departed(41, [(0, 2), (5, 1)]),
             },
             Frame::Heartbeat,
             Frame::Refused("wrong token".into()),

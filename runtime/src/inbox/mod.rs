@@ -208,15 +208,16 @@ impl Inbox {
     /// NI side: rank `rank` left without `finalize` (its goodbye said so):
     /// it is lost from collective `next_seq` on (the earlier ones it
     /// completed), and multicasts to it fail. Unlike [`Inbox::lost`], its
-    /// multicasts still on the way are kept: it left in order.
-    pub fn departed(&self, rank: usize, next_seq: u64, reason: String) {
+    /// multicasts still on the way are kept (it left in order): the `sent`
+    /// it sent this rank are taken before the departure is reported.
+    pub fn departed(&self, rank: usize, next_seq: u64, sent: u32, reason: String) {
         let mut st = self.lock();
         if st.byes.contains(&rank) || st.lost.iter().any(|(r, _)| *r == rank) {
             return;
         }
         tracing::error!(rank, %reason, next_seq, "peer left without finalize");
         crate::report::lost(rank, &reason);
-        st.departed.insert(rank, next_seq);
+        st.departed.insert(rank, (next_seq, sent));
         st.lost.push((rank, reason));
         drop(st);
         self.wake();

@@ -121,9 +121,10 @@ pub(super) struct State {
     /// does not report them again.
     pub(super) acked: HashSet<usize>,
     pub(super) byes: HashSet<usize>,
-    /// Ranks that left without `finalize` (also in `lost`), with the first
-    /// collective they did not complete: earlier ones are not failed.
-    pub(super) departed: HashMap<usize, u64>,
+    /// Ranks that left without `finalize` (also in `lost`): the first
+    /// collective they did not complete (earlier ones are not failed), and
+    /// how many multicasts they sent this rank.
+    pub(super) departed: HashMap<usize, (u64, u32)>,
     /// This rank's collective calls (current and recent) by sequence number.
     pub(super) calls: BTreeMap<u64, Fingerprint>,
     /// Probes for calls this rank has not made yet.
@@ -147,16 +148,19 @@ impl State {
         let (rank, reason) = self
             .lost
             .iter()
-            .find(|(r, _)| departed.get(r).is_none_or(|&from| seq >= from))?
+            .find(|(r, _)| departed.get(r).is_none_or(|&(from, _)| seq >= from))?
             .clone();
         Some(self.report_lost(rank, reason))
     }
 
-    /// Whether `rank` left in order and may still have multicasts on the
-    /// way (through other forwarders): a receiver waits for them before it
-    /// reports the departure.
+    /// Whether `rank` left in order with multicasts to this rank not yet
+    /// taken (some may still be on the way, through other forwarders): a
+    /// receiver takes them before it reports the departure.
     pub(super) fn departing_mcast(&self, rank: usize) -> bool {
-        self.departed.contains_key(&rank) && self.mcast_partial.keys().any(|(src, _)| *src == rank)
+        let taken = self.mcast_next.get(&rank).copied().unwrap_or(0);
+        self.departed
+            .get(&rank)
+            .is_some_and(|&(_, sent)| taken < sent)
     }
 
     /// The error for lost rank `rank`, which the user now knows about.

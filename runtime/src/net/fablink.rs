@@ -366,7 +366,7 @@ pub(crate) fn join<'a>(
         links,
         tasks: vec![writer],
         connect: Box::new(move |rt: &Runtime, host: Arc<dyn Host>| {
-            let intake = Intake::new(host, job_id, size);
+            let intake = Intake::new(host, job_id, size, job.rank);
             let _guard = rt.enter();
             rt.spawn(reader(rd, fabric, intake, size, within));
             let kinds = (0..size)

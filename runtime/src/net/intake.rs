@@ -38,11 +38,18 @@ pub(crate) struct Intake {
     host: Arc<dyn Host>,
     job: u32,
     size: usize,
+    /// This rank.
+    me: usize,
 }
 
 impl Intake {
-    pub(crate) fn new(host: Arc<dyn Host>, job: u32, size: usize) -> Intake {
-        Intake { host, job, size }
+    pub(crate) fn new(host: Arc<dyn Host>, job: u32, size: usize, me: usize) -> Intake {
+        Intake {
+            host,
+            job,
+            size,
+            me,
+        }
     }
 
     pub(crate) fn inbox(&self) -> &Inbox {
@@ -97,17 +104,18 @@ impl Intake {
     /// Rank `from` said goodbye (on its connection, or through the fabric).
     pub(crate) fn goodbye(&self, from: usize, g: Goodbye) {
         let inbox = self.inbox();
-        match g {
+        match &g {
             Goodbye::Finalized => inbox.mark_bye(from),
-            Goodbye::Departed { next_seq } => {
-                inbox.departed(from, next_seq, LEFT_WITHOUT_FINALIZE.into());
+            Goodbye::Departed { next_seq, .. } => {
+                let sent = g.sent_to(self.me);
+                inbox.departed(from, *next_seq, sent, LEFT_WITHOUT_FINALIZE.into());
                 inbox.mark_bye(from);
             }
             Goodbye::Expelled { reason } => {
                 // Not a loss of `from` (which is alive and well): this rank
                 // is the one gone, as far as the job is concerned.
                 inbox.mark_bye(from);
-                inbox.fatal(expelled(&format!("rank {from}"), &reason));
+                inbox.fatal(expelled(&format!("rank {from}"), reason));
             }
         }
     }
@@ -175,7 +183,7 @@ mod tests {
             inbox: Inbox::new(0, 1 << 20),
             data: Mutex::new(Vec::new()),
         });
-        (probe.clone(), Intake::new(probe, 7, 4))
+        (probe.clone(), Intake::new(probe, 7, 4, 0))
     }
 
     fn packet(kind: Kind, job: u32, source: u32) -> Packet {
@@ -223,7 +231,7 @@ mod tests {
         assert_eq!(p.header.kind, Kind::Heartbeat);
         assert_eq!((p.header.job, p.header.source, p.header.root), (7, 3, 3));
         assert!(p.payload.is_empty() && p.route == Route::None);
-        let g = Goodbye::Departed { next_seq: 12 };
+        let g = Goodbye::departed(12, [(0, 3)]);
         let p = Packet::decode(&bye(7, 3, &g)).unwrap();
         assert_eq!(p.header.kind, Kind::Bye);
         assert_eq!(Goodbye::decode(&p.payload), Ok(g));
@@ -234,8 +242,7 @@ mod tests {
         let (probe, i) = intake();
         let g = |x| Packet::decode(&bye(7, 2, &x)).unwrap();
         let data = |host: &dyn Host, p: Packet| host.engine_in(2, p, Ambient::Idle);
-        i.dispatch(2, g(Goodbye::Departed { next_seq: 5 }), data)
-            .unwrap();
+        i.dispatch(2, g(Goodbye::departed(5, [])), data).unwrap();
         assert_eq!(probe.inbox.lost_ranks(), vec![2]);
         let fp = crate::control::Fingerprint::barrier();
         assert!(probe.inbox.begin(4, fp).is_ok());

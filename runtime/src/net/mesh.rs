@@ -61,9 +61,13 @@ impl Links for Mesh {
     }
 
     fn close(&self, bye: &Goodbye) {
-        let bye = intake::bye(self.job, self.me, bye);
-        for out in self.writers() {
-            out.close(bye.clone());
+        let Some(writers) = self.writers.get() else {
+            return;
+        };
+        for (peer, out) in writers.iter().enumerate() {
+            if let Some(out) = out {
+                out.close(intake::bye(self.job, self.me, &bye.for_peer(peer)));
+            }
         }
     }
 
@@ -161,7 +165,7 @@ pub(crate) fn join<'a>(
         tasks: Vec::new(),
         connect: Box::new(move |rt: &Runtime, host: Arc<dyn Host>| {
             // Connect on this thread; the tasks then wait for whoever drives.
-            let intake = Intake::new(host, job_id, job.size);
+            let intake = Intake::new(host, job_id, job.size, job.rank);
             let connected = rt.block_on(setup(cfg, job, listeners, &addrs, &mesh, intake))?;
             // Every peer opened every arena before its handshake with us.
             if let Some(shm) = &mesh.shm {

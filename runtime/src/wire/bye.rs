@@ -5,14 +5,17 @@
 //!
 //! ```text
 //! tag u8   0 finalized  nothing follows
-//!          1 departed   u64 next_seq: the first collective it did not complete
+//!          1 departed   u64 next_seq: the first collective it did not complete,
+//!                       u32 count, then count entries (u32 rank, u32 sent):
+//!                       the multicasts it sent that rank, ranks increasing,
+//!                       sent > 0 (on a connection to one peer, only its own)
 //!          2 expelled   UTF-8 reason (at most MAX_REASON bytes)
 //! ```
 //!
 //! Every accepted encoding is the only one of its value (the fuzzers
 //! re-encode byte for byte); decoding never panics.
 
-use super::{u64_at, WireError};
+use super::{u32_at, u64_at, WireError};
 
 /// Longest reason an expelled goodbye carries.
 pub const MAX_REASON: usize = 1024;
@@ -25,20 +28,70 @@ pub enum Goodbye {
     /// It dropped its communicator (or returned from main) without
     /// `finalize`. Collectives numbered `next_seq` and later cannot
     /// complete: they fail everywhere, naming it. Earlier ones it completed.
-    Departed { next_seq: u64 },
+    /// `sent`: (rank, multicasts it sent that rank), so a receiver takes
+    /// them all (some may come through other forwarders, after this
+    /// goodbye) before it reports the departure.
+    Departed {
+        next_seq: u64,
+        sent: Vec<(u32, u32)>,
+    },
     /// The sender declared the receiver lost for `reason` and closes its
     /// connection to it: the receiver is cut off from the job.
     Expelled { reason: String },
 }
 
 impl Goodbye {
+    /// A departure with the multicasts sent to each rank (any order, zeros
+    /// allowed: they are dropped).
+    pub fn departed(next_seq: u64, sent: impl IntoIterator<Item = (usize, u32)>) -> Goodbye {
+        let mut sent: Vec<(u32, u32)> = sent
+            .into_iter()
+            .filter(|e| e.1 > 0)
+            .map(|(r, n)| (r as u32, n))
+            .collect();
+        sent.sort_unstable();
+        sent.dedup_by_key(|e| e.0);
+        Goodbye::Departed { next_seq, sent }
+    }
+
+    /// This goodbye as told to rank `peer` alone (a departure keeps only
+    /// its count).
+    pub fn for_peer(&self, peer: usize) -> Goodbye {
+        match self {
+            Goodbye::Departed { next_seq, sent } => Goodbye::Departed {
+                next_seq: *next_seq,
+                sent: sent
+                    .iter()
+                    .copied()
+                    .filter(|e| e.0 as usize == peer)
+                    .collect(),
+            },
+            g => g.clone(),
+        }
+    }
+
+    /// How many multicasts a departed rank sent rank `me` (0 otherwise).
+    pub fn sent_to(&self, me: usize) -> u32 {
+        match self {
+            Goodbye::Departed { sent, .. } => {
+                sent.iter().find(|e| e.0 as usize == me).map_or(0, |e| e.1)
+            }
+            _ => 0,
+        }
+    }
+
     /// The encoded goodbye.
     pub fn encode(&self) -> Vec<u8> {
         match self {
             Goodbye::Finalized => vec![0],
-            Goodbye::Departed { next_seq } => {
+            Goodbye::Departed { next_seq, sent } => {
                 let mut b = vec![1];
                 b.extend_from_slice(&next_seq.to_le_bytes());
+                b.extend_from_slice(&(sent.len() as u32).to_le_bytes());
+                for (rank, n) in sent {
+                    b.extend_from_slice(&rank.to_le_bytes());
+                    b.extend_from_slice(&n.to_le_bytes());
+                }
                 b
             }
             Goodbye::Expelled { reason } => {
@@ -60,9 +113,23 @@ impl Goodbye {
         };
         match (tag, rest.len()) {
             (0, 0) => Ok(Goodbye::Finalized),
-            (1, 8) => Ok(Goodbye::Departed {
-                next_seq: u64_at(rest, 0),
-            }),
+            (1, n) if n >= 12 && (n - 12) % 8 == 0 && u32_at(rest, 8) as usize == (n - 12) / 8 => {
+                let sent: Vec<(u32, u32)> = rest[12..]
+                    .chunks_exact(8)
+                    .map(|e| (u32_at(e, 0), u32_at(e, 4)))
+                    .collect();
+                let canonical =
+                    sent.iter().all(|e| e.1 > 0) && sent.windows(2).all(|w| w[0].0 < w[1].0);
+                if !canonical {
+                    return Err(WireError::Field(
+                        "goodbye's multicast counts not in rank order, or zero".into(),
+                    ));
+                }
+                Ok(Goodbye::Departed {
+                    next_seq: u64_at(rest, 0),
+                    sent,
+                })
+            }
             (2, n) if n <= MAX_REASON => std::str::from_utf8(rest)
                 .map(|r| Goodbye::Expelled {
                     reason: r.to_owned(),
@@ -84,17 +151,33 @@ mod tests {
     fn goodbyes_round_trip_and_junk_is_refused() {
         for g in [
             Goodbye::Finalized,
-            Goodbye::Departed { next_seq: 0 },
-            Goodbye::Departed { next_seq: u64::MAX },
+            Goodbye::departed(0, []),
+            Goodbye::departed(u64::MAX, [(3, 2), (1, 7), (2, 0)]),
             Goodbye::Expelled {
                 reason: "no data and no heartbeat for 1.8s".into(),
             },
         ] {
             assert_eq!(Goodbye::decode(&g.encode()), Ok(g));
         }
-        for junk in [&[][..], &[3], &[0, 0], &[1, 1, 2], &[2, 0xff, 0xfe]] {
+        let d = Goodbye::departed(4, [(3, 2), (1, 7)]);
+        assert_eq!(d.sent_to(1), 7);
+        assert_eq!(d.for_peer(3), Goodbye::departed(4, [(3, 2)]));
+        let mut unordered = Goodbye::departed(4, []).encode();
+        unordered[9] = 2;
+        unordered.extend_from_slice(&[3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]);
+        for junk in [
+            &[][..],
+            &[3],
+            &[0, 0],
+            &[1, 1, 2],
+            &[2, 0xff, 0xfe],
+            &unordered,
+        ] {
             assert!(Goodbye::decode(junk).is_err(), "{junk:?}");
         }
+        let mut long_count = Goodbye::departed(4, []).encode();
+        long_count[9] = 0xff;
+        assert!(Goodbye::decode(&long_count).is_err());
         let long = Goodbye::Expelled {
             reason: "é".repeat(MAX_REASON),
         };
