@@ -301,6 +301,11 @@ async fn reader(
                     ReadFail::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                         "connection closed without goodbye (process died?)".to_string()
                     }
+                    // A process that ends with bytes unread resets its
+                    // connections (a forgotten `Comm` at exit, say).
+                    ReadFail::Io(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                        "connection reset without goodbye (process died?)".to_string()
+                    }
                     ReadFail::Io(e) => format!("connection failed: {e}"),
                     ReadFail::Silent => format!(
                         "no data and no heartbeat for {failure_timeout:?} (hung or unreachable)"
