@@ -496,7 +496,7 @@ impl Comm {
         if let Some(mut net) = self.net.take() {
             net.shutdown_with(match res {
                 Ok(()) => Goodbye::Finalized,
-                Err(_) => departure(seq, &self.ordinals),
+                Err(_) => departure(seq, &self),
             });
         }
         res
@@ -510,7 +510,7 @@ impl Drop for Comm {
         if let Some(mut net) = self.net.take() {
             let panicking = u64::from(std::thread::panicking());
             let next_seq = self.seq.get().saturating_sub(panicking);
-            net.shutdown_with(departure(next_seq, &self.ordinals));
+            net.shutdown_with(departure(next_seq, self));
         }
     }
 }
@@ -525,10 +525,11 @@ impl std::fmt::Debug for Comm {
     }
 }
 
-/// The goodbye of a rank leaving at collective `next_seq`, with how many
-/// multicasts it sent each rank (they take those before reporting it).
-fn departure(next_seq: u64, sent: &RefCell<HashMap<usize, u32>>) -> Goodbye {
-    Goodbye::departed(next_seq, sent.borrow().iter().map(|(&r, &n)| (r, n)))
+/// Leaving at collective `next_seq`: with the multicasts sent to each rank
+/// and the first rank found lost (the cause, if it left after a loss).
+fn departure(next_seq: u64, c: &Comm) -> Goodbye {
+    let sent: Vec<_> = c.ordinals.borrow().iter().map(|(&r, &n)| (r, n)).collect();
+    Goodbye::departed(next_seq, sent, c.lost_ranks().first().copied())
 }
 
 /// Whom rank `me` waits for in a bcast from `root`, for a timeout's message:

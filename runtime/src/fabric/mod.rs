@@ -511,7 +511,7 @@ mod tests {
             },
             Frame::Bye {
                 rank: 2,
-                goodbye: Goodbye::departed(41, [(0, 2), (5, 1)]),
+                goodbye: Goodbye::departed(41, [(0, 2), (5, 1)], Some(3)),
             },
             Frame::Heartbeat,
             Frame::Refused("wrong token".into()),

@@ -194,6 +194,11 @@ impl Inbox {
     pub fn lost(&self, rank: usize, reason: String) {
         let mut st = self.lock();
         if st.byes.contains(&rank) || st.lost.iter().any(|(r, _)| *r == rank) {
+            // Heard of from a departing peer, now seen here: lost outright.
+            if !st.byes.contains(&rank) && st.departed.remove(&rank).is_some() {
+                drop(st);
+                self.wake();
+            }
             return;
         }
         tracing::error!(rank, %reason, "peer lost");
@@ -212,6 +217,12 @@ impl Inbox {
     /// it sent this rank are taken before the departure is reported.
     pub fn departed(&self, rank: usize, next_seq: u64, sent: u32, reason: String) {
         let mut st = self.lock();
+        if let Some(d) = st.departed.get_mut(&rank) {
+            // Heard of before (a peer's cause): the earliest collective holds.
+            *d = (d.0.min(next_seq), d.1.max(sent));
+            drop(st);
+            return self.wake();
+        }
         if st.byes.contains(&rank) || st.lost.iter().any(|(r, _)| *r == rank) {
             return;
         }
