@@ -160,7 +160,7 @@ impl Goodbye {
                     reason: r.to_owned(),
                 })
                 .map_err(|e| WireError::Field(format!("goodbye reason: {e}"))),
-            (0 | 1 | 2, n) => Err(WireError::Field(format!(
+            (0..=2, n) => Err(WireError::Field(format!(
                 "goodbye {tag} with {n} bytes after its tag"
             ))),
             _ => Err(WireError::Field(format!("unknown goodbye {tag}"))),
