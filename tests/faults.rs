@@ -470,3 +470,167 @@ fn soak_8_ranks_for_30_seconds() {
     }
     assert!(t["bytes"].as_u64().unwrap() > 0);
 }
+
+/// The text after `key=` in `line`, to its end (a reason with spaces).
+fn tail<'a>(line: &'a str, key: &str) -> &'a str {
+    line.split_once(&format!(" {key}=")).map_or("", |(_, t)| t)
+}
+
+/// The reason of a rank that heard of a loss from a peer that then left.
+const HEARD: &str = "which then left";
+
+/// Rank `victim` of `n` leaves the bcast stream at iteration `at` without
+/// finalize (`how`: return, drop or forget). Every other rank must get
+/// `PeerLost` naming it, with one of `reason` in its reason, within the failure
+/// bound of its leaving, though `MCAST_TIMEOUT_SECS` is 60; the survivors
+/// then multicast among themselves.
+fn departure(n: usize, victim: usize, at: u64, how: &str, reason: &[&str]) {
+    let args = [
+        "depart",
+        "--victim",
+        &victim.to_string(),
+        "--at",
+        &at.to_string(),
+        "--how",
+        how,
+    ]
+    .map(String::from);
+    let cmd = faults(n, &["--on-failure", "continue", "--timeout", "60"], &args);
+    let started = Instant::now();
+    let out = run_bounded(cmd, Duration::from_secs(90));
+    let took = started.elapsed();
+    let (so, se) = text(&out);
+    let ctx = format!("n={n} victim={victim} at={at} how={how}\nstdout:\n{so}\nstderr:\n{se}");
+    let gone = records(&so, "DEPART ");
+    assert_eq!(gone.len(), 1, "{ctx}");
+    let t_gone: u128 = field(&gone[0], "t_ns");
+    assert!(records(&so, "ERROR ").is_empty(), "{ctx}");
+    let lost: Vec<&str> = so.lines().filter(|l| l.starts_with("LOST ")).collect();
+    let by: BTreeSet<usize> = records(&so, "LOST ")
+        .iter()
+        .map(|r| field(r, "by"))
+        .collect();
+    let survivors: BTreeSet<usize> = (0..n).filter(|&r| r != victim).collect();
+    assert_eq!(by, survivors, "every other rank reports it: {ctx}");
+    for line in lost {
+        let r = &records(line, "LOST ")[0];
+        assert_eq!(field::<usize>(r, "rank"), victim, "{ctx}");
+        let why = tail(line, "reason");
+        assert!(reason.iter().any(|r| why.contains(r)), "{line}: {ctx}");
+        let after = Duration::from_nanos(field::<u128>(r, "t_ns").saturating_sub(t_gone) as u64);
+        assert!(after <= BOUND, "{line}: {after:?} after it left: {ctx}");
+    }
+    let survived: BTreeSet<usize> = records(&so, "SURVIVED ")
+        .iter()
+        .map(|r| field(r, "rank"))
+        .collect();
+    assert_eq!(survived, survivors, "{ctx}");
+    // Nothing waited for the general timeout (60 s).
+    assert!(took < Duration::from_secs(30), "took {took:?}: {ctx}");
+}
+
+#[test]
+fn a_leaf_that_returns_without_finalize_is_named_on_every_rank() {
+    // Iteration 24's root is rank 0; rank 7 is a leaf of its tree.
+    // (A rank that hears of it first from a survivor that left after it
+    // says so: HEARD.)
+    departure(8, 7, 24, "return", &["left without finalize", HEARD]);
+}
+
+#[test]
+fn an_interior_rank_that_drops_its_comm_is_named_on_every_rank() {
+    // Iteration 16's root is rank 0; rank 1 forwards to a subtree of it.
+    departure(8, 1, 16, "drop", &["left without finalize", HEARD]);
+}
+
+#[test]
+fn a_forgotten_comm_is_named_when_its_process_exits() {
+    // mem::forget: the NI lives on, unseen, until the process exits; then
+    // the kernel closes its connections without a goodbye.
+    // (Closed, or reset when it had bytes unread.)
+    departure(
+        8,
+        3,
+        30,
+        "forget",
+        &["without goodbye (process died?)", HEARD],
+    );
+}
+
+#[test]
+fn a_stopped_rank_declared_lost_is_told_why_as_soon_as_it_resumes() {
+    let n = 4;
+    let mut cmd = faults(
+        n,
+        &["--on-failure", "continue", "--timeout", "40"],
+        &["kill", "--victim", "2", "--at", "25", "--signal", "stop"].map(String::from),
+    );
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn mclaunch");
+    let lines = stdout_lines(&mut child);
+    let mut err = child.stderr.take().expect("piped stderr");
+    let errs = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    // Wait (bounded) for a line starting with `tag`.
+    let mut wait_for = |tag: &str, until: Instant, child: &mut std::process::Child| loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.starts_with(tag) => {
+                seen.push(line.clone());
+                return line;
+            }
+            Ok(line) => seen.push(line),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("no {tag} line: {seen:?}");
+            }
+        }
+    };
+    let kill = wait_for("KILL ", deadline, &mut child);
+    let pid: i32 = field(&records(&kill, "KILL ")[0], "pid");
+    // The first peer to declare it lost has told it, on its way out.
+    wait_for("LOST ", deadline, &mut child);
+    let t_cont = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    // Well inside mclaunch's 2 s grace before it kills a rank declared lost.
+    let cut = wait_for(
+        "CUTOFF ",
+        Instant::now() + Duration::from_secs(5),
+        &mut child,
+    );
+    let r = &records(&cut, "CUTOFF ")[0];
+    let after = Duration::from_nanos(field::<u128>(r, "t_ns").saturating_sub(t_cont) as u64);
+    assert!(
+        after < Duration::from_secs(1),
+        "{cut} came {after:?} after SIGCONT"
+    );
+    let why = tail(&cut, "error");
+    assert!(
+        why.contains("declared this rank lost") && why.contains("no data and no heartbeat"),
+        "{cut}"
+    );
+    let status = loop {
+        match child.try_wait().expect("wait") {
+            Some(s) => break s,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            None => {
+                let _ = child.kill();
+                panic!("mclaunch did not end: {seen:?}");
+            }
+        }
+    };
+    let se = errs.join().unwrap_or_default();
+    assert!(!status.success(), "{se}");
+    assert!(se.contains("rank 2 (pid"), "{se}");
+}

@@ -611,12 +611,18 @@ async fn bad_input_does_not_hurt_the_others() {
         Bytes::from_static(b"last"),
     )
     .await;
-    r6.send(&Frame::Bye { rank: 6 }).await;
+    // It left without finalize, at collective 9: the goodbye says so.
+    let goodbye = mcast::fabric::Goodbye::departed(9, [(0, 1)], None);
+    let bye = Frame::Bye {
+        rank: 6,
+        goodbye: goodbye.clone(),
+    };
+    r6.send(&bye).await;
     drop(r6);
     let (_, _, data) = r0.recv_packet().await;
     assert_eq!(&data[..], b"last");
-    assert_eq!(r0.recv().await, Frame::Bye { rank: 6 });
-    assert_eq!(r1.recv().await, Frame::Bye { rank: 6 });
+    assert_eq!(r0.recv().await, bye);
+    assert_eq!(r1.recv().await, bye);
     // The garbage connection was closed by the fabric.
     let mut sink = Vec::new();
     let closed = timeout(

@@ -22,10 +22,10 @@ use crate::algorithm::{bcast_waits_for, Medium, Resolved};
 use crate::control::{Control, Fingerprint};
 use crate::engine::packet_count;
 pub use crate::fabric::ModelLatency;
-use crate::inbox::{message_cost, pair_window, Class, Inbox, Stall, Stamp};
+use crate::inbox::{message_cost, pair_window, Inbox, Post, Stall, Stamp};
 pub use crate::net::Link;
 use crate::net::{Cmd, Net};
-use crate::wire::{Kind, Member};
+use crate::wire::{Goodbye, Kind, Member};
 use crate::{Algorithm, Config, Error};
 
 /// One multicast as seen by a destination.
@@ -282,7 +282,7 @@ impl Comm {
             let cost = message_cost(buf.len(), m);
             let op = || format!("bcast #{seq}");
             self.inbox
-                .reserve(Class::Coll, None, cost, self.cfg.timeout, &op)?;
+                .reserve(Post::Bcast { seq }, cost, self.cfg.timeout, &op)?;
             let data = net.payload(buf);
             return match resolved {
                 Resolved::Worm(worm) => net.send(Cmd::Worm {
@@ -433,8 +433,12 @@ impl Comm {
         // this fails.
         let cost = message_cost(data.len(), packet_count(data.len(), self.packet_bytes()));
         let op = || format!("multicast #{seq}");
-        self.inbox
-            .reserve(Class::Mcast, Some(&chain), cost, self.cfg.timeout, &op)?;
+        self.inbox.reserve(
+            Post::Multicast { dests: &chain },
+            cost,
+            self.cfg.timeout,
+            &op,
+        )?;
         self.mcast_seq.set(seq + 1);
         let mut ordinals = self.ordinals.borrow_mut();
         let members = chain
@@ -507,13 +511,31 @@ impl Comm {
     }
 
     /// Collective: a final barrier, then an orderly close of every connection.
-    /// (Dropping a `Comm` also closes it in order, without the barrier.)
+    /// Dropping a `Comm` without it is a failure for the others: they fail
+    /// every collective it did not complete with [`Error::PeerLost`] naming
+    /// it (README "Failure semantics"), as they do if the barrier fails.
     pub fn finalize(mut self) -> Result<(), Error> {
+        let seq = self.seq.get();
         let res = self.barrier();
         if let Some(mut net) = self.net.take() {
-            net.shutdown();
+            net.shutdown_with(match res {
+                Ok(()) => Goodbye::Finalized,
+                Err(_) => departure(seq, &self),
+            });
         }
         res
+    }
+}
+
+impl Drop for Comm {
+    /// Leaving without `finalize`: the goodbye names the first collective
+    /// this rank did not complete (the one it may be unwinding out of).
+    fn drop(&mut self) {
+        if let Some(mut net) = self.net.take() {
+            let panicking = u64::from(std::thread::panicking());
+            let next_seq = self.seq.get().saturating_sub(panicking);
+            net.shutdown_with(departure(next_seq, self));
+        }
     }
 }
 
@@ -525,4 +547,11 @@ impl std::fmt::Debug for Comm {
             .field("job", &self.job)
             .finish()
     }
+}
+
+/// Leaving at collective `next_seq`: with the multicasts sent to each rank
+/// and the first rank found lost (the cause, if it left after a loss).
+fn departure(next_seq: u64, c: &Comm) -> Goodbye {
+    let sent: Vec<_> = c.ordinals.borrow().iter().map(|(&r, &n)| (r, n)).collect();
+    Goodbye::departed(next_seq, sent, c.lost_ranks().first().copied())
 }

@@ -12,6 +12,18 @@
 //!   victim; it prints `LOST rank=V by=R t_ns=T iter=I`. The survivors then
 //!   show that non-collective work goes on: the lowest survivor multicasts to
 //!   the others, who check the data and print `SURVIVED rank=R`.
+//! * `depart`: the same stream, but at iteration `--at` the victim leaves
+//!   without `finalize` (`--how return`: returns from its scenario, so its
+//!   `Comm` is dropped as `main` returns; `drop`: drops it and lives on for
+//!   `--linger-ms`; `forget`: `mem::forget`s it, lives on for `--linger-ms`
+//!   and exits). It prints `DEPART rank=V pid=P t_ns=T how=H iter=I`.
+//!   Every other rank must get `Error::PeerLost` naming it and prints
+//!   `LOST rank=V by=R t_ns=T iter=I reason=...` (the reason to the end of
+//!   the line), then the survivors' multicast as in `kill`. Any other error
+//!   is printed as `ERROR by=R t_ns=T iter=I error=...`.
+//! * `kill --signal stop`: a victim that is resumed (SIGCONT) after its
+//!   peers declared it lost prints `CUTOFF rank=V t_ns=T iter=I error=...`
+//!   for the error its next call returns.
 //! * `hostile`: every rank prints `ADDR rank=R data=IP:PORT
 //!   rendezvous=IP:PORT`, then waits (bounded) for `--go-file` to exist while
 //!   the test attacks those ports, then runs checked broadcasts and multicasts
@@ -57,6 +69,28 @@ enum Scenario {
         /// heartbeat can tell).
         #[arg(long, default_value = "kill", value_parser = ["kill", "stop"])]
         signal: String,
+        /// Give up (exit 1) if the stream runs this many iterations.
+        #[arg(long, default_value_t = 1_000_000)]
+        max_iters: u64,
+    },
+    /// A stream of broadcasts that one rank leaves without `finalize`.
+    Depart {
+        /// The rank that leaves.
+        #[arg(long)]
+        victim: usize,
+        /// The iteration at which it leaves.
+        #[arg(long)]
+        at: u64,
+        /// How: `return` (its `Comm` dropped as main returns), `drop` (drop
+        /// it and live on), `forget` (`mem::forget` it, then exit).
+        #[arg(long, default_value = "return", value_parser = ["return", "drop", "forget"])]
+        how: String,
+        /// How long the victim lives on after `drop` or `forget`, in ms.
+        #[arg(long, default_value_t = 0)]
+        linger_ms: u64,
+        /// Bytes per broadcast.
+        #[arg(long, default_value_t = 1000)]
+        bytes: usize,
         /// Give up (exit 1) if the stream runs this many iterations.
         #[arg(long, default_value_t = 1_000_000)]
         max_iters: u64,
@@ -108,6 +142,17 @@ fn kill(comm: &Comm, victim: usize, at: u64, bytes: usize, sig: i32, max_iters: 
             // SAFETY: raise has no memory-safety preconditions.
             unsafe { libc::raise(sig) };
         }
+        if me == victim && i >= at {
+            // Resumed after a stop: the peers have cut it off meanwhile.
+            if let Err(e) = bcast_checked(comm, i, &mut buf, &mut want) {
+                say(format!(
+                    "CUTOFF rank={me} t_ns={} iter={i} error={e}",
+                    now_ns()
+                ));
+                return Err(e).context(format!("bcast #{i}"));
+            }
+            continue;
+        }
         let root = (i as usize) % n;
         fill(&mut want, i);
         if me == root {
@@ -135,6 +180,76 @@ fn kill(comm: &Comm, victim: usize, at: u64, bytes: usize, sig: i32, max_iters: 
     bail!("rank {victim} never died within {max_iters} iterations")
 }
 
+/// Bcast #i of the stream (the root rotates), checking the data.
+fn bcast_checked(comm: &Comm, i: u64, buf: &mut [u8], want: &mut [u8]) -> Result<(), Error> {
+    let root = (i as usize) % comm.size();
+    fill(want, i);
+    if comm.rank() == root {
+        buf.copy_from_slice(want);
+    }
+    comm.bcast(root, buf)?;
+    if buf != want {
+        return Err(Error::Protocol(format!("bcast #{i} delivered wrong data")));
+    }
+    Ok(())
+}
+
+/// The bcast stream of `kill`, which the victim leaves without finalize.
+fn depart(
+    comm: Comm,
+    victim: usize,
+    at: u64,
+    how: &str,
+    linger: Duration,
+    bytes: usize,
+    max_iters: u64,
+) -> Result<()> {
+    let (me, n) = (comm.rank(), comm.size());
+    if victim >= n || n < 2 {
+        bail!("victim {victim} is not a rank of {n} (need at least 2 ranks)");
+    }
+    say(format!("READY rank={me} pid={}", std::process::id()));
+    let mut buf = vec![0u8; bytes];
+    let mut want = vec![0u8; bytes];
+    for i in 0..max_iters {
+        if me == victim && i == at {
+            say(format!(
+                "DEPART rank={me} pid={} t_ns={} how={how} iter={i}",
+                std::process::id(),
+                now_ns()
+            ));
+            match how {
+                "drop" => drop(comm),
+                "forget" => std::mem::forget(comm),
+                _ => return Ok(()),
+            }
+            std::thread::sleep(linger);
+            return Ok(());
+        }
+        match bcast_checked(&comm, i, &mut buf, &mut want) {
+            Ok(()) => {}
+            Err(Error::PeerLost { rank, reason }) => {
+                say(format!(
+                    "LOST rank={rank} by={me} t_ns={} iter={i} reason={reason}",
+                    now_ns()
+                ));
+                if rank != victim {
+                    bail!("expected rank {victim} to be lost, got rank {rank}: {reason}");
+                }
+                return survivors_multicast(&comm, victim);
+            }
+            Err(e) => {
+                say(format!(
+                    "ERROR by={me} t_ns={} iter={i} error={e}",
+                    now_ns()
+                ));
+                return Err(e).context(format!("bcast #{i}"));
+            }
+        }
+    }
+    bail!("rank {victim} never left within {max_iters} iterations")
+}
+
 /// After the loss: the lowest survivor multicasts to the other survivors.
 fn survivors_multicast(comm: &Comm, victim: usize) -> Result<()> {
     let me = comm.rank();
@@ -149,8 +264,11 @@ fn survivors_multicast(comm: &Comm, victim: usize) -> Result<()> {
         }
         comm.multicast(&survivors[1..], &msg)?;
     } else {
+        // From `src` itself: a survivor that is done exits without
+        // finalize (none is possible after a loss), and `recv_multicast`
+        // from any source would report that departure.
         let r = comm
-            .recv_multicast_timeout(Duration::from_secs(30))
+            .recv_multicast_from(src)
             .context("survivors' multicast")?;
         if r.source != src || r.data[..] != msg[..] {
             bail!(
@@ -229,6 +347,22 @@ fn main() -> ExitCode {
                 };
                 kill(&comm, *victim, *at, *bytes, sig, *max_iters)
             }
+            Scenario::Depart {
+                victim,
+                at,
+                how,
+                linger_ms,
+                bytes,
+                max_iters,
+            } => depart(
+                comm,
+                *victim,
+                *at,
+                how,
+                Duration::from_millis(*linger_ms),
+                *bytes,
+                *max_iters,
+            ),
             Scenario::Hostile { go_file, iters } => hostile(comm, go_file, *iters),
         });
     match res {

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcast::fabric::{Frame, FABRIC_VERSION};
+use mcast::fabric::{Frame, Goodbye, FABRIC_VERSION};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -71,10 +71,10 @@ impl Ni {
                 });
                 self.try_inject();
             }
-            RankEv::Bye => {
+            RankEv::Bye(goodbye) => {
                 let mut s = self.shared.borrow_mut();
                 if let Some(h) = s.hosts.get_mut(self.node) {
-                    h.bye_pending = true;
+                    h.bye_pending = Some(goodbye);
                 }
                 s.try_bye(self.node);
             }
@@ -346,12 +346,19 @@ async fn connection(
                 }
             }
             Frame::Heartbeat => {}
-            Frame::Bye { rank } => {
+            Frame::Bye { rank, goodbye } => {
                 if rank as usize != node {
                     tracing::warn!("fabric: rank {node} said Bye as rank {rank}");
                 }
                 said_bye = true;
-                if rank_tx.send(RankEv::Bye).await.is_err() {
+                // A rank expels nobody through the fabric (the fabric does,
+                // with `Lost`): relay anything but an orderly end as a
+                // departure from the start.
+                let goodbye = match goodbye {
+                    Goodbye::Expelled { .. } => Goodbye::departed(0, [], None),
+                    g => g,
+                };
+                if rank_tx.send(RankEv::Bye(goodbye)).await.is_err() {
                     break None;
                 }
             }
@@ -374,6 +381,15 @@ async fn connection(
         if let Some(reason) = lost {
             tracing::warn!("fabric: {reason}");
             Counters::add(&ctx.counters.lost, 1);
+            // The lost rank too, if it can still read (stopped, hung): its
+            // writer sends this, then closes once `tx` is dropped.
+            let own = Frame::Lost {
+                rank: node as u32,
+                reason: reason.clone(),
+            };
+            if let Ok(b) = own.to_bytes() {
+                let _ = tx.send(b);
+            }
             s.broadcast(
                 node,
                 &Frame::Lost {

@@ -71,7 +71,10 @@
 //! A rank whose connection ends without `Bye`, that sends a malformed
 //! frame, or that sends nothing (packets or heartbeats) for 90% of the
 //! failure timeout is lost: every other connected rank gets
-//! `Frame::Lost { rank, reason }`. A rank's `Bye` is forwarded to every
+//! `Frame::Lost { rank, reason }`, and so does the lost rank itself (a
+//! stopped rank that resumes learns it was cut off). A rank's `Bye`, with
+//! its goodbye (finalized, or departed without finalize at a collective),
+//! is forwarded to every
 //! other rank once every packet it sent before the `Bye` has been injected
 //! and delivered (or dropped). The fabric sends `Heartbeat` on a rank link
 //! that has been idle for a quarter of the failure timeout. While a rank's
@@ -241,7 +244,7 @@ enum RankEv {
         route: Bytes,
         data: Bytes,
     },
-    Bye,
+    Bye(mcast::fabric::Goodbye),
 }
 
 /// Immutable configuration every task shares.
@@ -273,8 +276,9 @@ struct HostShared {
     inflight: u64,
     /// Packets in this host's injection queue.
     queued: usize,
-    /// A `Bye` waits for the host's packets to leave the fabric.
-    bye_pending: bool,
+    /// A `Bye` (with its goodbye) waits for the host's packets to leave
+    /// the fabric.
+    bye_pending: Option<mcast::fabric::Goodbye>,
 }
 
 struct Shared {
@@ -322,9 +326,14 @@ impl Shared {
         let Some(h) = self.hosts.get_mut(i) else {
             return;
         };
-        if h.bye_pending && h.queued == 0 && h.inflight == 0 {
-            h.bye_pending = false;
-            self.broadcast(i, &mcast::fabric::Frame::Bye { rank: i as u32 });
+        if h.bye_pending.is_some() && h.queued == 0 && h.inflight == 0 {
+            if let Some(goodbye) = h.bye_pending.take() {
+                let bye = mcast::fabric::Frame::Bye {
+                    rank: i as u32,
+                    goodbye,
+                };
+                self.broadcast(i, &bye);
+            }
         }
     }
 }

@@ -16,7 +16,7 @@
 //! | 3 | [`Frame::Hello`] | postcard [`FabricHello`] |
 //! | 4 | [`Frame::Welcome`] | postcard [`FabricWelcome`] |
 //! | 5 | [`Frame::Lost`] | `rank: u32`, then the reason (UTF-8) |
-//! | 6 | [`Frame::Bye`] | `rank: u32` |
+//! | 6 | [`Frame::Bye`] | `rank: u32`, then a [`Goodbye`] (`wire::Goodbye`) |
 //! | 7 | [`Frame::Heartbeat`] | nothing |
 //! | 8 | [`Frame::Refused`] | the reason (UTF-8) |
 //!
@@ -41,11 +41,13 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::{Deserialize, Serialize};
 
+pub use crate::wire::Goodbye;
+
 mod timeline;
 pub use timeline::{ModelLatency, Timeline};
 
 /// Version of the fabric link protocol.
-pub const FABRIC_VERSION: u16 = 2;
+pub const FABRIC_VERSION: u16 = 3;
 
 /// Largest frame body accepted (a packet of the largest payload, its route
 /// and its mcast header, with room to spare).
@@ -139,17 +141,22 @@ pub enum Frame {
     /// Fabric → rank, the answer to a good hello.
     Welcome(FabricWelcome),
     /// Fabric → rank: a rank's link ended without goodbye, or went silent.
+    /// Sent to the lost rank itself too (`rank` is then its own), so that
+    /// a rank that was stopped learns it was cut off as soon as it resumes.
     Lost {
         /// The rank.
         rank: u32,
         /// Why.
         reason: String,
     },
-    /// Rank → fabric: this rank is leaving (in order); fabric → rank: `rank`
-    /// left in order.
+    /// Rank → fabric: this rank is leaving, and why; fabric → rank: `rank`
+    /// left (its packets sent before it have all been delivered).
     Bye {
         /// The rank.
         rank: u32,
+        /// Finalized, or departed without `finalize` (never `Expelled`
+        /// from a rank; the fabric expels with [`Frame::Lost`]).
+        goodbye: Goodbye,
     },
     /// Keeps an idle link alive.
     Heartbeat,
@@ -272,7 +279,11 @@ impl Frame {
                 b.extend_from_slice(reason.as_bytes());
                 body(out, tag::LOST, &b);
             }
-            Frame::Bye { rank } => body(out, tag::BYE, &rank.to_le_bytes()),
+            Frame::Bye { rank, goodbye } => {
+                let mut b = rank.to_le_bytes().to_vec();
+                b.extend_from_slice(&goodbye.encode());
+                body(out, tag::BYE, &b);
+            }
             Frame::Heartbeat => body(out, tag::HEARTBEAT, &[]),
             Frame::Refused(r) => body(out, tag::REFUSED, r.as_bytes()),
         }
@@ -390,8 +401,15 @@ impl Frame {
                 })
             }
             tag::BYE => {
-                exact(4, "bye")?;
-                Ok(Frame::Bye { rank: u32_at(0) })
+                need(5, "bye")?;
+                let goodbye = Goodbye::decode(&b[4..]).map_err(|e| FabricWireError::Body {
+                    what: "bye",
+                    detail: e.to_string(),
+                })?;
+                Ok(Frame::Bye {
+                    rank: u32_at(0),
+                    goodbye,
+                })
             }
             tag::HEARTBEAT => {
                 exact(0, "heartbeat")?;
@@ -487,7 +505,14 @@ mod tests {
                 rank: 3,
                 reason: "connection closed".into(),
             },
-            Frame::Bye { rank: 7 },
+            Frame::Bye {
+                rank: 7,
+                goodbye: Goodbye::Finalized,
+            },
+            Frame::Bye {
+                rank: 2,
+                goodbye: Goodbye::departed(41, [(0, 2), (5, 1)], Some(3)),
+            },
             Frame::Heartbeat,
             Frame::Refused("wrong token".into()),
         ]

@@ -78,6 +78,24 @@ impl Class {
     }
 }
 
+/// What a source is about to post, for [`Inbox::reserve`].
+#[derive(Debug, Clone, Copy)]
+pub enum Post<'a> {
+    /// Bcast number `seq` from this rank: every other rank is a destination.
+    Bcast { seq: u64 },
+    /// A multicast to `dests`.
+    Multicast { dests: &'a [usize] },
+}
+
+impl Post<'_> {
+    fn class(self) -> Class {
+        match self {
+            Post::Bcast { .. } => Class::Coll,
+            Post::Multicast { .. } => Class::Mcast,
+        }
+    }
+}
+
 /// A credit return due: give `bytes` of `class` back to rank `to`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreditDue {
@@ -183,20 +201,24 @@ impl Inbox {
         st.flow.out.get(peer).map_or(0, |o| o[class as usize])
     }
 
-    /// Host side, before posting a message of `cost` bytes in `class` to
-    /// `dests` (`None`: every other rank): wait until every destination
+    /// Host side, before posting `post`, a message of `cost` bytes: wait
+    /// until every destination
     /// has room for it, then count it as outstanding there. Fails as the
     /// class's calls fail (a lost destination, a mismatch, a stopped NI),
     /// or with `Timeout` naming the destination that did not take its data
     /// within `timeout` of the last progress.
     pub fn reserve(
         &self,
-        class: Class,
-        dests: Option<&[usize]>,
+        post: Post<'_>,
         cost: u64,
         timeout: Duration,
         op: &dyn Fn() -> String,
     ) -> Result<(), Error> {
+        let class = post.class();
+        let dests = match post {
+            Post::Bcast { .. } => None,
+            Post::Multicast { dests } => Some(dests),
+        };
         let blocker = std::cell::Cell::new(None::<(usize, u64)>);
         let window = self.flow_window();
         // Progress is credit coming back, not deliveries: a source that
@@ -218,7 +240,7 @@ impl Inbox {
             },
             &mut None,
             |st| {
-                if let Some(e) = st.blocked_for(class, dests) {
+                if let Some(e) = st.blocked_for(post) {
                     return Err(e);
                 }
                 let me = st.me;
@@ -268,19 +290,15 @@ impl Inbox {
 }
 
 impl State {
-    /// Why a post in `class` to `dests` cannot go on, if it cannot.
-    fn blocked_for(&mut self, class: Class, dests: Option<&[usize]>) -> Option<Error> {
-        match class {
-            Class::Coll => self.collective_blocked(),
-            Class::Mcast => {
+    /// Why `post` cannot go on, if it cannot.
+    fn blocked_for(&mut self, post: Post<'_>) -> Option<Error> {
+        match post {
+            Post::Bcast { seq } => self.collective_blocked(seq),
+            Post::Multicast { dests } => {
                 if let Some(e) = &self.fatal {
                     return Some(e.clone());
                 }
-                let lost = self
-                    .lost
-                    .iter()
-                    .find(|(r, _)| dests.is_none_or(|d| d.contains(r)))
-                    .cloned()?;
+                let lost = self.lost.iter().find(|(r, _)| dests.contains(r)).cloned()?;
                 Some(self.report_lost(lost.0, lost.1))
             }
         }
@@ -333,7 +351,9 @@ mod tests {
         inbox.set_flow(4, 1000);
         let short = Duration::from_millis(50);
         let op = || "bcast #7".to_string();
-        inbox.reserve(Class::Coll, None, 700, short, &op).unwrap();
+        inbox
+            .reserve(Post::Bcast { seq: 7 }, 700, short, &op)
+            .unwrap();
         assert_eq!(inbox.outstanding(Class::Coll, 3), 700);
         // Ranks 1 and 3 give back; rank 2 does not.
         for r in [1, 3] {
@@ -345,7 +365,7 @@ mod tests {
                 },
             );
         }
-        match inbox.reserve(Class::Coll, None, 700, short, &op) {
+        match inbox.reserve(Post::Bcast { seq: 7 }, 700, short, &op) {
             Err(Error::Timeout { op, detail, .. }) => {
                 assert_eq!(op, "bcast #7");
                 assert!(
@@ -358,14 +378,14 @@ mod tests {
         assert_eq!(inbox.outstanding(Class::Coll, 1), 0, "all or nothing");
         // Multicasts have their own window; only the destinations count.
         inbox
-            .reserve(Class::Mcast, Some(&[2]), 900, short, &op)
+            .reserve(Post::Multicast { dests: &[2] }, 900, short, &op)
             .unwrap();
         inbox
-            .reserve(Class::Mcast, Some(&[1, 3]), 900, short, &op)
+            .reserve(Post::Multicast { dests: &[1, 3] }, 900, short, &op)
             .unwrap();
         // A lost destination fails the wait with its name.
         inbox.lost(2, "killed".into());
-        match inbox.reserve(Class::Mcast, Some(&[2]), 1, short, &op) {
+        match inbox.reserve(Post::Multicast { dests: &[2] }, 1, short, &op) {
             Err(Error::PeerLost { rank: 2, .. }) => {}
             other => panic!("expected rank 2 lost, got {other:?}"),
         }

@@ -42,7 +42,7 @@ mod state;
 mod tests;
 mod wait;
 
-pub use flow::{message_cost, pair_window, Class};
+pub use flow::{message_cost, pair_window, Class, Post};
 pub use state::Stamp;
 use state::{State, CALL_HISTORY, MAX_EARLY_PROBES};
 pub use wait::Stall;
@@ -201,6 +201,11 @@ impl Inbox {
     pub fn lost(&self, rank: usize, reason: String) {
         let mut st = self.lock();
         if st.byes.contains(&rank) || st.lost.iter().any(|(r, _)| *r == rank) {
+            // Heard of from a departing peer, now seen here: lost outright.
+            if !st.byes.contains(&rank) && st.departed.remove(&rank).is_some() {
+                drop(st);
+                self.wake();
+            }
             return;
         }
         tracing::error!(rank, %reason, "peer lost");
@@ -209,6 +214,30 @@ impl Inbox {
         st.flow.forget(rank);
         // Its unfinished multicasts will never finish.
         st.mcast_partial.retain(|(src, _), _| *src != rank);
+        drop(st);
+        self.wake();
+    }
+
+    /// NI side: rank `rank` left without `finalize` (its goodbye said so):
+    /// it is lost from collective `next_seq` on (the earlier ones it
+    /// completed), and multicasts to it fail. Unlike [`Inbox::lost`], its
+    /// multicasts still on the way are kept (it left in order): the `sent`
+    /// it sent this rank are taken before the departure is reported.
+    pub fn departed(&self, rank: usize, next_seq: u64, sent: u32, reason: String) {
+        let mut st = self.lock();
+        if let Some(d) = st.departed.get_mut(&rank) {
+            // Heard of before (a peer's cause): the earliest collective holds.
+            *d = (d.0.min(next_seq), d.1.max(sent));
+            drop(st);
+            return self.wake();
+        }
+        if st.byes.contains(&rank) || st.lost.iter().any(|(r, _)| *r == rank) {
+            return;
+        }
+        tracing::error!(rank, %reason, next_seq, "peer left without finalize");
+        crate::report::lost(rank, &reason);
+        st.departed.insert(rank, (next_seq, sent));
+        st.lost.push((rank, reason));
         drop(st);
         self.wake();
     }
@@ -234,7 +263,7 @@ impl Inbox {
     /// latter case the returned notice must be sent to every peer.
     pub fn begin(&self, seq: u64, fp: Fingerprint) -> Result<(), (Error, Option<Control>)> {
         let mut st = self.lock();
-        if let Some(e) = st.collective_blocked() {
+        if let Some(e) = st.collective_blocked(seq) {
             return Err((e, None));
         }
         st.calls.insert(seq, fp);

@@ -125,6 +125,10 @@ pub(super) struct State {
     /// does not report them again.
     pub(super) acked: HashSet<usize>,
     pub(super) byes: HashSet<usize>,
+    /// Ranks that left without `finalize` (also in `lost`): the first
+    /// collective they did not complete (earlier ones are not failed), and
+    /// how many multicasts they sent this rank.
+    pub(super) departed: HashMap<usize, (u64, u32)>,
     /// This rank's collective calls (current and recent) by sequence number.
     pub(super) calls: BTreeMap<u64, Fingerprint>,
     /// Probes for calls this rank has not made yet.
@@ -142,16 +146,32 @@ impl State {
         self.deliveries
     }
 
-    /// Why a world collective cannot go on, if it cannot.
-    pub(super) fn collective_blocked(&mut self) -> Option<Error> {
+    /// Why world collective `seq` cannot go on, if it cannot: the first
+    /// lost rank (a departed one only from the collective it left at).
+    pub(super) fn collective_blocked(&mut self, seq: u64) -> Option<Error> {
         if let Some(e) = &self.fatal {
             return Some(e.clone());
         }
         if let Some(e) = &self.mismatch {
             return Some(e.clone());
         }
-        let (rank, reason) = self.lost.first()?.clone();
+        let departed = &self.departed;
+        let (rank, reason) = self
+            .lost
+            .iter()
+            .find(|(r, _)| departed.get(r).is_none_or(|&(from, _)| seq >= from))?
+            .clone();
         Some(self.report_lost(rank, reason))
+    }
+
+    /// Whether `rank` left in order with multicasts to this rank not yet
+    /// taken (some may still be on the way, through other forwarders): a
+    /// receiver takes them before it reports the departure.
+    pub(super) fn departing_mcast(&self, rank: usize) -> bool {
+        let taken = self.mcast_next.get(&rank).copied().unwrap_or(0);
+        self.departed
+            .get(&rank)
+            .is_some_and(|&(_, sent)| taken < sent)
     }
 
     /// The error for lost rank `rank`, which the user now knows about.

@@ -126,18 +126,20 @@ impl Inbox {
             || (format!("bcast #{seq}"), waiting_for()),
             stall,
             |st| {
-                if let Some(e) = &st.mismatch {
-                    return Err(e.clone());
+                // A loss fails the bcast even with its packets here: none
+                // completes without one of its members.
+                if let Some(e) = st.collective_blocked(seq) {
+                    return Err(e);
                 }
-                if let Some(q) = st.bcast.remove(&seq).filter(|q| !q.is_empty()) {
-                    for p in &q {
-                        let root = p.header.root as usize;
-                        st.flow
-                            .took(Class::Coll, root, packet_cost(p.payload.len()));
-                    }
-                    return Ok(Some(q.into_iter().collect()));
+                let Some(q) = st.bcast.remove(&seq).filter(|q| !q.is_empty()) else {
+                    return Ok(None);
+                };
+                for p in &q {
+                    let root = p.header.root as usize;
+                    st.flow
+                        .took(Class::Coll, root, packet_cost(p.payload.len()));
                 }
-                st.collective_blocked().map_or(Ok(None), Err)
+                Ok(Some(q.into_iter().collect()))
             },
         )
     }
@@ -161,18 +163,15 @@ impl Inbox {
             },
             stall,
             |st| {
-                if let Some(e) = &st.mismatch {
-                    return Err(e.clone());
+                if let Some(e) = st.collective_blocked(seq) {
+                    return Err(e);
                 }
                 let key = (seq, from);
                 let v = st.p2p.get_mut(&key).and_then(|q| q.pop_front());
                 if st.p2p.get(&key).is_some_and(|q| q.is_empty()) {
                     st.p2p.remove(&key);
                 }
-                match v {
-                    Some(v) => Ok(Some(v)),
-                    None => st.collective_blocked().map_or(Ok(None), Err),
-                }
+                Ok(v)
             },
         )
     }
@@ -228,10 +227,9 @@ impl Inbox {
                 if let Some(e) = &st.fatal {
                     return Err(e.clone());
                 }
-                let unreported = st
-                    .lost
-                    .iter()
-                    .find(|(r, _)| from.map_or(!st.acked.contains(r), |f| f == *r));
+                let unreported = st.lost.iter().find(|(r, _)| {
+                    from.map_or(!st.acked.contains(r), |f| f == *r) && !st.departing_mcast(*r)
+                });
                 if let Some((rank, reason)) = unreported.cloned() {
                     return Err(st.report_lost(rank, reason));
                 }

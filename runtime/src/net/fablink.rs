@@ -55,7 +55,7 @@ use crate::hostni::HostNiCosts;
 use crate::inbox::{Inbox, Stamp};
 use crate::outq::Out;
 use crate::sync::lock;
-use crate::wire::{Kind, Member, Packet, Route, HEADER_LEN};
+use crate::wire::{Goodbye, Kind, Member, Packet, Route, HEADER_LEN};
 use crate::worms::{Worm, WormSend};
 
 /// The model time of untimed packets (control messages).
@@ -259,10 +259,11 @@ impl Links for FabricState {
         self.out.is_flushed()
     }
 
-    fn close(&self) {
+    fn close(&self, bye: &Goodbye) {
         self.closing.store(true, Ordering::Release);
         self.out.close(frame(Frame::Bye {
             rank: self.me as u32,
+            goodbye: bye.clone(),
         }));
     }
 
@@ -365,7 +366,7 @@ pub(crate) fn join<'a>(
         links,
         tasks: vec![writer],
         connect: Box::new(move |rt: &Runtime, host: Arc<dyn Host>| {
-            let intake = Intake::new(host, job_id, size);
+            let intake = Intake::new(host, job_id, size, job.rank);
             let _guard = rt.enter();
             rt.spawn(reader(rd, fabric, intake, size, within));
             let kinds = (0..size)
@@ -488,11 +489,18 @@ async fn reader(rd: Rd, fabric: Arc<FabricState>, intake: Intake, size: usize, w
                     inbox.lost(from, why);
                 }
             }
+            // The fabric declared this rank lost (it was stopped, say):
+            // it is cut off, and its next call says why.
+            Frame::Lost { rank, reason } if rank as usize == fabric.me => {
+                inbox.fatal(super::intake::expelled("the fabric", &reason));
+            }
             Frame::Lost { rank, reason } if (rank as usize) < size => {
                 let why = format!("{reason} (reported by the fabric)");
                 inbox.lost(rank as usize, why);
             }
-            Frame::Bye { rank } if (rank as usize) < size => inbox.mark_bye(rank as usize),
+            Frame::Bye { rank, goodbye } if (rank as usize) < size => {
+                intake.goodbye(rank as usize, goodbye)
+            }
             Frame::Heartbeat => {}
             Frame::Refused(why) => return broken(format!("refused: {why}")),
             other => return broken(format!("unexpected frame {other:?}")),

@@ -12,15 +12,25 @@
 //! module and the transports know it only by that trait, so no transport
 //! imports the driver.
 //!
-//! Heartbeat and Bye packets are built here too ([`signal`]), the only place.
+//! Heartbeat and Bye packets are built here too ([`signal`], [`bye`]), the
+//! only place, and every goodbye, from a peer or relayed by the fabric, is
+//! taken here ([`Intake::goodbye`]): a finalized rank closes in order; a
+//! rank that left without `finalize` is lost from the collective it left
+//! at; a peer that expelled this rank cuts it off (README "Failure
+//! semantics").
 
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
 pub(crate) use super::link::Host;
+use crate::error::Error;
 use crate::inbox::Inbox;
-use crate::wire::{Header, Kind, Packet, Route};
+use crate::wire::{Goodbye, Header, Kind, Packet, Route};
+
+/// Why a rank that departed without `finalize` is lost.
+pub(crate) const LEFT_WITHOUT_FINALIZE: &str =
+    "left without finalize (it dropped its communicator or returned from main)";
 
 /// Checks and dispatches the packets of one job.
 #[derive(Clone)]
@@ -28,11 +38,18 @@ pub(crate) struct Intake {
     host: Arc<dyn Host>,
     job: u32,
     size: usize,
+    /// This rank.
+    me: usize,
 }
 
 impl Intake {
-    pub(crate) fn new(host: Arc<dyn Host>, job: u32, size: usize) -> Intake {
-        Intake { host, job, size }
+    pub(crate) fn new(host: Arc<dyn Host>, job: u32, size: usize, me: usize) -> Intake {
+        Intake {
+            host,
+            job,
+            size,
+            me,
+        }
     }
 
     pub(crate) fn inbox(&self) -> &Inbox {
@@ -71,7 +88,11 @@ impl Intake {
         let kind = p.header.kind;
         match kind {
             Kind::Heartbeat => {}
-            Kind::Bye => self.inbox().mark_bye(from),
+            Kind::Bye => {
+                let g =
+                    Goodbye::decode(&p.payload).map_err(|e| format!("malformed goodbye: {e}"))?;
+                self.goodbye(from, g);
+            }
             Kind::Control => self.host.control_in(from, &p.payload)?,
             Kind::Bcast | Kind::Multicast | Kind::P2p => data(&*self.host, p)?,
         }
@@ -79,16 +100,62 @@ impl Intake {
     }
 }
 
-/// The encoded Heartbeat or Bye packet of rank `me` in job `job`.
+impl Intake {
+    /// Rank `from` said goodbye (on its connection, or through the fabric).
+    pub(crate) fn goodbye(&self, from: usize, g: Goodbye) {
+        let inbox = self.inbox();
+        match &g {
+            Goodbye::Finalized => inbox.mark_bye(from),
+            Goodbye::Departed {
+                next_seq, cause, ..
+            } => {
+                // What made it leave, first: the error then names the rank
+                // that failed, not the one that left because of it.
+                if let Some(c) = cause.map(|c| c as usize).filter(|&c| c < self.size) {
+                    let why = format!("reported lost by rank {from}, which then left");
+                    inbox.departed(c, *next_seq, 0, why);
+                }
+                let sent = g.sent_to(self.me);
+                inbox.departed(from, *next_seq, sent, LEFT_WITHOUT_FINALIZE.into());
+                inbox.mark_bye(from);
+            }
+            Goodbye::Expelled { reason } => {
+                // Not a loss of `from` (which is alive and well): this rank
+                // is the one gone, as far as the job is concerned.
+                inbox.mark_bye(from);
+                inbox.fatal(expelled(&format!("rank {from}"), reason));
+            }
+        }
+    }
+}
+
+/// The error of a rank that `who` declared lost for `reason`.
+pub(crate) fn expelled(who: &str, reason: &str) -> Error {
+    Error::Stopped(format!(
+        "{who} declared this rank lost ({reason}); it is cut off from the job"
+    ))
+}
+
+/// The encoded Heartbeat packet of rank `me` in job `job`.
 pub(crate) fn signal(kind: Kind, job: u32, me: usize) -> Bytes {
-    debug_assert!(matches!(kind, Kind::Heartbeat | Kind::Bye));
+    debug_assert!(matches!(kind, Kind::Heartbeat));
+    encoded(kind, job, me, Bytes::new())
+}
+
+/// The encoded Bye packet of rank `me` in job `job`, saying `g`.
+pub(crate) fn bye(job: u32, me: usize, g: &Goodbye) -> Bytes {
+    encoded(Kind::Bye, job, me, Bytes::from(g.encode()))
+}
+
+fn encoded(kind: Kind, job: u32, me: usize, payload: Bytes) -> Bytes {
     let p = Packet {
-        header: Header::new(kind, job, 0, me as u32, me as u32, 0),
+        header: Header::new(kind, job, 0, me as u32, me as u32, payload.len() as u64),
         route: Route::None,
-        payload: Bytes::new(),
+        payload,
     };
     let mut b = BytesMut::new();
     p.encode_head(&mut b);
+    b.extend_from_slice(&p.payload);
     b.freeze()
 }
 
@@ -124,7 +191,7 @@ mod tests {
             inbox: Inbox::new(0, 1 << 20),
             data: Mutex::new(Vec::new()),
         });
-        (probe.clone(), Intake::new(probe, 7, 4))
+        (probe.clone(), Intake::new(probe, 7, 4, 0))
     }
 
     fn packet(kind: Kind, job: u32, source: u32) -> Packet {
@@ -156,8 +223,11 @@ mod tests {
             Ok(Kind::Heartbeat)
         );
         assert!(!probe.inbox.said_bye(1));
-        assert_eq!(i.dispatch(1, packet(Kind::Bye, 7, 1), data), Ok(Kind::Bye));
+        assert!(i.dispatch(1, packet(Kind::Bye, 7, 1), data).is_err());
+        let fin = Packet::decode(&bye(7, 1, &Goodbye::Finalized)).unwrap();
+        assert_eq!(i.dispatch(1, fin, data), Ok(Kind::Bye));
         assert!(probe.inbox.said_bye(1));
+        assert!(probe.inbox.lost_ranks().is_empty());
         assert!(i.dispatch(1, packet(Kind::Control, 7, 1), data).is_err());
         assert_eq!(i.dispatch(1, packet(Kind::P2p, 7, 1), data), Ok(Kind::P2p));
         assert_eq!(*probe.data.lock().unwrap(), vec![(1, Kind::P2p)]);
@@ -165,11 +235,38 @@ mod tests {
 
     #[test]
     fn heartbeat_and_bye_packets_decode_as_sent() {
-        for kind in [Kind::Heartbeat, Kind::Bye] {
-            let p = Packet::decode(&signal(kind, 7, 3)).unwrap();
-            assert_eq!(p.header.kind, kind);
-            assert_eq!((p.header.job, p.header.source, p.header.root), (7, 3, 3));
-            assert!(p.payload.is_empty() && p.route == Route::None);
-        }
+        let p = Packet::decode(&signal(Kind::Heartbeat, 7, 3)).unwrap();
+        assert_eq!(p.header.kind, Kind::Heartbeat);
+        assert_eq!((p.header.job, p.header.source, p.header.root), (7, 3, 3));
+        assert!(p.payload.is_empty() && p.route == Route::None);
+        let g = Goodbye::departed(12, [(0, 3)], None);
+        let p = Packet::decode(&bye(7, 3, &g)).unwrap();
+        assert_eq!(p.header.kind, Kind::Bye);
+        assert_eq!(Goodbye::decode(&p.payload), Ok(g));
+    }
+
+    #[test]
+    fn a_departure_fails_collectives_from_where_it_left_and_an_expulsion_everything() {
+        let (probe, i) = intake();
+        let g = |x| Packet::decode(&bye(7, 2, &x)).unwrap();
+        let data = |host: &dyn Host, p: Packet| host.engine_in(2, p, Ambient::Idle);
+        i.dispatch(2, g(Goodbye::departed(5, [], None)), data)
+            .unwrap();
+        assert_eq!(probe.inbox.lost_ranks(), vec![2]);
+        let fp = crate::control::Fingerprint::barrier();
+        assert!(probe.inbox.begin(4, fp).is_ok());
+        let e = probe.inbox.begin(5, fp).map_err(|e| e.0).unwrap_err();
+        assert_eq!(e.rank(), Some(2));
+        assert!(e.to_string().contains("left without finalize"), "{e}");
+        assert!(probe.inbox.check_dests(&[2]).is_err());
+        let reason = "no data and no heartbeat for 1.8s".to_string();
+        i.dispatch(1, g(Goodbye::Expelled { reason }), data)
+            .unwrap();
+        let e = probe.inbox.check_dests(&[3]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("rank 1 declared this rank lost (no data"),
+            "{e}"
+        );
     }
 }

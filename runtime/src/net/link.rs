@@ -36,7 +36,7 @@ use crate::error::Error;
 use crate::fabric::FabricWelcome;
 use crate::inbox::{Inbox, Stamp};
 use crate::shm::Shm;
-use crate::wire::Packet;
+use crate::wire::{Goodbye, Packet};
 use crate::worms::{Worm, WormSend};
 
 /// What carries the packets to one peer.
@@ -86,9 +86,10 @@ pub(crate) trait Links: Send + Sync {
     /// Whether everything sent so far has left (or its link is gone).
     fn flushed(&self) -> bool;
 
-    /// Orderly close: flush, say goodbye and shut down. The writer tasks
-    /// returned by `join`/`connect` end when that is done.
-    fn close(&self);
+    /// Close: flush, say `bye` (finalized, or departed without finalize)
+    /// and shut down. The writer tasks returned by `join`/`connect` end
+    /// when that is done.
+    fn close(&self, bye: &Goodbye);
 
     /// Loss reporting: link `link` (the peer's rank where each peer has its
     /// own; ignored where one link serves every peer) broke or went silent

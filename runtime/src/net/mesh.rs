@@ -26,7 +26,7 @@ use crate::error::Error;
 use crate::inbox::Inbox;
 use crate::outq::Out;
 use crate::shm::{Arena, Shm};
-use crate::wire::{Kind, Packet, ShmDesc, FLAG_SHM};
+use crate::wire::{Goodbye, Kind, Packet, ShmDesc, FLAG_SHM};
 
 /// The reader's buffer: many small packets per read system call, while a
 /// payload larger than this is read straight into its own buffer.
@@ -60,16 +60,28 @@ impl Links for Mesh {
         self.writers().all(|o| o.is_flushed())
     }
 
-    fn close(&self) {
-        let bye = intake::signal(Kind::Bye, self.job, self.me);
-        for out in self.writers() {
-            out.close(bye.clone());
+    fn close(&self, bye: &Goodbye) {
+        let Some(writers) = self.writers.get() else {
+            return;
+        };
+        for (peer, out) in writers.iter().enumerate() {
+            if let Some(out) = out {
+                out.close(intake::bye(self.job, self.me, &bye.for_peer(peer)));
+            }
         }
     }
 
+    /// The peer is lost; if its connection may still be read (it hung,
+    /// went silent), tell it so and close: a stopped rank that resumes
+    /// learns at once that it is cut off, and why.
     fn broken(&self, peer: usize, why: String) {
-        if !self.inbox.said_bye(peer) {
-            self.inbox.lost(peer, why);
+        if self.inbox.said_bye(peer) {
+            return;
+        }
+        self.inbox.lost(peer, why.clone());
+        if let Some(Some(out)) = self.writers.get().and_then(|w| w.get(peer)) {
+            let expel = Goodbye::Expelled { reason: why };
+            out.close(intake::bye(self.job, self.me, &expel));
         }
     }
 
@@ -153,7 +165,7 @@ pub(crate) fn join<'a>(
         tasks: Vec::new(),
         connect: Box::new(move |rt: &Runtime, host: Arc<dyn Host>| {
             // Connect on this thread; the tasks then wait for whoever drives.
-            let intake = Intake::new(host, job_id, job.size);
+            let intake = Intake::new(host, job_id, job.size, job.rank);
             let connected = rt.block_on(setup(cfg, job, listeners, &addrs, &mesh, intake))?;
             // Every peer opened every arena before its handshake with us.
             if let Some(shm) = &mesh.shm {
@@ -292,6 +304,11 @@ async fn reader(
                 let reason = match f {
                     ReadFail::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                         "connection closed without goodbye (process died?)".to_string()
+                    }
+                    // A process that ends with bytes unread resets its
+                    // connections (a forgotten `Comm` at exit, say).
+                    ReadFail::Io(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                        "connection reset without goodbye (process died?)".to_string()
                     }
                     ReadFail::Io(e) => format!("connection failed: {e}"),
                     ReadFail::Silent if !silence.heard_any() => {

@@ -42,7 +42,7 @@ use crate::engine::{Action, NiEngine};
 use crate::error::Error;
 use crate::inbox::{Inbox, Stamp};
 use crate::sync::lock;
-use crate::wire::{Header, Kind, Member, Packet, Route};
+use crate::wire::{Goodbye, Header, Kind, Member, Packet, Route};
 use intake::Host;
 pub use link::Link;
 use link::{io_err, Ambient, Links, SHUTDOWN_FLUSH};
@@ -286,14 +286,20 @@ impl Net {
         }
     }
 
-    /// Flush every link, say goodbye to every peer, and stop the NI.
+    /// Flush every link, say goodbye (finalized) to every peer, and stop
+    /// the NI.
     pub(crate) fn shutdown(&mut self) {
+        self.shutdown_with(Goodbye::Finalized);
+    }
+
+    /// Flush every link, say `bye` to every peer, and stop the NI.
+    pub(crate) fn shutdown_with(&mut self, bye: Goodbye) {
         if std::mem::replace(&mut self.closed, true) {
             return;
         }
-        // Orderly close: every writer flushes what it has, sends its
-        // goodbye, and shuts its half of the connection down.
-        self.sh.links.close();
+        // Every writer flushes what it has, sends the goodbye, and shuts
+        // its half of the connection down.
+        self.sh.links.close(&bye);
         let tasks = std::mem::take(&mut self.writer_tasks);
         self.drive.run(async {
             let _ = tokio::time::timeout(SHUTDOWN_FLUSH, async {

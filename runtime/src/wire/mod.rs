@@ -6,7 +6,8 @@
 //! off size field
 //!   0  4   magic        b"MCST"
 //!   4  1   version      WIRE_VERSION
-//!   5  1   kind         1 bcast, 2 multicast, 3 point-to-point, 4 bye,
+//!   5  1   kind         1 bcast, 2 multicast, 3 point-to-point, 4 bye (payload:
+//!                       a `Goodbye`: finalized, departed at seq N, or expelled),
 //!                       5 control (payload: a postcard `control::Control`),
 //!                       6 heartbeat (no route, no payload)
 //!   6  1   route_kind   0 none, 1 range, 2 list
@@ -46,11 +47,13 @@
 //!   destination can deliver one source's multicasts in the order they were sent.
 //! ```
 //!
-//! Files: `header.rs` (the fixed header, [`Kind`], [`ShmDesc`]), `route.rs`
+//! Files: `header.rs` (the fixed header, [`Kind`], [`ShmDesc`]), `bye.rs`
+//! ([`Goodbye`], the body of a goodbye), `route.rs`
 //! ([`Route`], [`Member`]; tree codes come from the leaf `tree_kind`),
 //! `packet.rs` ([`Packet`]). `wire` imports nothing from the crate but that
 //! leaf (ARCHITECTURE.md, "Layers").
 
+mod bye;
 mod header;
 mod packet;
 mod route;
@@ -58,6 +61,7 @@ mod route;
 mod tests;
 
 pub use crate::tree_kind::{tree_code, MAX_K};
+pub use bye::Goodbye;
 pub use header::{Header, Kind, ShmDesc};
 pub use packet::Packet;
 pub use route::{Member, Route};
@@ -65,7 +69,7 @@ pub use route::{Member, Route};
 /// Header magic.
 pub const MAGIC: [u8; 4] = *b"MCST";
 /// Data-plane format version.
-pub const WIRE_VERSION: u8 = 3;
+pub const WIRE_VERSION: u8 = 4;
 /// Size of the fixed header.
 pub const HEADER_LEN: usize = 64;
 /// Largest payload one packet may carry (the wire format's payload length is
