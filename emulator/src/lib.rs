@@ -35,6 +35,7 @@ pub mod cost;
 pub mod lockstep;
 pub mod model_sci;
 pub mod plan;
+pub mod repro;
 pub mod sim;
 pub mod socket_fabric;
 pub mod switch;

@@ -20,6 +20,7 @@ mod cli;
 mod model;
 mod plan;
 mod progress;
+mod repro;
 mod sim;
 
 use std::io::Write;
@@ -96,5 +97,6 @@ fn main() -> ExitCode {
         },
         Command::Run(args) => sim::run_run(args),
         Command::Load(args) => sim::run_load(args),
+        Command::Repro(args) => repro::run_repro(args),
     }
 }
