@@ -81,7 +81,7 @@ impl Chart {
             let e = |e: &dyn std::fmt::Display| e.to_string();
             root.fill(&WHITE).map_err(|x| e(&x))?;
             let mut chart = ChartBuilder::on(&root)
-                .caption(&self.title, ("sans-serif", 18))
+                .caption(&self.title, ("sans-serif", 20))
                 .margin(12)
                 .x_label_area_size(45)
                 .y_label_area_size(70)
@@ -91,6 +91,8 @@ impl Chart {
                 .configure_mesh()
                 .x_desc(&self.x_label)
                 .y_desc(&self.y_label)
+                .axis_desc_style(("sans-serif", 16))
+                .label_style(("sans-serif", 13))
                 .light_line_style(WHITE.mix(0.0))
                 .draw()
                 .map_err(|x| e(&x))?;
@@ -116,6 +118,7 @@ impl Chart {
             chart
                 .configure_series_labels()
                 .position(SeriesLabelPosition::UpperLeft)
+                .label_font(("sans-serif", 13))
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK)
                 .draw()

@@ -83,8 +83,11 @@ pub(crate) fn run_repro(a: &ReproArgs) -> ExitCode {
         Err(e) if e.starts_with("no reproduction") => fail(&format!("error: {e}"), 2),
         Err(e) => fail(&format!("error: {e}"), 1),
         Ok(outcomes) => {
+            use std::fmt::Write as _;
+            let mut text = String::new();
             for o in &outcomes {
-                println!(
+                let _ = writeln!(
+                    text,
                     "paper {}: {} runs in {:.1} s -> {}",
                     o.number,
                     o.runs,
@@ -96,9 +99,11 @@ pub(crate) fn run_repro(a: &ReproArgs) -> ExitCode {
                         Verdict::NotCheckable(_) => "not checkable".to_string(),
                         v => v.to_string(),
                     };
-                    println!("  claim {:>2}: {v:<13} {}", c.id, c.ours);
+                    let _ = writeln!(text, "  claim {:>2}: {v:<13} {}", c.id, c.ours);
                 }
             }
+            // A closed pipe (`| head`) is not an error.
+            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
             ExitCode::SUCCESS
         }
     }

@@ -162,7 +162,7 @@ pub fn c12(r: &Results) -> Claim {
         });
         format!(
             "the NI/path crossover lies between R = 2 and R = 5, not at R ≈ 1: our path-LG \
-             needs {phases:.1} phases on average, an NI tree ⌈log2 n⌉ NI steps of t_nr + t_ns, \
+             needs {phases:.1} phases on average over the destination counts measured, an NI tree ⌈log2 n⌉ NI steps of t_nr + t_ns, \
              so path's host overheads are paid only a few times"
         )
     };

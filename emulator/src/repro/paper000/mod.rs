@@ -127,7 +127,11 @@ impl Paper for Paper000 {
              as \"beyond a message length of 512 flits\" [Sivaram 1998, §6.4.6]; the unicast \
              saturation of claim 20 (\"less than 0.18\") has no unit in the paper \
              [Sivaram 1998, §6.5]; we read it as flits/cycle/node. Load runs charge the \
-             network only (no software overhead, no I/O bus), as that sentence assumes."
+             network only (no software overhead, no I/O bus), as that sentence assumes. \
+             Theorems 1–2 (claim 2) hold only for trees whose root has the most children, \
+             as the paper says [Sivaram 1998, §4.3.2]; stated without that condition they \
+             fail (a 16-node 3-binomial tree's root has one child, yet consecutive packets \
+             complete 3 steps apart), so we check them under the paper's condition."
                 .to_string(),
         ]
         .to_vec()
