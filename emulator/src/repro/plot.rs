@@ -117,7 +117,7 @@ impl Chart {
             }
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
+                .position(SeriesLabelPosition::LowerRight)
                 .label_font(("sans-serif", 13))
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK)
