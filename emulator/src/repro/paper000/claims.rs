@@ -112,7 +112,7 @@ pub fn c12(r: &Results) -> Claim {
         "NI-based vs path-based is governed by R = t_hs/t_ns, not by t_hs: path is better \
          at R < 1, NI better as R grows (especially R > 2).",
         "[Sivaram 1998, §6.4.1–6.4.2, Figs 19–20; §7]",
-        &["fig19", "fig20"],
+        &["fig19", "fig20", "r-sweep"],
     );
     let rs = panels(r, "fig19-r");
     let ths = panels(r, "fig20-ths");
@@ -141,11 +141,18 @@ pub fn c12(r: &Results) -> Claim {
     }
     let r_decides = lo.0 * 2 <= lo.1 && mid.0 * 2 > mid.1 && hi.0 * 2 > hi.1;
     let ths_not = same.1 == 0 || same.0 * 4 >= same.1 * 3;
+    let cross = r.get("r-sweep").and_then(|f| {
+        f.xs(NI)
+            .into_iter()
+            .find(|&x| f.mean(NI, x) < f.mean(PATH, x))
+    });
     c.ours = format!(
-        "x where NI beats path, by R: {}; winner unchanged across t_hs at {}/{} x",
+        "x where NI beats path, by R: {}; winner unchanged across t_hs at {}/{} x; \
+         in the R sweep NI first beats path at R = {}",
         by_r.join(", "),
         same.0,
-        same.1
+        same.1,
+        cross.map_or("—".to_string(), |x| x.to_string())
     );
     c.verdict = Verdict::from_bool(r_decides && ths_not);
     c.why = if r_decides && ths_not {
@@ -161,9 +168,11 @@ pub fn c12(r: &Results) -> Claim {
                 / xs.len() as f64
         });
         format!(
-            "the NI/path crossover lies between R = 2 and R = 5, not at R ≈ 1: our path-LG \
+            "our NI/path crossover is at R ≈ {}, not at R ≈ 1, so path still wins at R = 2: \
+             our path-LG \
              needs {phases:.1} phases on average over the destination counts measured, an NI tree ⌈log2 n⌉ NI steps of t_nr + t_ns, \
-             so path's host overheads are paid only a few times"
+             so path's host overheads are paid only a few times",
+            cross.map_or("—".to_string(), |x| x.to_string())
         )
     };
     c

@@ -68,6 +68,8 @@ pub struct Sizes {
     pub load_cycles: (u64, u64),
     /// §6.5: topologies for the unicast saturation check.
     pub load_topologies: u32,
+    /// The R sweep that locates the NI/path crossover.
+    pub r_sweep: Vec<f64>,
 }
 
 impl Sizes {
@@ -87,6 +89,7 @@ impl Sizes {
                 ],
                 load_cycles: (500_000, 500_000),
                 load_topologies: 50,
+                r_sweep: vec![0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0],
             },
             Grid::Quick => Sizes {
                 topologies: 10,
@@ -99,6 +102,7 @@ impl Sizes {
                 rates: vec![0.1, 0.2, 0.3],
                 load_cycles: (20_000, 60_000),
                 load_topologies: 30,
+                r_sweep: vec![1.0, 2.0, 3.0, 4.0, 5.0],
             },
         }
     }
@@ -353,6 +357,24 @@ pub fn figs21_25(p: &Params, s: &Sizes) -> Vec<FigureSpec> {
             },
         ),
     ]
+}
+
+/// Fig 19 across R at a fixed number of destinations: where NI-based
+/// overtakes path-based.
+pub fn r_sweep(p: &Params, s: &Sizes) -> FigureSpec {
+    let m = meta(
+        "r-sweep",
+        &format!(
+            "Fig 19 across R: {} destinations (t_hs = {} cycles)",
+            p.fixed_dests, p.t_hs
+        ),
+        "R = t_hs / t_ns",
+        LATENCY,
+    );
+    schemes_figure(m, s, &s.r_sweep, |r| Single {
+        r,
+        ..Single::new(p, s)
+    })
 }
 
 /// §6.5: accepted against offered uniform unicast load, with no software

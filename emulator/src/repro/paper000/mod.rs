@@ -31,6 +31,7 @@ impl Paper000 {
         let s = Sizes::of(grid);
         let p = &self.params;
         let mut v = experiments::fig19(p, &s, &RS);
+        v.push(experiments::r_sweep(p, &s));
         v.extend(experiments::fig20(p, &s));
         v.extend(experiments::figs21_25(p, &s));
         v.push(experiments::unicast_load(p, &s));
