@@ -30,11 +30,16 @@
 //! [`plan::mesh`] answers `mcsim plan` for the Qualified Groups paper's mesh
 //! schemes and the two-pass MIN multicast; `mcsim model min` is the MIN
 //! paper's throughput model ([`mcast_algorithms::min::model`]).
+//!
+//! [`repro`] is `mcsim repro`: each paper's evaluation rerun on the
+//! simulator, figures (CSV, SVG through the shared [`repro::plot`] module)
+//! and a verdict per claim.
 
 pub mod cost;
 pub mod lockstep;
 pub mod model_sci;
 pub mod plan;
+pub mod repro;
 pub mod sim;
 pub mod socket_fabric;
 pub mod switch;

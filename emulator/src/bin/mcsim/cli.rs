@@ -71,6 +71,17 @@ pub(crate) enum Command {
             mcsim load --fabric irregular --traffic multicast:3 --rate 0.01 --cycles 100000"
     )]
     Load(LoadArgs),
+    /// Rerun a paper's evaluation: CSV and SVG per figure, a verdict per claim.
+    #[command(
+        long_about = "Rerun a paper's experiments on the simulator and decide each of its \
+            claims: holds, differs, or not checkable (with what the simulator lacks). Writes \
+            DIR/<paper>/<figure>.csv (every sample: series, x, draw, value), <figure>.svg \
+            (means with 95% confidence intervals), claims.md and verdicts.csv; --report FILE \
+            writes the markdown report linking them. Points run in parallel on --jobs threads.",
+        after_help = "Examples:\n  mcsim repro --paper 000 --quick --out /tmp/repro\n  \
+            mcsim repro --paper 000 --out docs/repro --report REPRODUCTION.md"
+    )]
+    Repro(crate::repro::ReproArgs),
 }
 
 #[derive(Debug, Args)]

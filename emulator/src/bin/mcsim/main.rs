@@ -11,6 +11,8 @@
 //! * `mcsim run` simulates one multicast in the discrete-event simulator
 //!   ([`mcast_emulator::sim::run`]); `mcsim load` runs load points and sweeps
 //!   ([`mcast_emulator::sim::load`]).
+//! * `mcsim repro` reruns a paper's evaluation and decides its claims
+//!   ([`mcast_emulator::repro`]).
 //!
 //! Exit status: 0 on success; 2 for a bad command line or request (one line
 //! on stderr); 1 when an oracle rejects a plan or a simulation (a bug, one
@@ -20,6 +22,7 @@ mod cli;
 mod model;
 mod plan;
 mod progress;
+mod repro;
 mod sim;
 
 use std::io::Write;
@@ -96,5 +99,6 @@ fn main() -> ExitCode {
         },
         Command::Run(args) => sim::run_run(args),
         Command::Load(args) => sim::run_load(args),
+        Command::Repro(args) => repro::run_repro(args),
     }
 }

@@ -1,0 +1,161 @@
+//! The one plotting module (plotters, SVG only), shared by `mcsim repro` and
+//! the benchmark harnesses: line charts of means with 95% confidence bars,
+//! axes with their units, and a legend.
+
+use plotters::prelude::*;
+
+/// One line of a chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// The legend entry.
+    pub name: String,
+    /// (x, mean, half-width of the confidence interval), ascending in x.
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+/// A line chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// The caption.
+    pub title: String,
+    /// The x axis, with its unit.
+    pub x_label: String,
+    /// The y axis, with its unit.
+    pub y_label: String,
+    /// The lines.
+    pub lines: Vec<Line>,
+}
+
+/// The line colours, in legend order (colour-blind-safe, Okabe–Ito).
+const COLOURS: [RGBColor; 6] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+];
+
+/// A range with some room around `lo..hi`.
+fn padded(lo: f64, hi: f64, from_zero: bool) -> (f64, f64) {
+    let (lo, hi) = if from_zero && lo >= 0.0 {
+        (0.0, hi)
+    } else {
+        (lo, hi)
+    };
+    let span = (hi - lo).abs().max(hi.abs() * 0.1).max(1e-9);
+    let lo = if from_zero && lo == 0.0 {
+        0.0
+    } else {
+        lo - span * 0.05
+    };
+    (lo, hi + span * 0.08)
+}
+
+impl Chart {
+    /// Draw the chart as an SVG document of `width × height` pixels.
+    ///
+    /// # Errors
+    /// No point to draw, or a plotters error.
+    pub fn svg(&self, width: u32, height: u32) -> Result<String, String> {
+        let all: Vec<&(f64, f64, f64)> = self.lines.iter().flat_map(|l| &l.points).collect();
+        if all.is_empty() {
+            return Err(format!("chart `{}` has no points", self.title));
+        }
+        let fold = |f: fn(f64, f64) -> f64, init: f64, g: &dyn Fn(&(f64, f64, f64)) -> f64| {
+            all.iter().map(|p| g(p)).fold(init, f)
+        };
+        let (x0, x1) = (
+            fold(f64::min, f64::INFINITY, &|p| p.0),
+            fold(f64::max, f64::NEG_INFINITY, &|p| p.0),
+        );
+        let (y0, y1) = (
+            fold(f64::min, f64::INFINITY, &|p| p.1 - p.2),
+            fold(f64::max, f64::NEG_INFINITY, &|p| p.1 + p.2),
+        );
+        let (x0, x1) = padded(x0, x1, false);
+        let (y0, y1) = padded(y0, y1, true);
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
+            let e = |e: &dyn std::fmt::Display| e.to_string();
+            root.fill(&WHITE).map_err(|x| e(&x))?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(&self.title, ("sans-serif", 20))
+                .margin(12)
+                .x_label_area_size(45)
+                .y_label_area_size(70)
+                .build_cartesian_2d(x0..x1, y0..y1)
+                .map_err(|x| e(&x))?;
+            chart
+                .configure_mesh()
+                .x_desc(&self.x_label)
+                .y_desc(&self.y_label)
+                .axis_desc_style(("sans-serif", 16))
+                .label_style(("sans-serif", 13))
+                .light_line_style(WHITE.mix(0.0))
+                .draw()
+                .map_err(|x| e(&x))?;
+            for (i, line) in self.lines.iter().enumerate() {
+                let c = COLOURS[i % COLOURS.len()];
+                let xy: Vec<(f64, f64)> = line.points.iter().map(|p| (p.0, p.1)).collect();
+                chart
+                    .draw_series(LineSeries::new(xy.clone(), c.stroke_width(2)))
+                    .map_err(|x| e(&x))?
+                    .label(&line.name)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                    });
+                chart
+                    .draw_series(xy.iter().map(|&(x, y)| Circle::new((x, y), 3, c.filled())))
+                    .map_err(|x| e(&x))?;
+                chart
+                    .draw_series(line.points.iter().filter(|p| p.2 > 0.0).map(|&(x, y, ci)| {
+                        ErrorBar::new_vertical(x, y - ci, y, y + ci, c.stroke_width(1), 6)
+                    }))
+                    .map_err(|x| e(&x))?;
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .label_font(("sans-serif", 13))
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .draw()
+                .map_err(|x| e(&x))?;
+            root.present().map_err(|x| e(&x))?;
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_svg_with_axes_and_legend() {
+        let c = Chart {
+            title: "Fig 0".into(),
+            x_label: "destinations".into(),
+            y_label: "latency (µs)".into(),
+            lines: vec![
+                Line {
+                    name: "tree".into(),
+                    points: vec![(1.0, 20.0, 0.5), (8.0, 22.0, 0.7)],
+                },
+                Line {
+                    name: "path".into(),
+                    points: vec![(1.0, 30.0, 0.0), (8.0, 60.0, 4.0)],
+                },
+            ],
+        };
+        let s = c.svg(640, 400).unwrap();
+        assert!(s.starts_with("<svg"), "{}", &s[..40.min(s.len())]);
+        for want in ["Fig 0", "destinations", "latency (µs)", "tree", "path"] {
+            assert!(s.contains(want), "missing {want}");
+        }
+        let empty = Chart { lines: vec![], ..c };
+        assert!(empty.svg(100, 100).is_err());
+    }
+}
