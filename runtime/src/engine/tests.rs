@@ -153,7 +153,9 @@ fn rejects_misrouted_packets() {
         e.packet_in(0, pk(h, r)),
         Err(EngineError::BadRank(9))
     ));
-    assert!(e.post_p2p(1, 0, Bytes::new()).is_err());
+    assert!(e.post_p2p(Kind::P2p, 1, 0, 0, Bytes::new()).is_err());
+    assert!(e.post_p2p(Kind::Bcast, 2, 0, 0, Bytes::new()).is_err());
+    assert!(e.post_p2p(Kind::Msg, 2, 0, 4, Bytes::new()).is_err());
     assert!(e
         .post_multicast(
             0,

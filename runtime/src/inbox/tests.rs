@@ -168,8 +168,9 @@ fn notices_poison_collectives() {
         },
     );
     let mut none = None;
+    let what = || ("barrier #0".to_string(), String::new());
     assert!(matches!(
-        ib.take_p2p(0, 1, Duration::from_secs(5), &mut none),
+        ib.take_coll(0, 1, 0, Duration::from_secs(5), &what, &mut none),
         Err(Error::Mismatch { .. })
     ));
 }
