@@ -41,6 +41,10 @@ struct Args {
     /// Rank 0 sends to rank 1 until flow control stops it.
     #[arg(long)]
     stall: bool,
+    /// Only time ITERS allreduces (Sum) of 1, 128 and 1024 f64 and of
+    /// `--big` bytes, and print the mean per call at rank 0.
+    #[arg(long, value_name = "ITERS")]
+    latency: Option<usize>,
 }
 
 /// A test element: values from a seed, and the operators, written here
@@ -365,6 +369,26 @@ fn run(args: &Args) -> Result<()> {
             }
             other => bail!("allreduce with rank {dead} dead: {other:?}"),
         }
+    }
+    if let Some(iters) = args.latency {
+        for n in [1, 128, 1024, args.big / 8] {
+            let mut buf = vec![1.0f64; n];
+            let iters = if n > 1024 { iters.div_ceil(100) } else { iters };
+            c.barrier()?;
+            let t = Instant::now();
+            for _ in 0..iters {
+                c.allreduce(&mut buf, Op::Sum)?;
+            }
+            let per = t.elapsed() / iters.max(1) as u32;
+            if me == 0 {
+                println!(
+                    "allreduce {} bytes on {size} ranks: {per:?} per call",
+                    n * 8
+                );
+            }
+        }
+        c.finalize()?;
+        return Ok(());
     }
     if args.stall {
         if me == 0 {

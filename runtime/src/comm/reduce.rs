@@ -12,7 +12,10 @@
 //!   `(x0 op x1) op (x2 op x3)`. The result then goes to the root (reduce),
 //!   to every rank by the runtime's bcast from rank 0 (allreduce), or in
 //!   blocks by scatter from rank 0 (reduce_scatter): every rank gets the
-//!   very same bits.
+//!   very same bits. A small allreduce on a power-of-two number of ranks
+//!   goes by recursive doubling, which combines in this very order (round k
+//!   joins the same aligned blocks of 2^k ranks, lower op upper), so its
+//!   bits are those of the tree.
 //! * scan: a chain in rank order: rank r's result is
 //!   `(...((x0 op x1) op x2) ... op xr)`.
 
@@ -22,6 +25,9 @@ use super::p2p::Round;
 use super::Comm;
 use crate::control::OpKind;
 use crate::Error;
+
+/// Largest allreduce (bytes per rank) by recursive doubling.
+pub const RD_MAX_BYTES: usize = 1024;
 
 impl Comm {
     /// The binomial tree to rank 0 (see the module docs) inside round `r`:
@@ -83,22 +89,28 @@ impl Comm {
     }
 
     /// Allreduce: every rank's `buf` gets the reduction under `op` of every
-    /// rank's `buf`, bit-identical everywhere. Binomial tree to rank 0 in
-    /// rank order, then the runtime's bcast from rank 0 (the configured
-    /// algorithm, FPFS k-binomial by default). Takes two collective numbers.
-    /// On an error, `buf` may hold a partial result.
+    /// rank's `buf`, bit-identical everywhere. Up to [`RD_MAX_BYTES`] on a
+    /// power-of-two number of ranks: recursive doubling (log2 n exchanges;
+    /// each pair combines lower block op upper block, the tree's order).
+    /// Otherwise the binomial tree to rank 0, then the runtime's bcast from
+    /// rank 0 (the configured algorithm, FPFS k-binomial by default), which
+    /// takes a second collective number. On an error, `buf` may hold a
+    /// partial result.
     pub fn allreduce<T: Element>(&self, buf: &mut [T], op: Op) -> Result<(), Error> {
         check_op::<T>(op, "allreduce")?;
         let mut r = self.data_round::<T>(OpKind::Allreduce, 0, buf.len(), op.code())?;
-        tracing::debug!(
-            seq = r.seq,
-            n = buf.len(),
-            ?op,
-            algorithm = "binomial to 0 + bcast",
-            "allreduce"
-        );
+        let doubling = self.size.is_power_of_two() && buf.len() * T::SIZE <= RD_MAX_BYTES;
+        let algorithm = if doubling {
+            "recursive doubling"
+        } else {
+            "binomial to 0 + bcast"
+        };
+        tracing::debug!(seq = r.seq, n = buf.len(), ?op, algorithm, "allreduce");
         if self.size == 1 {
             return Ok(());
+        }
+        if doubling {
+            return self.doubling(&mut r, buf, op);
         }
         self.tree_to_zero(&mut r, buf, op)?;
         let mut bytes = if self.rank == 0 {
@@ -109,6 +121,29 @@ impl Comm {
         self.bcast(0, &mut bytes)?;
         if self.rank != 0 {
             from_bytes(&bytes, buf, "allreduce")?;
+        }
+        Ok(())
+    }
+
+    /// Recursive doubling on a power-of-two number of ranks: in round k,
+    /// ranks r and r xor 2^k exchange their blocks' results and both
+    /// compute (lower block) op (upper block) from the same bits.
+    fn doubling<T: Element>(&self, r: &mut Round<'_>, buf: &mut [T], op: Op) -> Result<(), Error> {
+        let me = self.rank;
+        let mut theirs = buf.to_vec();
+        let mut mask = 1usize;
+        while mask < self.size {
+            let peer = me ^ mask;
+            r.send(peer, &to_bytes(buf))?;
+            let b = r.recv(peer)?;
+            from_bytes(&b, &mut theirs, "allreduce")?;
+            if peer > me {
+                T::combine(op, buf, &theirs);
+            } else {
+                T::combine(op, &mut theirs, buf);
+                buf.copy_from_slice(&theirs);
+            }
+            mask <<= 1;
         }
         Ok(())
     }
