@@ -106,3 +106,21 @@ fn a_receiver_that_never_receives_stalls_its_sender() {
         "{so}"
     );
 }
+
+/// Through an emulated fabric (`mclaunch --fabric`): point-to-point and
+/// collective messages cross the switch emulator like any packet.
+#[test]
+fn collectives_through_a_fabric() {
+    let (code, so, se) = colltest(4, &["--fabric", "crossbar:4"], &["--big", "1048576"], &[]);
+    assert_eq!(code, 0, "stdout:\n{so}\nstderr:\n{se}");
+    assert_eq!(so.matches(" of 4 ok").count(), 4, "{so}\n{se}");
+}
+
+/// The other transport and the sleeping (no polling) wait path.
+#[test]
+fn collectives_5_tcp_without_spinning() {
+    let env = [("MCAST_TRANSPORT", "tcp"), ("MCAST_SPIN_US", "0")];
+    let (code, so, se) = colltest(5, &[], &[], &env);
+    assert_eq!(code, 0, "stdout:\n{so}\nstderr:\n{se}");
+    assert_eq!(so.matches(" of 5 ok").count(), 5, "{so}\n{se}");
+}
