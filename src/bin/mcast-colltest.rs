@@ -9,7 +9,7 @@
 //! The default run: point-to-point (tags, any-source/any-tag, per
 //! (source, tag) order, multi-packet messages); bad arguments (refused
 //! locally, nothing sent); then every collective at every root for sizes
-//! 0, 1, odd and a packet ± 1 element, over i8/i32/u16/u64/f32/f64 and every
+//! 0, 1, odd and a packet ± 1 (of data, and of the message on the wire), over i8/i32/u16/u64/f32/f64 and every
 //! operator, each checked against a local computation (the reductions in
 //! the runtime's documented order, so floats compare bit for bit); and an
 //! allreduce of `--big` bytes of f64, timed. `--mismatch KIND` makes the
@@ -228,7 +228,8 @@ fn collectives<T: Gen>(c: &Comm, counts: &[usize], case: &mut u64) -> Result<()>
 fn point_to_point(c: &Comm) -> Result<()> {
     let (me, size) = (c.rank(), c.size());
     let p = c.packet_bytes();
-    let lens = [0, 1, p - 1, p, p + 1, 3 * p + 7, 17];
+    // A message is its 4-byte tag and the data: p - 4 fills one packet.
+    let lens = [0, 1, p - 5, p - 4, p - 3, p + 1, 3 * p + 7, 17];
     let payload = |src: usize, dst: usize, i: usize| -> Vec<u8> {
         let len = lens[i % lens.len()];
         (0..len)
@@ -412,7 +413,9 @@ fn run(args: &Args) -> Result<()> {
     bad_arguments(&c)?;
     let p = c.packet_bytes();
     let mut case = 0;
-    collectives::<i8>(&c, &[0, 1, 13, p - 1, p + 1], &mut case)?;
+    // A collective's message is a 16-byte fingerprint and the data: p - 16
+    // bytes fill one packet.
+    collectives::<i8>(&c, &[0, 1, 13, p - 17, p - 16, p - 15, p + 1], &mut case)?;
     collectives::<i32>(&c, &[1, 7, p / 4 + 1], &mut case)?;
     collectives::<u16>(&c, &[3], &mut case)?;
     collectives::<u64>(&c, &[0, p / 8 - 1, 5], &mut case)?;
