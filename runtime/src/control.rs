@@ -29,34 +29,82 @@ use serde::{Deserialize, Serialize};
 use crate::tree_kind::TreeKind;
 use crate::wire::{self, WireError};
 
-/// Which collective a call is.
+/// Which collective a call is. New variants go at the end: postcard
+/// encodes a variant by its index, so an older rank decodes the old ones
+/// unchanged and refuses (never panics on) a new one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum OpKind {
     Bcast,
     Barrier,
+    Reduce,
+    Allreduce,
+    Gather,
+    Scatter,
+    Allgather,
+    Alltoall,
+    ReduceScatter,
+    Scan,
 }
+
+const OP_KINDS: [OpKind; 10] = [
+    OpKind::Bcast,
+    OpKind::Barrier,
+    OpKind::Reduce,
+    OpKind::Allreduce,
+    OpKind::Gather,
+    OpKind::Scatter,
+    OpKind::Allgather,
+    OpKind::Alltoall,
+    OpKind::ReduceScatter,
+    OpKind::Scan,
+];
 
 impl std::fmt::Display for OpKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             OpKind::Bcast => "bcast",
             OpKind::Barrier => "barrier",
+            OpKind::Reduce => "reduce",
+            OpKind::Allreduce => "allreduce",
+            OpKind::Gather => "gather",
+            OpKind::Scatter => "scatter",
+            OpKind::Allgather => "allgather",
+            OpKind::Alltoall => "alltoall",
+            OpKind::ReduceScatter => "reduce_scatter",
+            OpKind::Scan => "scan",
         })
     }
 }
+
+/// Names of the reduction operators by code (`Fingerprint::tree.0` of a
+/// data collective; 0: none).
+pub const ROP_NAMES: [&str; 8] = [
+    "none", "Sum", "Prod", "Min", "Max", "BitAnd", "BitOr", "BitXor",
+];
+/// Names of the element types by code (`Fingerprint::tree.1` of a data
+/// collective).
+pub const ELEMENT_NAMES: [&str; 11] = [
+    "?", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64",
+];
 
 /// What a rank passed to one collective call (the parts every rank must agree on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
     pub op: OpKind,
-    /// The root (0 for a barrier).
+    /// The root (0 for a barrier and for collectives without one).
     pub root: u32,
-    /// The buffer length in bytes (0 for a barrier).
+    /// The buffer length in bytes (0 for a barrier; for the data
+    /// collectives, the bytes of one rank's block: see `comm::coll`).
     pub len: u64,
     /// The tree code and k of the resolved algorithm, as in a route header
-    /// (both 0 for a barrier).
+    /// (both 0 for a barrier). For the data collectives (reduce ...
+    /// scan): the reduction operator's code ([`ROP_NAMES`]) and the
+    /// element type's ([`ELEMENT_NAMES`]), so the encoding stays the same.
     pub tree: (u8, u16),
 }
+
+/// Bytes of [`Fingerprint::to_bytes`].
+pub const FP_BYTES: usize = 16;
 
 impl Fingerprint {
     pub fn bcast(root: usize, len: usize, tree: TreeKind) -> Fingerprint {
@@ -81,6 +129,50 @@ impl Fingerprint {
             len: 0,
             tree: (0, 0),
         }
+    }
+
+    /// A data collective's fingerprint: `len` bytes per block, reduction
+    /// operator `rop` and element type `elem` by code.
+    pub fn data(op: OpKind, root: usize, len: usize, rop: u8, elem: u8) -> Fingerprint {
+        Fingerprint {
+            op,
+            root: root as u32,
+            len: len as u64,
+            tree: (rop, u16::from(elem)),
+        }
+    }
+
+    /// A fixed 16-byte encoding, carried at the head of a collective's
+    /// point-to-point messages (so a receiver checks its sender's call):
+    /// u8 op, u8 tree code, u16 k, u32 root, u64 len, little-endian.
+    pub fn to_bytes(&self) -> [u8; FP_BYTES] {
+        let mut b = [0u8; FP_BYTES];
+        b[0] = OP_KINDS.iter().position(|&o| o == self.op).unwrap_or(0) as u8;
+        b[1] = self.tree.0;
+        b[2..4].copy_from_slice(&self.tree.1.to_le_bytes());
+        b[4..8].copy_from_slice(&self.root.to_le_bytes());
+        b[8..16].copy_from_slice(&self.len.to_le_bytes());
+        b
+    }
+
+    /// Decode [`Fingerprint::to_bytes`]' first bytes of `b`; `None` if
+    /// too short or the collective is unknown (never panics).
+    pub fn from_bytes(b: &[u8]) -> Option<Fingerprint> {
+        let b: &[u8; FP_BYTES] = b.get(..FP_BYTES)?.try_into().ok()?;
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let mut len = [0u8; 8];
+        len.copy_from_slice(&b[8..16]);
+        Some(Fingerprint {
+            op: *OP_KINDS.get(b[0] as usize)?,
+            tree: (b[1], u16::from_le_bytes([b[2], b[3]])),
+            root: u32_at(4),
+            len: u64::from_le_bytes(len),
+        })
+    }
+
+    /// Whether this is a data collective (reduce ... scan).
+    fn is_data(&self) -> bool {
+        !matches!(self.op, OpKind::Bcast | OpKind::Barrier)
     }
 
     /// The operation name used in errors: `bcast #7`.
@@ -108,6 +200,22 @@ impl Fingerprint {
             return Some(format!(
                 "rank {them} passed {} bytes, rank {me} passed {} bytes",
                 theirs.len, self.len
+            ));
+        }
+        if self.is_data() && self.tree.1 != theirs.tree.1 {
+            let name = |c: u16| ELEMENT_NAMES.get(c as usize).copied().unwrap_or("?");
+            return Some(format!(
+                "rank {them} passed {} elements, rank {me} passed {} elements",
+                name(theirs.tree.1),
+                name(self.tree.1)
+            ));
+        }
+        if self.is_data() && self.tree.0 != theirs.tree.0 {
+            let name = |c: u8| ROP_NAMES.get(c as usize).copied().unwrap_or("?");
+            return Some(format!(
+                "rank {them} reduces with {}, rank {me} with {}",
+                name(theirs.tree.0),
+                name(self.tree.0)
             ));
         }
         if self.tree != theirs.tree {
@@ -213,7 +321,34 @@ mod tests {
         );
     }
 
+    #[test]
+    fn data_collectives_are_named_and_round_trip() {
+        let a = Fingerprint::data(OpKind::Allreduce, 0, 24, 1, 10);
+        assert_eq!(Fingerprint::from_bytes(&a.to_bytes()), Some(a));
+        let op = Fingerprint::data(OpKind::Allreduce, 0, 24, 4, 10);
+        assert_eq!(
+            a.differs(1, &op, 2).unwrap(),
+            "rank 2 reduces with Max, rank 1 with Sum"
+        );
+        let ty = Fingerprint::data(OpKind::Allreduce, 0, 24, 1, 4);
+        assert_eq!(
+            a.differs(1, &ty, 2).unwrap(),
+            "rank 2 passed i64 elements, rank 1 passed f64 elements"
+        );
+        let other = Fingerprint::data(OpKind::Scan, 0, 24, 1, 10);
+        assert!(a.differs(1, &other, 2).unwrap().contains("called scan"));
+        assert_eq!(Fingerprint::from_bytes(&[0u8; 15]), None);
+        assert_eq!(Fingerprint::from_bytes(&[99u8; 16]), None);
+    }
+
     proptest! {
+        #[test]
+        fn fingerprint_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..32)) {
+            if let Some(fp) = Fingerprint::from_bytes(&b) {
+                prop_assert_eq!(&fp.to_bytes()[..], &b[..FP_BYTES]);
+            }
+        }
+
         #[test]
         fn round_trip(seq: u64, root: u32, len: u64, code in 0u8..7, k: u16, op: String, detail: String, barrier: bool) {
             let fp = Fingerprint { op: if barrier { OpKind::Barrier } else { OpKind::Bcast }, root, len, tree: (code, k) };

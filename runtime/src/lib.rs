@@ -38,7 +38,7 @@ pub mod wire;
 pub mod worms;
 
 pub use algorithm::{Algorithm, Medium};
-pub use comm::{init, Comm, Link, Received};
+pub use comm::{init, Comm, Element, Link, Message, Op, Received};
 pub use config::{Config, Forwarding, Transport};
 pub use error::Error;
 pub use fabric::ModelLatency;

@@ -12,6 +12,7 @@ pub fn bin(name: &str) -> PathBuf {
     match name {
         "mcbench" => PathBuf::from(env!("CARGO_BIN_EXE_mcbench")),
         "mcast-selftest" => PathBuf::from(env!("CARGO_BIN_EXE_mcast-selftest")),
+        "mcast-colltest" => PathBuf::from(env!("CARGO_BIN_EXE_mcast-colltest")),
         "mcast-faults" => PathBuf::from(env!("CARGO_BIN_EXE_mcast-faults")),
         "mcast-pressure" => PathBuf::from(env!("CARGO_BIN_EXE_mcast-pressure")),
         other => panic!("unknown binary {other}"),

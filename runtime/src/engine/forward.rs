@@ -89,7 +89,7 @@ impl NiEngine {
                     self.start_forward(key, h.pkt_count, children);
                 }
             }
-            (Kind::P2p, Route::None) => {}
+            (Kind::P2p | Kind::Msg, Route::None) => {}
             (kind, route) => {
                 return Err(misrouted(format!(
                     "{kind:?} packet with route {:?}",

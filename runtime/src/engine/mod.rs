@@ -294,28 +294,33 @@ impl NiEngine {
         Ok(())
     }
 
-    /// Send a small point-to-point message (used by barrier).
-    pub fn post_p2p(&mut self, to: usize, seq: u64, data: Bytes) -> Result<(), EngineError> {
+    /// Send a point-to-point message straight to `to` (no forwarding), in
+    /// as many packets as it needs: `Kind::P2p` (a collective's internal
+    /// message: `seq` is the collective's number, `index` its number among
+    /// those this rank sends `to` in that collective) or `Kind::Msg` (the
+    /// user's `send`: `seq` is its number among this rank's sends to `to`,
+    /// `index` this rank). The header's root field carries `index`, so it
+    /// must be below the communicator's size.
+    pub fn post_p2p(
+        &mut self,
+        kind: Kind,
+        to: usize,
+        seq: u64,
+        index: u32,
+        data: Bytes,
+    ) -> Result<(), EngineError> {
         if to >= self.size || to == self.rank {
             return Err(EngineError::BadRank(to));
         }
-        if data.len() > self.packet_bytes {
+        if !matches!(kind, Kind::P2p | Kind::Msg) || index as usize >= self.size {
             return Err(EngineError::Invalid(format!(
-                "point-to-point message of {} bytes exceeds one packet",
-                data.len()
+                "point-to-point {kind:?} message with index {index}"
             )));
         }
-        let mut h = self.header(Kind::P2p, seq, self.rank, data.len());
-        h.payload_len = data.len() as u32;
-        self.stats.copies_out += 1;
-        self.actions.push_back(Action::Send {
-            to,
-            packet: Packet {
-                header: h,
-                route: Route::None,
-                payload: data,
-            },
-        });
+        for p in self.packetize(self.header(kind, seq, index as usize, data.len()), &data) {
+            self.stats.copies_out += 1;
+            self.actions.push_back(Action::Send { to, packet: p });
+        }
         Ok(())
     }
 

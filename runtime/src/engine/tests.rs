@@ -153,7 +153,9 @@ fn rejects_misrouted_packets() {
         e.packet_in(0, pk(h, r)),
         Err(EngineError::BadRank(9))
     ));
-    assert!(e.post_p2p(1, 0, Bytes::new()).is_err());
+    assert!(e.post_p2p(Kind::P2p, 1, 0, 0, Bytes::new()).is_err());
+    assert!(e.post_p2p(Kind::Bcast, 2, 0, 0, Bytes::new()).is_err());
+    assert!(e.post_p2p(Kind::Msg, 2, 0, 4, Bytes::new()).is_err());
     assert!(e
         .post_multicast(
             0,
@@ -165,4 +167,31 @@ fn rejects_misrouted_packets() {
             TreeKind::Chain(Shape::Flat)
         )
         .is_err());
+}
+
+#[test]
+fn point_to_point_goes_straight_in_packets() {
+    let mut a = NiEngine::new(0, 4, 7, Forwarding::Fpfs, 10);
+    let mut b = NiEngine::new(3, 4, 7, Forwarding::Fpfs, 10);
+    let data: Bytes = (0..25u8).collect::<Vec<_>>().into();
+    a.post_p2p(Kind::Msg, 3, 41, 0, data.clone()).unwrap();
+    let mut got = Vec::new();
+    while let Some(act) = a.poll_action() {
+        let Action::Send { to: 3, packet } = act else {
+            panic!("{act:?}");
+        };
+        b.packet_in(0, packet).unwrap();
+        while let Some(Action::Deliver(p)) = b.poll_action() {
+            got.push(p);
+        }
+    }
+    assert_eq!(got.len(), 3, "25 bytes in packets of 10");
+    let h = got[2].header;
+    assert_eq!(
+        (h.kind, h.seq, h.root, h.offset, h.pkt_count),
+        (Kind::Msg, 41, 0, 20, 3)
+    );
+    let joined: Vec<u8> = got.iter().flat_map(|p| p.payload.to_vec()).collect();
+    assert_eq!(joined, data.to_vec());
+    assert_eq!(b.in_flight(), 0, "a receiver forwards nothing");
 }

@@ -30,8 +30,12 @@
 //!   stalls the multicasts aimed at it (its source gets `Timeout` naming
 //!   it), never a collective.
 //!
-//! Point-to-point packets (the barrier's) are not counted: a barrier waits
-//! for its peers each round, so no rank runs more than one barrier ahead.
+//! * A collective's internal point-to-point messages (barrier, reduce,
+//!   gather, ...) count in `Class::Coll` at their one destination; the
+//!   user's `send`s in a third class, `Class::P2p`: a rank that never calls
+//!   `recv` stalls the sends aimed at it (the sender gets `Timeout` naming
+//!   it once the window is full), never a collective or a multicast, and
+//!   what waits in its memory stays within the window per sender.
 
 use std::time::Duration;
 
@@ -59,13 +63,19 @@ pub enum Class {
     Coll = 0,
     /// Multicasts.
     Mcast = 1,
+    /// The user's point-to-point messages (`send`/`recv`).
+    P2p = 2,
 }
+
+/// How many classes there are.
+const CLASSES: usize = 3;
 
 impl Class {
     pub fn from_code(c: u8) -> Option<Class> {
         match c {
             0 => Some(Class::Coll),
             1 => Some(Class::Mcast),
+            2 => Some(Class::P2p),
             _ => None,
         }
     }
@@ -74,6 +84,7 @@ impl Class {
         match self {
             Class::Coll => "collective data",
             Class::Mcast => "multicasts",
+            Class::P2p => "point-to-point messages",
         }
     }
 }
@@ -85,13 +96,18 @@ pub enum Post<'a> {
     Bcast { seq: u64 },
     /// A multicast to `dests`.
     Multicast { dests: &'a [usize] },
+    /// A message of collective `seq` from this rank to `dest` alone.
+    Coll { seq: u64, dest: &'a usize },
+    /// A user message to `dest`.
+    Send { dest: &'a usize },
 }
 
 impl Post<'_> {
     fn class(self) -> Class {
         match self {
-            Post::Bcast { .. } => Class::Coll,
+            Post::Bcast { .. } | Post::Coll { .. } => Class::Coll,
             Post::Multicast { .. } => Class::Mcast,
+            Post::Send { .. } => Class::P2p,
         }
     }
 }
@@ -121,18 +137,18 @@ pub(super) struct Flow {
     /// Bytes per pair and class; 0 turns flow control off.
     window: u64,
     /// As a source: bytes outstanding at each peer, per class.
-    out: Vec<[u64; 2]>,
+    out: Vec<[u64; CLASSES]>,
     /// As a destination: bytes taken from each source and not yet returned.
-    owed: Vec<[u64; 2]>,
+    owed: Vec<[u64; CLASSES]>,
     due: Vec<CreditDue>,
     /// Credit messages received: a waiting source's progress.
     returns: u64,
 }
 
 impl Flow {
-    fn slot(v: &mut Vec<[u64; 2]>, peer: usize) -> &mut [u64; 2] {
+    fn slot(v: &mut Vec<[u64; CLASSES]>, peer: usize) -> &mut [u64; CLASSES] {
         if v.len() <= peer {
-            v.resize(peer + 1, [0; 2]);
+            v.resize(peer + 1, [0; CLASSES]);
         }
         &mut v[peer]
     }
@@ -170,10 +186,10 @@ impl Flow {
     /// `peer` is gone: nothing is owed to it, nothing waits on it.
     pub(super) fn forget(&mut self, peer: usize) {
         if let Some(o) = self.owed.get_mut(peer) {
-            *o = [0; 2];
+            *o = [0; CLASSES];
         }
         if let Some(o) = self.out.get_mut(peer) {
-            *o = [0; 2];
+            *o = [0; CLASSES];
         }
         self.due.retain(|d| d.to != peer);
     }
@@ -185,8 +201,8 @@ impl Inbox {
     pub fn set_flow(&self, size: usize, window: u64) {
         let mut st = self.lock();
         st.flow.window = window;
-        st.flow.out = vec![[0; 2]; size];
-        st.flow.owed = vec![[0; 2]; size];
+        st.flow.out = vec![[0; CLASSES]; size];
+        st.flow.owed = vec![[0; CLASSES]; size];
     }
 
     /// The per-pair window in force (0: off).
@@ -218,6 +234,7 @@ impl Inbox {
         let dests = match post {
             Post::Bcast { .. } => None,
             Post::Multicast { dests } => Some(dests),
+            Post::Coll { dest, .. } | Post::Send { dest } => Some(std::slice::from_ref(dest)),
         };
         let blocker = std::cell::Cell::new(None::<(usize, u64)>);
         let window = self.flow_window();
@@ -292,16 +309,16 @@ impl Inbox {
 impl State {
     /// Why `post` cannot go on, if it cannot.
     fn blocked_for(&mut self, post: Post<'_>) -> Option<Error> {
-        match post {
-            Post::Bcast { seq } => self.collective_blocked(seq),
-            Post::Multicast { dests } => {
-                if let Some(e) = &self.fatal {
-                    return Some(e.clone());
-                }
-                let lost = self.lost.iter().find(|(r, _)| dests.contains(r)).cloned()?;
-                Some(self.report_lost(lost.0, lost.1))
-            }
+        let dests = match post {
+            Post::Bcast { seq } | Post::Coll { seq, .. } => return self.collective_blocked(seq),
+            Post::Multicast { dests } => dests,
+            Post::Send { dest } => std::slice::from_ref(dest),
+        };
+        if let Some(e) = &self.fatal {
+            return Some(e.clone());
         }
+        let lost = self.lost.iter().find(|(r, _)| dests.contains(r)).cloned()?;
+        Some(self.report_lost(lost.0, lost.1))
     }
 }
 

@@ -4,8 +4,9 @@
 //!
 //! Packets can arrive before the host asks (the NI forwards and delivers without
 //! asking its host), so everything is keyed: bcast packets by collective
-//! sequence number, point-to-point packets by (sequence, sender), multicasts by
-//! (source, source's multicast number). Waits are bounded: a wait fails with
+//! sequence number, a collective's point-to-point messages by (sequence,
+//! sender, index), the user's messages by (sender, its message number),
+//! multicasts by (source, source's multicast number). Waits are bounded: a wait fails with
 //! [`Error::Timeout`] when no packet arrives within the configured bound.
 //!
 //! # Failure bookkeeping (README "Failure semantics")
@@ -37,12 +38,14 @@ use crate::sync::lock;
 use crate::wire::{Kind, Packet};
 
 mod flow;
+mod p2p;
 mod state;
 #[cfg(test)]
 mod tests;
 mod wait;
 
 pub use flow::{message_cost, pair_window, Class, Post};
+pub use p2p::TAG_BYTES;
 pub use state::Stamp;
 use state::{State, CALL_HISTORY, MAX_EARLY_PROBES};
 pub use wait::Stall;
@@ -136,14 +139,8 @@ impl Inbox {
                         *m = Stamp::merge(Some(*m), Some(s)).unwrap_or(s);
                     }
                 }
-                Kind::P2p => {
-                    let from = h.source as usize;
-                    notices.extend(st.check(h.seq, &Fingerprint::barrier(), from));
-                    st.p2p
-                        .entry((h.seq, from))
-                        .or_default()
-                        .push_back(p.payload);
-                }
+                Kind::P2p => notices.extend(st.coll_packet(p)),
+                Kind::Msg => st.msg_packet(p),
                 Kind::Multicast => State::multicast_packet(&mut st, p, stamp),
                 Kind::Bye | Kind::Control | Kind::Heartbeat => {}
             }
@@ -214,6 +211,7 @@ impl Inbox {
         st.flow.forget(rank);
         // Its unfinished multicasts will never finish.
         st.mcast_partial.retain(|(src, _), _| *src != rank);
+        st.forget_p2p(rank);
         drop(st);
         self.wake();
     }
@@ -281,8 +279,8 @@ impl Inbox {
             let (theirs, root) = (State::bcast_fp(p), p.header.root as usize);
             notice = notice.or(st.check(seq, &theirs, root));
         }
-        if let Some(&(_, from)) = st.p2p.keys().find(|(s, _)| *s == seq) {
-            notice = notice.or(st.check(seq, &Fingerprint::barrier(), from));
+        if let Some((from, theirs)) = st.early_p2p_call(seq) {
+            notice = notice.or(st.check(seq, &theirs, from));
         }
         match &st.mismatch {
             Some(e) => Err((e.clone(), notice)),

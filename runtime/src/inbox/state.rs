@@ -69,7 +69,7 @@ impl Stamp {
 }
 
 impl Partial {
-    fn assemble(mut self, source: usize) -> Result<Bytes, Error> {
+    pub(super) fn assemble(mut self, source: usize) -> Result<Bytes, Error> {
         if let Some(e) = self.refused {
             return Err(e);
         }
@@ -108,7 +108,8 @@ pub(super) struct State {
     pub(super) me: usize,
     pub(super) max_message: u64,
     pub(super) bcast: HashMap<u64, VecDeque<Packet>>,
-    pub(super) p2p: HashMap<(u64, usize), VecDeque<Bytes>>,
+    /// Point-to-point messages: collectives' internal ones and the user's.
+    pub(super) p2p: super::p2p::P2p,
     pub(super) mcast_partial: HashMap<(usize, u64), Partial>,
     /// Complete multicasts per source, by ordinal, with their completion number.
     pub(super) mcast_ready: HashMap<usize, BTreeMap<u32, Ready>>,

@@ -168,8 +168,100 @@ fn notices_poison_collectives() {
         },
     );
     let mut none = None;
+    let what = || ("barrier #0".to_string(), String::new());
     assert!(matches!(
-        ib.take_p2p(0, 1, Duration::from_secs(5), &mut none),
+        ib.take_coll(0, 1, 0, Duration::from_secs(5), &what, &mut none),
         Err(Error::Mismatch { .. })
     ));
+}
+
+/// Packet `idx` of `count` of a point-to-point message of `kind` from
+/// `src`: `seq`, header root `index`, `body` the whole message.
+#[allow(clippy::too_many_arguments)]
+fn ppkt(
+    kind: Kind,
+    src: u32,
+    seq: u64,
+    index: u32,
+    body: &[u8],
+    at: usize,
+    end: usize,
+    idx: u32,
+    count: u32,
+) -> Packet {
+    let mut header = Header::new(kind, 1, seq, src, index, body.len() as u64);
+    header.offset = at as u64;
+    header.pkt_idx = idx;
+    header.pkt_count = count;
+    header.payload_len = (end - at) as u32;
+    Packet {
+        header,
+        route: Route::None,
+        payload: Bytes::copy_from_slice(&body[at..end]),
+    }
+}
+
+fn tagged(tag: u32, data: &[u8]) -> Vec<u8> {
+    [&tag.to_le_bytes()[..], data].concat()
+}
+
+#[test]
+fn messages_reassemble_and_keep_their_sources_order() {
+    let ib = Inbox::new(0, 1 << 20);
+    let (a, b, c) = (tagged(5, b"first"), tagged(9, b"second"), tagged(5, b"x"));
+    // Message 1 of rank 2 completes before message 0, out of packet order.
+    ib.deliver([
+        ppkt(Kind::Msg, 2, 1, 2, &b, 4, b.len(), 1, 2),
+        ppkt(Kind::Msg, 2, 1, 2, &b, 0, 4, 0, 2),
+        ppkt(Kind::Msg, 3, 0, 3, &c, 0, c.len(), 0, 1),
+    ]);
+    let t = Duration::from_millis(50);
+    // Rank 2's message 1 waits for its message 0: only rank 3's is ready.
+    let (src, tag, data) = ib.take_msg(None, None, t).unwrap();
+    assert_eq!((src, tag, &data[..]), (3, 5, &b"x"[..]));
+    assert!(matches!(
+        ib.take_msg(Some(2), None, t),
+        Err(Error::Timeout { .. })
+    ));
+    ib.deliver([ppkt(Kind::Msg, 2, 0, 2, &a, 0, a.len(), 0, 1)]);
+    // By tag: the second message first, then the first.
+    let (_, tag, data) = ib.take_msg(Some(2), Some(9), t).unwrap();
+    assert_eq!((tag, &data[..]), (9, &b"second"[..]));
+    let (_, tag, data) = ib.take_msg(None, Some(5), t).unwrap();
+    assert_eq!((tag, &data[..]), (5, &b"first"[..]));
+    // A lost source with nothing left is reported.
+    ib.lost(2, "killed".into());
+    assert!(matches!(
+        ib.take_msg(Some(2), None, t),
+        Err(Error::PeerLost { rank: 2, .. })
+    ));
+}
+
+#[test]
+fn a_collective_message_carries_its_call() {
+    use crate::control::OpKind;
+    let mine = Fingerprint::data(OpKind::Allreduce, 0, 8, 1, 10);
+    let theirs = Fingerprint::data(OpKind::Allreduce, 0, 8, 4, 10);
+    let body = |fp: Fingerprint| [&fp.to_bytes()[..], &[7u8; 8][..]].concat();
+    let ib = Inbox::new(0, 1 << 20);
+    ib.begin(0, mine).unwrap();
+    let ok = body(mine);
+    assert!(ib
+        .deliver([ppkt(Kind::P2p, 1, 0, 0, &ok, 0, 24, 0, 1)])
+        .is_empty());
+    let what = || ("allreduce #0".to_string(), String::new());
+    let t = Duration::from_millis(50);
+    assert_eq!(
+        &ib.take_coll(0, 1, 0, t, &what, &mut None).unwrap()[..],
+        &[7u8; 8]
+    );
+    // The next collective: a peer's message arrives before this rank
+    // enters it, with a different operator; entering finds the mismatch.
+    let bad = body(theirs);
+    assert!(ib
+        .deliver([ppkt(Kind::P2p, 2, 1, 0, &bad, 0, 24, 0, 1)])
+        .is_empty());
+    let (err, notice) = ib.begin(1, mine).unwrap_err();
+    assert!(notice.is_some(), "the finder tells every rank");
+    assert!(err.to_string().contains("reduces with Max"), "{err}");
 }

@@ -144,38 +144,6 @@ impl Inbox {
         )
     }
 
-    /// Host side: wait for a point-to-point message of `seq` from `from`.
-    pub fn take_p2p(
-        &self,
-        seq: u64,
-        from: usize,
-        timeout: Duration,
-        stall: &mut Option<Stall<'_>>,
-    ) -> Result<Bytes, Error> {
-        self.wait(
-            timeout,
-            State::progress,
-            || {
-                (
-                    format!("barrier #{seq}"),
-                    format!("waiting for rank {from}"),
-                )
-            },
-            stall,
-            |st| {
-                if let Some(e) = st.collective_blocked(seq) {
-                    return Err(e);
-                }
-                let key = (seq, from);
-                let v = st.p2p.get_mut(&key).and_then(|q| q.pop_front());
-                if st.p2p.get(&key).is_some_and(|q| q.is_empty()) {
-                    st.p2p.remove(&key);
-                }
-                Ok(v)
-            },
-        )
-    }
-
     /// Host side: wait for the next complete multicast, from `from` or (with
     /// `None`) from any source. Each source's multicasts come out in the
     /// order that source sent them; among sources, the one that completed

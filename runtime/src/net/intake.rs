@@ -94,7 +94,7 @@ impl Intake {
                 self.goodbye(from, g);
             }
             Kind::Control => self.host.control_in(from, &p.payload)?,
-            Kind::Bcast | Kind::Multicast | Kind::P2p => data(&*self.host, p)?,
+            Kind::Bcast | Kind::Multicast | Kind::P2p | Kind::Msg => data(&*self.host, p)?,
         }
         Ok(kind)
     }

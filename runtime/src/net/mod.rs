@@ -61,9 +61,12 @@ pub(crate) enum Cmd {
         data: Bytes,
         tree: TreeKind,
     },
+    /// A point-to-point message (see `NiEngine::post_p2p`).
     P2p {
+        kind: Kind,
         to: usize,
         seq: u64,
+        index: u32,
         data: Bytes,
     },
     /// Send a control message to every peer.
@@ -209,10 +212,9 @@ impl Net {
         let links = &self.sh.links;
         let pb = self.packet_bytes;
         let amb = match &cmd {
-            Cmd::Bcast { data, .. } | Cmd::Multicast { data, .. } => {
+            Cmd::Bcast { data, .. } | Cmd::Multicast { data, .. } | Cmd::P2p { data, .. } => {
                 links.post(crate::engine::packet_count(data.len(), pb))
             }
-            Cmd::P2p { .. } => links.post(1),
             _ => Ambient::Idle,
         };
         let res = match cmd {
@@ -250,7 +252,13 @@ impl Net {
                     data,
                     tree,
                 } => eng.post_multicast(seq, &dests, data, tree),
-                Cmd::P2p { to, seq, data } => eng.post_p2p(to, seq, data),
+                Cmd::P2p {
+                    kind,
+                    to,
+                    seq,
+                    index,
+                    data,
+                } => eng.post_p2p(kind, to, seq, index, data),
                 Cmd::Control(_) | Cmd::Worm { .. } => Ok(()),
             }),
         };

@@ -66,6 +66,9 @@ pub enum Kind {
     Control = 5,
     /// "Still alive": sent on an otherwise idle connection.
     Heartbeat = 6,
+    /// The user's point-to-point message (`Comm::send`), straight to its
+    /// destination: `seq` numbers the source's sends to that destination.
+    Msg = 7,
 }
 
 impl Kind {
@@ -77,6 +80,7 @@ impl Kind {
             4 => Kind::Bye,
             5 => Kind::Control,
             6 => Kind::Heartbeat,
+            7 => Kind::Msg,
             _ => return None,
         })
     }

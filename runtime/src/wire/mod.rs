@@ -9,17 +9,22 @@
 //!   5  1   kind         1 bcast, 2 multicast, 3 point-to-point, 4 bye (payload:
 //!                       a `Goodbye`: finalized, departed at seq N, or expelled),
 //!                       5 control (payload: a postcard `control::Control`),
-//!                       6 heartbeat (no route, no payload)
+//!                       6 heartbeat (no route, no payload), 7 message (the
+//!                       user's `send`; straight to its destination)
 //!   6  1   route_kind   0 none, 1 range, 2 list
 //!   7  1   flags        0, or FLAG_SHM (1): the payload is a 24-byte
 //!                       `ShmDesc` naming bytes in a shared-memory arena
 //!                       (Unix-domain links only; see `shm`)
 //!   8  4   job          job id (from the job token)
 //!  12  4   comm         communicator id (0 = world)
-//!  16  8   seq          collective sequence number (bcast, p2p) or the source's
-//!                       multicast number (multicast)
+//!  16  8   seq          collective sequence number (bcast, p2p), the source's
+//!                       multicast number (multicast) or its number among the
+//!                       source's messages to this destination (message)
 //!  24  4   source       rank that put this packet on this hop
-//!  28  4   root         rank the message originates from
+//!  28  4   root         rank the message originates from; for p2p the
+//!                       message's index among those its source sends this
+//!                       destination in the collective (< size); for a
+//!                       message the source
 //!  32  8   msg_len      whole message length in bytes
 //!  40  8   offset       byte offset of this packet's payload in the message
 //!  48  4   pkt_idx      packet index, < pkt_count

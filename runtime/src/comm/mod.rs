@@ -4,6 +4,10 @@
 //! be called by every rank in the same order, as in MPI; a `Comm` is `Send` but
 //! not `Sync`, so calls on one communicator come from one thread at a time.
 //!
+//! The data collectives (`reduce` ... `scan`, in `coll.rs` and `reduce.rs`)
+//! and point-to-point `send`/`recv` (`p2p.rs`) are in submodules; README
+//! "Collectives and point-to-point" lists their algorithms.
+//!
 //! Multicast is not collective: the source calls [`Comm::multicast`] with an
 //! arbitrary destination set, and each destination calls
 //! [`Comm::recv_multicast`] once per multicast aimed at it, knowing nothing of
@@ -15,7 +19,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mcast_algorithms::ceil_log2;
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::algorithm::{bcast_waits_for, Medium, Resolved};
@@ -27,6 +30,13 @@ pub use crate::net::Link;
 use crate::net::{Cmd, Net};
 use crate::wire::{Goodbye, Kind, Member};
 use crate::{Algorithm, Config, Error};
+pub use elem::{Element, Op};
+pub use p2p::Message;
+
+mod coll;
+mod elem;
+mod p2p;
+mod reduce;
 
 /// One multicast as seen by a destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +65,8 @@ pub struct Comm {
     mcast_seq: Cell<u64>,
     /// Per destination: how many multicasts this rank has sent it.
     ordinals: RefCell<HashMap<usize, u32>>,
+    /// Per destination: how many messages (`send`) this rank has sent it.
+    sends: RefCell<HashMap<usize, u64>>,
     /// Model latency of the last bcast this rank completed (fabric mode).
     last_model: Cell<Option<ModelLatency>>,
 }
@@ -112,6 +124,7 @@ impl Comm {
             seq: Cell::new(0),
             mcast_seq: Cell::new(0),
             ordinals: RefCell::new(HashMap::new()),
+            sends: RefCell::new(HashMap::new()),
             last_model: Cell::new(None),
         })
     }
@@ -211,39 +224,6 @@ impl Comm {
                 let _ = net.send(Cmd::Control(Control::Probe { seq, fp }));
             }),
         })
-    }
-
-    /// Block until every rank has entered the barrier (dissemination barrier:
-    /// ⌈log2 n⌉ rounds of point-to-point messages through the NI).
-    pub fn barrier(&self) -> Result<(), Error> {
-        let seq = self.next_seq();
-        let _span = tracing::debug_span!("barrier", seq).entered();
-        let fp = Fingerprint::barrier();
-        self.begin(seq, fp)?;
-        if self.size == 1 {
-            return Ok(());
-        }
-        let net = self.net()?;
-        let mut stall = self.stall_probe(seq, fp);
-        for round in 0..ceil_log2(self.size) {
-            let dist = 1usize << round;
-            let to = (self.rank + dist) % self.size;
-            let from = (self.rank + self.size - dist % self.size) % self.size;
-            net.send(Cmd::P2p {
-                to,
-                seq,
-                data: Bytes::copy_from_slice(&(round as u32).to_le_bytes()),
-            })?;
-            let got = self
-                .inbox
-                .take_p2p(seq, from, self.cfg.timeout, &mut stall)?;
-            if got.as_ref() != (round as u32).to_le_bytes() {
-                return Err(Error::Protocol(format!(
-                    "barrier #{seq}: rank {from} sent round {got:?}, expected {round}"
-                )));
-            }
-        }
-        Ok(())
     }
 
     /// Broadcast `buf` from `root` to every rank, with the configured algorithm

@@ -1,0 +1,177 @@
+//! Point-to-point: the user's `send`/`recv`, and [`Round`], the messages a
+//! collective sends inside itself (the barrier's, reduce's, gather's ...).
+//!
+//! Both go straight to their destination through the NI (no forwarding),
+//! in as many packets as they need, under flow control. They never mix: a
+//! collective's messages are keyed by its number, the user's by source and
+//! their own numbering, so no user tag can collide with collective traffic.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use mcast_algorithms::ceil_log2;
+
+use super::Comm;
+use crate::control::Fingerprint;
+use crate::engine::packet_count;
+use crate::inbox::{message_cost, Post, Stall, TAG_BYTES};
+use crate::net::Cmd;
+use crate::wire::Kind;
+use crate::Error;
+
+/// One received user message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// The rank that sent it.
+    pub source: usize,
+    /// The tag it was sent with.
+    pub tag: u32,
+    /// The payload (derefs to `[u8]`).
+    pub data: Bytes,
+}
+
+/// The point-to-point messages of one collective call: each carries the
+/// call's fingerprint (so its receiver checks the sender's call against
+/// its own), and is numbered per (sender, receiver) pair in the call.
+pub(super) struct Round<'a> {
+    comm: &'a Comm,
+    pub(super) seq: u64,
+    fp: Fingerprint,
+    sent: HashMap<usize, u32>,
+    got: HashMap<usize, u32>,
+    stall: Option<Stall<'a>>,
+}
+
+impl<'a> Round<'a> {
+    /// Enter collective `seq` with call `fp` (see `Comm::begin`).
+    pub(super) fn begin(comm: &'a Comm, seq: u64, fp: Fingerprint) -> Result<Round<'a>, Error> {
+        comm.begin(seq, fp)?;
+        Ok(Round {
+            comm,
+            seq,
+            fp,
+            sent: HashMap::new(),
+            got: HashMap::new(),
+            stall: comm.stall_probe(seq, fp),
+        })
+    }
+
+    /// Send `data` to rank `to`, once it has room for it (flow control).
+    pub(super) fn send(&mut self, to: usize, data: &[u8]) -> Result<(), Error> {
+        let c = self.comm;
+        let net = c.net()?;
+        let mut buf = Vec::with_capacity(crate::control::FP_BYTES + data.len());
+        buf.extend_from_slice(&self.fp.to_bytes());
+        buf.extend_from_slice(data);
+        let index = self.sent.get(&to).copied().unwrap_or(0);
+        let seq = self.seq;
+        let cost = message_cost(buf.len(), packet_count(buf.len(), c.packet_bytes()));
+        let op = || self.fp.op_name(seq);
+        c.inbox
+            .reserve(Post::Coll { seq, dest: &to }, cost, c.cfg.timeout, &op)?;
+        net.send(Cmd::P2p {
+            kind: Kind::P2p,
+            to,
+            seq,
+            index,
+            data: Bytes::from(buf),
+        })?;
+        self.sent.insert(to, index + 1);
+        Ok(())
+    }
+
+    /// Receive the next message of this call from rank `from`.
+    pub(super) fn recv(&mut self, from: usize) -> Result<Bytes, Error> {
+        let c = self.comm;
+        let index = self.got.get(&from).copied().unwrap_or(0);
+        let (seq, fp) = (self.seq, self.fp);
+        let what = || (fp.op_name(seq), format!("waiting for rank {from}"));
+        let data = c
+            .inbox
+            .take_coll(seq, from, index, c.cfg.timeout, &what, &mut self.stall)?;
+        self.got.insert(from, index + 1);
+        c.net()?.return_credits();
+        Ok(data)
+    }
+}
+
+impl Comm {
+    /// Block until every rank has entered the barrier (dissemination barrier:
+    /// ⌈log2 n⌉ rounds of point-to-point messages through the NI).
+    pub fn barrier(&self) -> Result<(), Error> {
+        let seq = self.next_seq();
+        let _span = tracing::debug_span!("barrier", seq).entered();
+        let mut r = Round::begin(self, seq, Fingerprint::barrier())?;
+        for round in 0..ceil_log2(self.size) {
+            let dist = 1usize << round;
+            let to = (self.rank + dist) % self.size;
+            let from = (self.rank + self.size - dist % self.size) % self.size;
+            r.send(to, &(round as u32).to_le_bytes())?;
+            let got = r.recv(from)?;
+            if got.as_ref() != (round as u32).to_le_bytes() {
+                return Err(Error::Protocol(format!(
+                    "barrier #{seq}: rank {from} sent round {got:?}, expected {round}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Send `data` to rank `dest` with tag `tag`. Not collective; returns
+    /// once the data is handed to the NI (the buffer may be reused).
+    ///
+    /// Sends are eager, under flow control (README "Point-to-point"): a send
+    /// waits while `dest` has not taken the earlier messages of this rank
+    /// that fill the per-pair window (`MCAST_FLOW_BYTES` shared among the
+    /// peers), and fails with [`Error::Timeout`] naming `dest` if it takes
+    /// none within `MCAST_TIMEOUT_SECS`. A message larger than the window
+    /// goes once under a quarter window is outstanding. Sending to this rank
+    /// itself or out of range is an [`Error::InvalidArgument`]; to a lost
+    /// rank, [`Error::PeerLost`].
+    pub fn send(&self, dest: usize, tag: u32, data: &[u8]) -> Result<(), Error> {
+        if dest >= self.size || dest == self.rank {
+            return Err(Error::InvalidArgument(format!(
+                "send to {dest}: not another rank of a {}-rank communicator",
+                self.size
+            )));
+        }
+        let net = self.net()?;
+        let mut buf = Vec::with_capacity(TAG_BYTES + data.len());
+        buf.extend_from_slice(&tag.to_le_bytes());
+        buf.extend_from_slice(data);
+        let cost = message_cost(buf.len(), packet_count(buf.len(), self.packet_bytes()));
+        let n = self.sends.borrow().get(&dest).copied().unwrap_or(0);
+        let op = || format!("send #{n} to rank {dest}");
+        self.inbox
+            .reserve(Post::Send { dest: &dest }, cost, self.cfg.timeout, &op)?;
+        self.sends.borrow_mut().insert(dest, n + 1);
+        net.send(Cmd::P2p {
+            kind: Kind::Msg,
+            to: dest,
+            seq: n,
+            index: self.rank as u32,
+            data: Bytes::from(buf),
+        })
+    }
+
+    /// Receive the next message from `source` (any rank with `None`) with
+    /// tag `tag` (any tag with `None`). Messages of one source with one tag
+    /// are received in the order they were sent; among sources, the one
+    /// that arrived first. Fails with [`Error::PeerLost`] if `source` is
+    /// lost with nothing left from it (any source: each lost rank is
+    /// reported once), and with [`Error::Timeout`] after
+    /// `MCAST_TIMEOUT_SECS` without progress.
+    pub fn recv(&self, source: Option<usize>, tag: Option<u32>) -> Result<Message, Error> {
+        if let Some(s) = source.filter(|&s| s >= self.size || s == self.rank) {
+            return Err(Error::InvalidArgument(format!(
+                "recv from {s}: not another rank of a {}-rank communicator",
+                self.size
+            )));
+        }
+        let (source, tag, data) = self.inbox.take_msg(source, tag, self.cfg.timeout)?;
+        if let Some(net) = &self.net {
+            net.return_credits();
+        }
+        Ok(Message { source, tag, data })
+    }
+}

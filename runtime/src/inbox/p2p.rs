@@ -1,0 +1,240 @@
+//! Point-to-point messages in host memory, reassembled from their packets:
+//!
+//! * a collective's internal messages (`Kind::P2p`), by (collective number,
+//!   source, index): each starts with the sender's call's fingerprint
+//!   (`control::FP_BYTES` bytes), checked against this rank's call as soon
+//!   as its first packet arrives;
+//! * the user's messages (`Kind::Msg`, `Comm::send`), each starting with its
+//!   tag (4 bytes): released to the host in the order their source sent
+//!   them, so messages of one source (and so of one source and tag) are
+//!   received in order.
+//!
+//! Both are under flow control (`Class::Coll`, `Class::P2p`): their cost is
+//! given back when the host takes them.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::Hash;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::flow::{packet_cost, Class};
+use super::state::Partial;
+use super::{Inbox, Stall, State};
+use crate::control::{Control, Fingerprint, FP_BYTES};
+use crate::error::Error;
+use crate::wire::Packet;
+
+/// Bytes of the tag at the head of a user message.
+pub const TAG_BYTES: usize = 4;
+
+/// A complete message and its flow-control cost.
+type Done = (Result<Bytes, Error>, u64);
+
+#[derive(Debug, Default)]
+pub(super) struct P2p {
+    coll_partial: HashMap<(u64, usize, u32), Partial>,
+    coll_ready: HashMap<(u64, usize, u32), Done>,
+    /// Collectives this rank has not entered yet: the first call seen from a
+    /// peer, checked when this rank gets there.
+    early: BTreeMap<u64, (usize, Fingerprint)>,
+    msg_partial: HashMap<(usize, u64), Partial>,
+    /// Complete messages per source, by number, not yet released in order.
+    msg_done: HashMap<usize, BTreeMap<u64, Done>>,
+    msg_next: HashMap<usize, u64>,
+    /// Released messages, in order: (source, tag, data, cost).
+    ready: VecDeque<(usize, u32, Result<Bytes, Error>, u64)>,
+}
+
+/// Add packet `p` to the message `key` of `parts`; the message if complete.
+fn add<K: Hash + Eq + Copy>(
+    parts: &mut HashMap<K, Partial>,
+    key: K,
+    p: Packet,
+    max: u64,
+) -> Option<(Partial, u64)> {
+    let h = p.header;
+    let part = parts.entry(key).or_insert_with(|| Partial {
+        msg_len: h.msg_len,
+        pkt_count: h.pkt_count,
+        refused: (h.msg_len > max).then(|| {
+            Error::InvalidArgument(format!(
+                "rank {} sent a message of {} bytes, more than this rank accepts \
+                 (MCAST_MAX_MESSAGE_BYTES={max})",
+                h.source, h.msg_len
+            ))
+        }),
+        ..Partial::default()
+    });
+    part.got += 1;
+    part.cost += packet_cost(p.payload.len());
+    if part.refused.is_none() {
+        if h.msg_len != part.msg_len
+            || h.pkt_count != part.pkt_count
+            || part.bytes + p.payload.len() as u64 > part.msg_len
+        {
+            part.refused = Some(Error::Protocol(format!(
+                "point-to-point message from rank {}: inconsistent packets",
+                h.source
+            )));
+            part.parts = Vec::new();
+        } else {
+            part.bytes += p.payload.len() as u64;
+            part.parts.push((h.offset, p.payload));
+        }
+    }
+    if part.got < part.pkt_count {
+        return None;
+    }
+    let part = parts.remove(&key)?;
+    let cost = part.cost;
+    Some((part, cost))
+}
+
+impl State {
+    /// A collective's point-to-point packet arrived; returns a mismatch
+    /// notice if its sender's call differs from this rank's.
+    pub(super) fn coll_packet(&mut self, p: Packet) -> Option<Control> {
+        let h = p.header;
+        let (from, seq) = (h.source as usize, h.seq);
+        let mut notice = None;
+        if h.offset == 0 {
+            if let Some(fp) = Fingerprint::from_bytes(&p.payload) {
+                if self.calls.contains_key(&seq) {
+                    notice = self.check(seq, &fp, from);
+                } else if self.calls.keys().next_back().is_none_or(|&l| seq > l) {
+                    self.p2p.early.entry(seq).or_insert((from, fp));
+                }
+            }
+        }
+        let key = (seq, from, h.root);
+        if let Some((part, cost)) = add(&mut self.p2p.coll_partial, key, p, u64::MAX) {
+            let data = part.assemble(from).and_then(|b| {
+                if b.len() < FP_BYTES {
+                    return Err(Error::Protocol(format!(
+                        "collective #{seq}: a message of {} bytes from rank {from}",
+                        b.len()
+                    )));
+                }
+                Ok(b.slice(FP_BYTES..))
+            });
+            self.p2p.coll_ready.insert(key, (data, cost));
+        }
+        notice
+    }
+
+    /// This rank enters collective `seq`: the first call a peer made of it,
+    /// if one arrived before (earlier ones are forgotten).
+    pub(super) fn early_p2p_call(&mut self, seq: u64) -> Option<(usize, Fingerprint)> {
+        let later = self.p2p.early.split_off(&(seq + 1));
+        let mine = std::mem::replace(&mut self.p2p.early, later);
+        mine.get(&seq).copied()
+    }
+
+    /// A user message's packet arrived.
+    pub(super) fn msg_packet(&mut self, p: Packet) {
+        let h = p.header;
+        let (from, n) = (h.source as usize, h.seq);
+        let Some((part, cost)) = add(&mut self.p2p.msg_partial, (from, n), p, self.max_message)
+        else {
+            return;
+        };
+        let data = part.assemble(from);
+        self.p2p
+            .msg_done
+            .entry(from)
+            .or_default()
+            .insert(n, (data, cost));
+        let next = self.p2p.msg_next.entry(from).or_insert(0);
+        let done = self.p2p.msg_done.entry(from).or_default();
+        while let Some((data, cost)) = done.remove(next) {
+            *next += 1;
+            let (tag, data) = match data {
+                Ok(b) if b.len() >= TAG_BYTES => {
+                    let tag = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    (tag, Ok(b.slice(TAG_BYTES..)))
+                }
+                Ok(_) => (
+                    0,
+                    Err(Error::Protocol(format!(
+                        "a message from rank {from} without its tag"
+                    ))),
+                ),
+                Err(e) => (0, Err(e)),
+            };
+            self.p2p.ready.push_back((from, tag, data, cost));
+        }
+    }
+
+    /// Rank `rank` is lost: its unfinished messages will never finish.
+    pub(super) fn forget_p2p(&mut self, rank: usize) {
+        self.p2p.coll_partial.retain(|(_, src, _), _| *src != rank);
+        self.p2p.msg_partial.retain(|(src, _), _| *src != rank);
+    }
+}
+
+impl Inbox {
+    /// Host side: wait for message `index` from `from` in collective `seq`
+    /// (its fingerprint stripped). `what` names the call and whom it waits
+    /// for, for a timeout.
+    pub fn take_coll(
+        &self,
+        seq: u64,
+        from: usize,
+        index: u32,
+        timeout: Duration,
+        what: &dyn Fn() -> (String, String),
+        stall: &mut Option<Stall<'_>>,
+    ) -> Result<Bytes, Error> {
+        self.wait(timeout, State::progress, what, stall, |st| {
+            if let Some(e) = st.collective_blocked(seq) {
+                return Err(e);
+            }
+            let Some((data, cost)) = st.p2p.coll_ready.remove(&(seq, from, index)) else {
+                return Ok(None);
+            };
+            st.flow.took(Class::Coll, from, cost);
+            data.map(Some)
+        })
+    }
+
+    /// Host side: wait for the next user message from `source` (any with
+    /// `None`) with tag `tag` (any with `None`): (source, tag, data). A lost
+    /// source with nothing left from it fails with `PeerLost`; waiting on
+    /// any source reports each lost rank once, as `recv_multicast` does.
+    pub fn take_msg(
+        &self,
+        source: Option<usize>,
+        tag: Option<u32>,
+        timeout: Duration,
+    ) -> Result<(usize, u32, Bytes), Error> {
+        let what = || {
+            let from = source.map_or("any rank".into(), |s| format!("rank {s}"));
+            let tag = tag.map_or("any tag".into(), |t| format!("tag {t}"));
+            (
+                "recv".to_string(),
+                format!("no message from {from} with {tag} arrived"),
+            )
+        };
+        self.wait(timeout, State::progress, what, &mut None, |st| {
+            let hit = st.p2p.ready.iter().position(|(s, t, ..)| {
+                source.is_none_or(|x| x == *s) && tag.is_none_or(|x| x == *t)
+            });
+            if let Some((src, t, data, cost)) = hit.and_then(|i| st.p2p.ready.remove(i)) {
+                st.flow.took(Class::P2p, src, cost);
+                return data.map(|d| Some((src, t, d)));
+            }
+            if let Some(e) = &st.fatal {
+                return Err(e.clone());
+            }
+            let lost = st.lost.iter().find(|(r, _)| {
+                source.map_or(!st.acked.contains(r), |s| s == *r)
+                    && !st.p2p.msg_partial.keys().any(|(src, _)| src == r)
+            });
+            if let Some((rank, reason)) = lost.cloned() {
+                return Err(st.report_lost(rank, reason));
+            }
+            Ok(None)
+        })
+    }
+}

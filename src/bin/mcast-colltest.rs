@@ -1,0 +1,451 @@
+//! mcast-colltest: checks the data collectives and point-to-point end to
+//! end. Run it under mclaunch:
+//!
+//! ```text
+//! mclaunch -n 5 mcast-colltest            # everything, checked
+//! mclaunch -n 3 mcast-colltest --mismatch op
+//! ```
+//!
+//! The default run: point-to-point (tags, any-source/any-tag, per
+//! (source, tag) order, multi-packet messages); bad arguments (refused
+//! locally, nothing sent); then every collective at every root for sizes
+//! 0, 1, odd and a packet ± 1 (of data, and of the message on the wire), over i8/i32/u16/u64/f32/f64 and every
+//! operator, each checked against a local computation (the reductions in
+//! the runtime's documented order, so floats compare bit for bit); and an
+//! allreduce of `--big` bytes of f64, timed. `--mismatch KIND` makes the
+//! last rank call differently and expects `Error::Mismatch` on every rank;
+//! `--crash-rank R` makes rank R exit before an allreduce the others expect
+//! to fail with `PeerLost` naming R; `--stall` has rank 0 send to rank 1,
+//! which never receives, and expects a `Timeout` naming rank 1.
+
+use std::fmt::Debug;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, ensure, Result};
+use clap::Parser;
+use mcast::{Comm, Element, Error, Op};
+
+#[derive(Parser, Debug)]
+#[command(name = "mcast-colltest", about = "Checks mcast's collectives")]
+struct Args {
+    /// Bytes of the timed f64 allreduce (0: none).
+    #[arg(long, default_value_t = 8 << 20)]
+    big: usize,
+    /// op, count, root or type: the last rank calls differently.
+    #[arg(long)]
+    mismatch: Option<String>,
+    /// This rank exits with status 3 before an allreduce.
+    #[arg(long)]
+    crash_rank: Option<usize>,
+    /// Rank 0 sends to rank 1 until flow control stops it.
+    #[arg(long)]
+    stall: bool,
+    /// Only time ITERS allreduces (Sum) of 1, 128 and 1024 f64 and of
+    /// `--big` bytes, and print the mean per call at rank 0.
+    #[arg(long, value_name = "ITERS")]
+    latency: Option<usize>,
+}
+
+/// A test element: values from a seed, and the operators, written here
+/// independently of the runtime.
+trait Gen: Element + PartialEq + Debug + Default {
+    const FLOAT: bool;
+    fn gen(seed: u64) -> Self;
+    fn apply(op: Op, a: Self, b: Self) -> Self;
+    fn same(a: Self, b: Self) -> bool;
+}
+
+macro_rules! gen_int {
+    ($($t:ty),*) => {$(
+        impl Gen for $t {
+            const FLOAT: bool = false;
+            fn gen(seed: u64) -> Self { mix(seed) as $t }
+            fn apply(op: Op, a: Self, b: Self) -> Self {
+                match op {
+                    Op::Sum => a.wrapping_add(b),
+                    Op::Prod => a.wrapping_mul(b),
+                    Op::Min => a.min(b),
+                    Op::Max => a.max(b),
+                    Op::BitAnd => a & b,
+                    Op::BitOr => a | b,
+                    Op::BitXor => a ^ b,
+                }
+            }
+            fn same(a: Self, b: Self) -> bool { a == b }
+        }
+    )*};
+}
+macro_rules! gen_float {
+    ($($t:ty),*) => {$(
+        impl Gen for $t {
+            const FLOAT: bool = true;
+            // Not dyadic: sums round, so only the documented order matches.
+            fn gen(seed: u64) -> Self { (mix(seed) % 2001) as $t / 7.0 - 140.0 }
+            fn apply(op: Op, a: Self, b: Self) -> Self {
+                match op {
+                    Op::Sum => a + b,
+                    Op::Prod => a * b,
+                    Op::Min => a.min(b),
+                    Op::Max => a.max(b),
+                    _ => unreachable!(),
+                }
+            }
+            fn same(a: Self, b: Self) -> bool { a.to_bits() == b.to_bits() }
+        }
+    )*};
+}
+gen_int!(i8, i32, u16, u64);
+gen_float!(f32, f64);
+
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Rank `r`'s contribution of `n` elements in case `case`.
+fn data<T: Gen>(case: u64, r: usize, n: usize) -> Vec<T> {
+    (0..n)
+        .map(|i| T::gen(case << 40 ^ (r as u64) << 24 ^ i as u64))
+        .collect()
+}
+
+fn combine<T: Gen>(op: Op, a: &mut [T], b: &[T]) {
+    a.iter_mut()
+        .zip(b)
+        .for_each(|(x, &y)| *x = T::apply(op, *x, y));
+}
+
+/// The reduction of `v[lo..hi)` in the runtime's binomial-tree order.
+fn tree<T: Gen>(v: &[Vec<T>], op: Op) -> Vec<T> {
+    let mut acc: Vec<Vec<T>> = v.to_vec();
+    let mut mask = 1;
+    while mask < v.len() {
+        for r in (0..v.len()).step_by(2 * mask) {
+            if r + mask < v.len() {
+                let b = acc[r + mask].clone();
+                combine(op, &mut acc[r], &b);
+            }
+        }
+        mask <<= 1;
+    }
+    acc.swap_remove(0)
+}
+
+fn check<T: Gen>(what: &str, got: &[T], want: &[T]) -> Result<()> {
+    ensure!(
+        got.len() == want.len(),
+        "{what}: length {} vs {}",
+        got.len(),
+        want.len()
+    );
+    if let Some(i) = (0..got.len()).find(|&i| !T::same(got[i], want[i])) {
+        bail!(
+            "{what}: element {i} is {:?}, expected {:?}",
+            got[i],
+            want[i]
+        );
+    }
+    Ok(())
+}
+
+fn ops<T: Gen>() -> Vec<Op> {
+    let mut v = vec![Op::Sum, Op::Prod, Op::Min, Op::Max];
+    if !<T as Gen>::FLOAT {
+        v.extend([Op::BitAnd, Op::BitOr, Op::BitXor]);
+    }
+    v
+}
+
+/// Every collective on type `T` at element counts `counts`.
+fn collectives<T: Gen>(c: &Comm, counts: &[usize], case: &mut u64) -> Result<()> {
+    let (me, size) = (c.rank(), c.size());
+    let name = std::any::type_name::<T>();
+    for &n in counts {
+        *case += 1;
+        let all: Vec<Vec<T>> = (0..size).map(|r| data(*case, r, n)).collect();
+        let flat: Vec<T> = all.concat();
+        for op in ops::<T>() {
+            let what = |call: &str| format!("{call}<{name}> n={n} {op:?}");
+            let want = tree(&all, op);
+            let mut buf = all[me].clone();
+            c.allreduce(&mut buf, op)?;
+            check(&what("allreduce"), &buf, &want)?;
+            for root in 0..size {
+                let mut buf = all[me].clone();
+                c.reduce(root, &mut buf, op)?;
+                let expect = if me == root { &want } else { &all[me] };
+                check(&what(&format!("reduce root {root}")), &buf, expect)?;
+            }
+            let mut buf = all[me].clone();
+            c.scan(&mut buf, op)?;
+            let mut prefix = all[0].clone();
+            for b in &all[1..=me] {
+                combine(op, &mut prefix, b);
+            }
+            check(&what("scan"), &buf, &prefix)?;
+            // reduce_scatter: blocks of n elements out of size × n.
+            let big: Vec<Vec<T>> = (0..size).map(|r| data(*case + 1000, r, n * size)).collect();
+            let whole = tree(&big, op);
+            let mut recv = vec![T::default(); n];
+            c.reduce_scatter(&big[me], &mut recv, op)?;
+            check(&what("reduce_scatter"), &recv, &whole[me * n..(me + 1) * n])?;
+        }
+        for root in 0..size {
+            let mut recv = vec![T::default(); if me == root { n * size } else { 0 }];
+            c.gather(root, &all[me], &mut recv)?;
+            if me == root {
+                check(&format!("gather<{name}> n={n} root {root}"), &recv, &flat)?;
+            }
+            let send = if me == root { flat.clone() } else { Vec::new() };
+            let mut recv = vec![T::default(); n];
+            c.scatter(root, &send, &mut recv)?;
+            check(
+                &format!("scatter<{name}> n={n} root {root}"),
+                &recv,
+                &all[me],
+            )?;
+        }
+        let mut recv = vec![T::default(); n * size];
+        c.allgather(&all[me], &mut recv)?;
+        check(&format!("allgather<{name}> n={n}"), &recv, &flat)?;
+        // alltoall: rank s's block d is data(case, s * size + d).
+        let block = |s: usize, d: usize| data::<T>(*case + 2000, s * size + d, n);
+        let send: Vec<T> = (0..size).flat_map(|d| block(me, d)).collect();
+        let want: Vec<T> = (0..size).flat_map(|s| block(s, me)).collect();
+        let mut recv = vec![T::default(); n * size];
+        c.alltoall(&send, &mut recv)?;
+        check(&format!("alltoall<{name}> n={n}"), &recv, &want)?;
+    }
+    Ok(())
+}
+
+/// Point-to-point: every rank sends every other rank messages with three
+/// tags; receivers take tag 2 by source first, then the rest from any
+/// source with any tag, checking each (source, tag)'s order.
+fn point_to_point(c: &Comm) -> Result<()> {
+    let (me, size) = (c.rank(), c.size());
+    let p = c.packet_bytes();
+    // A message is its 4-byte tag and the data: p - 4 fills one packet.
+    let lens = [0, 1, p - 5, p - 4, p - 3, p + 1, 3 * p + 7, 17];
+    let payload = |src: usize, dst: usize, i: usize| -> Vec<u8> {
+        let len = lens[i % lens.len()];
+        (0..len)
+            .map(|j| (src * 31 + dst * 7 + i * 3 + j) as u8)
+            .collect()
+    };
+    const K: usize = 12;
+    for d in (0..size).filter(|&d| d != me) {
+        for i in 0..K {
+            c.send(d, (i % 3) as u32, &payload(me, d, i))?;
+        }
+    }
+    let mut next = vec![[0usize; 3]; size];
+    let mut expect = |m: &mcast::Message| -> Result<()> {
+        let t = m.tag as usize;
+        // The next message of (source, tag): index t, t + 3, t + 6, ...
+        let i = t + 3 * next[m.source][t];
+        next[m.source][t] += 1;
+        ensure!(
+            m.data[..] == payload(m.source, me, i)[..],
+            "message {i} from rank {} (tag {t}) differs",
+            m.source
+        );
+        Ok(())
+    };
+    for s in (0..size).filter(|&s| s != me) {
+        for _ in 0..K / 3 {
+            let m = c.recv(Some(s), Some(2))?;
+            ensure!(
+                m.source == s && m.tag == 2,
+                "recv(Some({s}), Some(2)) got {m:?}"
+            );
+            expect(&m)?;
+        }
+    }
+    for _ in 0..(size - 1) * (K - K / 3) {
+        let m = c.recv(None, None)?;
+        ensure!(m.tag != 2, "a tag-2 message was left");
+        expect(&m)?;
+    }
+    c.barrier()?;
+    Ok(())
+}
+
+/// Bad arguments are refused locally, and nothing is sent: the barrier after
+/// them still matches on every rank.
+fn bad_arguments(c: &Comm) -> Result<()> {
+    let size = c.size();
+    let bad = |r: Result<(), Error>, what: &str| match r {
+        Err(Error::InvalidArgument(_)) => Ok(()),
+        other => bail!("{what}: {other:?}, expected InvalidArgument"),
+    };
+    bad(
+        c.reduce(size, &mut [1i32], Op::Sum),
+        "reduce root out of range",
+    )?;
+    bad(
+        c.allreduce(&mut [1.0f32], Op::BitAnd),
+        "allreduce BitAnd on f32",
+    )?;
+    bad(c.scan(&mut [1.0f64], Op::BitXor), "scan BitXor on f64")?;
+    bad(
+        c.allgather(&[1u8; 2], &mut [0u8; 1]),
+        "allgather short recv",
+    )?;
+    let send = vec![1u64; size + 1];
+    bad(
+        c.reduce_scatter(&send, &mut [0u64; 1], Op::Sum),
+        "reduce_scatter send",
+    )?;
+    if c.rank() == 0 {
+        bad(
+            c.gather(0, &[1i8], &mut []),
+            "gather short recv at the root",
+        )?;
+        bad(
+            c.scatter(0, &[1i8], &mut [0, 0]),
+            "scatter short send at the root",
+        )?;
+    }
+    bad(
+        c.alltoall(&[0i32; 3], &mut [0i32; 2]),
+        "alltoall lengths differ",
+    )?;
+    bad(c.send(c.rank(), 0, b"x"), "send to itself")?;
+    bad(
+        c.recv(Some(size), None).map(|_| ()),
+        "recv from out of range",
+    )?;
+    c.barrier()?;
+    Ok(())
+}
+
+/// The last rank calls differently; every rank must get `Mismatch`.
+fn mismatch(c: &Comm, kind: &str) -> Result<()> {
+    let last = c.rank() + 1 == c.size();
+    let r = match kind {
+        "op" => c.allreduce(&mut [1i32; 5], if last { Op::Max } else { Op::Sum }),
+        "count" => c.allreduce(&mut vec![1.0f64; if last { 6 } else { 5 }], Op::Sum),
+        "type" if last => c.allreduce(&mut [1.0f32; 10], Op::Sum),
+        "type" => c.allreduce(&mut [1.0f64; 5], Op::Sum),
+        "root" => c.reduce(usize::from(last), &mut [1u8; 3], Op::Sum),
+        "collective" if last => c.scan(&mut [1i64; 4], Op::Sum),
+        "collective" => c.allreduce(&mut [1i64; 4], Op::Sum),
+        other => bail!("--mismatch {other}: op, count, type, root or collective"),
+    };
+    // A rank whose part ends with sending (a non-root of reduce) may
+    // return before the mismatch is found: its next call reports it.
+    let (r, when) = match r {
+        Ok(()) => (c.barrier(), "next call"),
+        e => (e, "call"),
+    };
+    match r {
+        Err(Error::Mismatch { op, detail }) => {
+            println!("rank {} mismatch ok ({when}): {op}: {detail}", c.rank());
+            Ok(())
+        }
+        other => bail!("--mismatch {kind}: {other:?}, expected Mismatch"),
+    }
+}
+
+fn run(args: &Args) -> Result<()> {
+    let c = mcast::init()?;
+    let (me, size) = (c.rank(), c.size());
+    if let Some(kind) = &args.mismatch {
+        mismatch(&c, kind)?;
+        println!("rank {me} of {size} ok");
+        return Ok(());
+    }
+    if let Some(dead) = args.crash_rank {
+        if me == dead {
+            std::process::exit(3);
+        }
+        match c.allreduce(&mut [1.0f64; 100], Op::Sum) {
+            Err(Error::PeerLost { rank, .. }) if rank == dead => {
+                println!("rank {me} of {size} ok: allreduce lost rank {rank}");
+                return Ok(());
+            }
+            other => bail!("allreduce with rank {dead} dead: {other:?}"),
+        }
+    }
+    if let Some(iters) = args.latency {
+        for n in [1, 128, 1024, args.big / 8] {
+            let mut buf = vec![1.0f64; n];
+            let iters = if n > 1024 { iters.div_ceil(100) } else { iters };
+            c.barrier()?;
+            let t = Instant::now();
+            for _ in 0..iters {
+                c.allreduce(&mut buf, Op::Sum)?;
+            }
+            let per = t.elapsed() / iters.max(1) as u32;
+            if me == 0 {
+                println!(
+                    "allreduce {} bytes on {size} ranks: {per:?} per call",
+                    n * 8
+                );
+            }
+        }
+        c.finalize()?;
+        return Ok(());
+    }
+    if args.stall {
+        if me == 0 {
+            let chunk = vec![7u8; 64 << 10];
+            let r = (0..100_000).try_for_each(|_| c.send(1, 0, &chunk));
+            match r {
+                Err(Error::Timeout { detail, .. }) if detail.starts_with("rank 1 ") => {
+                    println!("rank 0 stalled ok: {detail}")
+                }
+                other => bail!("sends to a rank that never receives: {other:?}"),
+            }
+        } else {
+            // Out of mcast (heartbeats go on) until rank 0 has given up.
+            std::thread::sleep(c.config().timeout + std::time::Duration::from_millis(1500));
+        }
+        c.barrier()?;
+        println!("rank {me} of {size} ok");
+        return Ok(());
+    }
+    point_to_point(&c)?;
+    bad_arguments(&c)?;
+    let p = c.packet_bytes();
+    let mut case = 0;
+    // A collective's message is a 16-byte fingerprint and the data: p - 16
+    // bytes fill one packet.
+    collectives::<i8>(&c, &[0, 1, 13, p - 17, p - 16, p - 15, p + 1], &mut case)?;
+    collectives::<i32>(&c, &[1, 7, p / 4 + 1], &mut case)?;
+    collectives::<u16>(&c, &[3], &mut case)?;
+    collectives::<u64>(&c, &[0, p / 8 - 1, 5], &mut case)?;
+    collectives::<f32>(&c, &[1, 11], &mut case)?;
+    collectives::<f64>(&c, &[0, 1, 9, p / 8 + 1], &mut case)?;
+    if args.big > 0 {
+        let n = args.big / 8;
+        let all: Vec<Vec<f64>> = (0..size).map(|r| data(99, r, n)).collect();
+        let mut buf = all[me].clone();
+        c.barrier()?;
+        let t = Instant::now();
+        c.allreduce(&mut buf, Op::Sum)?;
+        let dt = t.elapsed();
+        check("allreduce big", &buf, &tree(&all, Op::Sum))?;
+        if me == 0 {
+            println!("allreduce {} bytes f64 on {size} ranks: {dt:?}", args.big);
+        }
+    }
+    c.finalize()?;
+    println!("rank {me} of {size} ok");
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcast-colltest: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

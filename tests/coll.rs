@@ -1,0 +1,126 @@
+//! The data collectives and point-to-point, end to end: `mcast-colltest`
+//! under mclaunch at 1, 2, 3, 5 and 8 ranks (every collective, root, size
+//! class, element type and operator against a local computation), plus
+//! mismatches, a lost rank and a receiver that never receives.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{bin, mclaunch, run_bounded, text};
+
+/// `mclaunch -n N [launch] mcast-colltest [args]` with 4 KiB packets;
+/// returns (exit code, stdout, stderr).
+fn colltest(
+    n: usize,
+    launch: &[&str],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", &n.to_string(), "--timeout", "120"])
+        .args(launch)
+        .arg(bin("mcast-colltest"))
+        .args(args)
+        .env("MCAST_PACKET_BYTES", "4096")
+        .env("MCAST_TIMEOUT_SECS", "30")
+        .envs(env.iter().copied());
+    let out = run_bounded(cmd, Duration::from_secs(180));
+    let (so, se) = text(&out);
+    (out.status.code().unwrap_or(-1), so, se)
+}
+
+fn all_ok(n: usize, args: &[&str]) -> String {
+    let (code, so, se) = colltest(n, &[], args, &[]);
+    assert_eq!(code, 0, "n={n} {args:?}\nstdout:\n{so}\nstderr:\n{se}");
+    for r in 0..n {
+        assert!(
+            so.contains(&format!("rank {r} of {n} ok")),
+            "rank {r} missing:\n{so}\n{se}"
+        );
+    }
+    so
+}
+
+#[test]
+fn collectives_1() {
+    all_ok(1, &[]);
+}
+#[test]
+fn collectives_2() {
+    all_ok(2, &[]);
+}
+#[test]
+fn collectives_3() {
+    all_ok(3, &[]);
+}
+#[test]
+fn collectives_5() {
+    all_ok(5, &[]);
+}
+#[test]
+fn collectives_8() {
+    all_ok(8, &[]);
+}
+
+#[test]
+fn mismatches_fail_every_rank() {
+    for (n, kind) in [
+        (2, "op"),
+        (3, "count"),
+        (3, "type"),
+        (3, "root"),
+        (5, "root"),
+        (3, "collective"),
+    ] {
+        let so = all_ok(n, &["--mismatch", kind]);
+        assert_eq!(so.matches("mismatch ok").count(), n, "{kind}:\n{so}");
+    }
+}
+
+#[test]
+fn a_dead_rank_fails_allreduce_with_its_name() {
+    let (code, so, se) = colltest(
+        4,
+        &["--on-failure", "continue"],
+        &["--crash-rank", "2"],
+        &[],
+    );
+    assert_eq!(code, 3, "stdout:\n{so}\nstderr:\n{se}");
+    for r in [0, 1, 3] {
+        assert!(
+            so.contains(&format!("rank {r} of 4 ok: allreduce lost rank 2")),
+            "{so}\n{se}"
+        );
+    }
+}
+
+#[test]
+fn a_receiver_that_never_receives_stalls_its_sender() {
+    let env = [("MCAST_TIMEOUT_SECS", "2"), ("MCAST_FLOW_BYTES", "1000000")];
+    let (code, so, se) = colltest(2, &[], &["--stall"], &env);
+    assert_eq!(code, 0, "stdout:\n{so}\nstderr:\n{se}");
+    assert!(
+        so.contains("rank 0 stalled ok: rank 1 has not taken"),
+        "{so}"
+    );
+}
+
+/// Through an emulated fabric (`mclaunch --fabric`): point-to-point and
+/// collective messages cross the switch emulator like any packet.
+#[test]
+fn collectives_through_a_fabric() {
+    let (code, so, se) = colltest(4, &["--fabric", "crossbar:4"], &["--big", "1048576"], &[]);
+    assert_eq!(code, 0, "stdout:\n{so}\nstderr:\n{se}");
+    assert_eq!(so.matches(" of 4 ok").count(), 4, "{so}\n{se}");
+}
+
+/// The other transport and the sleeping (no polling) wait path.
+#[test]
+fn collectives_5_tcp_without_spinning() {
+    let env = [("MCAST_TRANSPORT", "tcp"), ("MCAST_SPIN_US", "0")];
+    let (code, so, se) = colltest(5, &[], &[], &env);
+    assert_eq!(code, 0, "stdout:\n{so}\nstderr:\n{se}");
+    assert_eq!(so.matches(" of 5 ok").count(), 5, "{so}\n{se}");
+}
