@@ -497,12 +497,11 @@ impl Comm {
     pub fn finalize(mut self) -> Result<(), Error> {
         let seq = self.seq.get();
         let res = self.barrier();
-        if let Some(mut net) = self.net.take() {
-            net.shutdown_with(match res {
-                Ok(()) => Goodbye::Finalized,
-                Err(_) => departure(seq, &self),
-            });
-        }
+        let bye = match res {
+            Ok(()) => Goodbye::Finalized,
+            Err(_) => departure(seq, &self),
+        };
+        self.leave(bye);
         res
     }
 }
@@ -511,11 +510,30 @@ impl Drop for Comm {
     /// Leaving without `finalize`: the goodbye names the first collective
     /// this rank did not complete (the one it may be unwinding out of).
     fn drop(&mut self) {
-        if let Some(mut net) = self.net.take() {
+        if self.net.is_some() {
             let panicking = u64::from(std::thread::panicking());
             let next_seq = self.seq.get().saturating_sub(panicking);
-            net.shutdown_with(departure(next_seq, self));
+            self.leave(departure(next_seq, self));
         }
+    }
+}
+
+impl Comm {
+    /// Close every connection with `bye`. A rank whose collectives a
+    /// mismatch poisoned first repeats the mismatch notice on every
+    /// connection, ahead of its goodbye: a peer still in that collective
+    /// then fails with the mismatch, not with this rank's departure (which
+    /// may reach it first on another connection).
+    fn leave(&mut self, bye: Goodbye) {
+        let Some(mut net) = self.net.take() else {
+            return;
+        };
+        if !matches!(bye, Goodbye::Finalized) {
+            if let Some(notice) = self.inbox.mismatch_notice() {
+                let _ = net.send(Cmd::Control(notice));
+            }
+        }
+        net.shutdown_with(bye);
     }
 }
 

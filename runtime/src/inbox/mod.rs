@@ -240,6 +240,20 @@ impl Inbox {
         self.wake();
     }
 
+    /// The mismatch that poisoned this rank's collectives, as the notice
+    /// that announces it (a rank leaving after a mismatch repeats it before
+    /// its goodbye, so a peer reads the mismatch first, not the departure).
+    pub fn mismatch_notice(&self) -> Option<Control> {
+        match &self.lock().mismatch {
+            Some(Error::Mismatch { op, detail }) => Some(Control::Mismatch {
+                seq: 0,
+                op: op.clone(),
+                detail: detail.clone(),
+            }),
+            _ => None,
+        }
+    }
+
     /// The ranks lost so far, in the order they were found.
     pub fn lost_ranks(&self) -> Vec<usize> {
         self.lock().lost.iter().map(|(r, _)| *r).collect()
