@@ -349,6 +349,9 @@ pub fn print_table(r: &Report, coll: Coll) {
             "# ranks: {}, send/recv, element: u8, packet: {} B",
             r.ranks, r.packet_bytes
         );
+        if let Some(f) = &r.fabric {
+            println!("# fabric: {f} (wall-clock times)");
+        }
         println!("# Size          Latency (us)");
         for row in &r.results {
             println!("{:<10}{:>18.2}", row.size, row.avg_us);
@@ -370,6 +373,9 @@ pub fn print_table(r: &Report, coll: Coll) {
         r.element.unwrap_or("u8"),
         r.packet_bytes
     );
+    if let Some(f) = &r.fabric {
+        println!("# fabric: {f} (wall-clock times; no model-latency columns for --coll)");
+    }
     println!("# Size       Avg Latency(us)     Min Latency(us)     Max Latency(us)  Iterations");
     for row in &r.results {
         println!(
