@@ -120,7 +120,33 @@ struct Bench<'a> {
     bb: Vec<u8>,
 }
 
-impl Bench<'_> {
+impl<'a> Bench<'a> {
+    /// Buffers for blocks of `n` elements (`size` bytes asked for).
+    fn new(comm: &'a Comm, coll: Coll, root: usize, size: usize, n: usize) -> Self {
+        let np = comm.size();
+        let at_root = |len: usize| if comm.rank() == root { len } else { 0 };
+        let (fa, fb, ba, bb) = match coll {
+            Coll::Allreduce | Coll::Reduce | Coll::Scan => (n, 0, 0, 0),
+            Coll::ReduceScatter => (np * n, n, 0, 0),
+            Coll::Gather => (0, 0, n, at_root(np * n)),
+            Coll::Scatter => (0, 0, at_root(np * n), n),
+            Coll::Allgather => (0, 0, n, np * n),
+            Coll::Alltoall => (0, 0, np * n, np * n),
+            Coll::Latency | Coll::Bcast => unreachable!(),
+        };
+        Bench {
+            comm,
+            coll,
+            root,
+            size,
+            n,
+            fa: vec![0.0; fa],
+            fb: vec![0.0; fb],
+            ba: vec![0; ba],
+            bb: vec![0; bb],
+        }
+    }
+
     fn prep(&mut self, i: usize) {
         let (r, np, n) = (self.comm.rank(), self.comm.size(), self.n);
         match self.coll {
@@ -135,8 +161,7 @@ impl Bench<'_> {
                     }
                 }
             }
-            Coll::Latency => crate::fill(&mut self.ba, n, key(i, 0, 1)),
-            Coll::Bcast => unreachable!(),
+            Coll::Latency | Coll::Bcast => unreachable!(),
         }
     }
 
@@ -267,42 +292,7 @@ pub fn measure(comm: &Comm, args: &Args, sizes: &[usize], fabric: bool) -> Resul
         let mine = if coll == Coll::Latency {
             pingpong(comm, size, iters, warmup)?
         } else {
-            let full = |t: bool| if t { np * n } else { 0 };
-            let (root, me) = (args.root, rank);
-            let mut b = Bench {
-                comm,
-                coll,
-                root,
-                size,
-                n,
-                fa: vec![
-                    0.0;
-                    match coll {
-                        Coll::ReduceScatter => np * n,
-                        _ if coll.float() => n,
-                        _ => 0,
-                    }
-                ],
-                fb: vec![0.0; if coll == Coll::ReduceScatter { n } else { 0 }],
-                ba: vec![
-                    0;
-                    match coll {
-                        Coll::Gather | Coll::Allgather => n,
-                        Coll::Alltoall => np * n,
-                        Coll::Scatter => full(me == root),
-                        _ => 0,
-                    }
-                ],
-                bb: vec![
-                    0;
-                    match coll {
-                        Coll::Gather => full(me == root),
-                        Coll::Allgather | Coll::Alltoall => np * n,
-                        Coll::Scatter => n,
-                        _ => 0,
-                    }
-                ],
-            };
+            let mut b = Bench::new(comm, coll, args.root, size, n);
             let mut total = 0.0;
             for i in 0..warmup + iters {
                 b.prep(i);
