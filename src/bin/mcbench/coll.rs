@@ -93,9 +93,13 @@ fn fill_f32(buf: &mut [f32], r: usize, offset: usize, i: usize) {
     }
 }
 
-/// The seed of the bytes rank `src` sends to `dst` in iteration `i`.
+/// The seed of the bytes rank `src` sends to `dst` in iteration `i`
+/// (`crate::pattern` uses it mod 256, through a bijection): for up to 256
+/// ranks, blocks from different sources to one rank differ, blocks from one
+/// source to different ranks differ, and so do consecutive iterations.
 fn key(i: usize, src: usize, dst: usize) -> usize {
-    i.wrapping_mul(37) ^ src.wrapping_mul(11) ^ dst.wrapping_mul(101)
+    src.wrapping_add(dst.wrapping_mul(17))
+        .wrapping_add(i.wrapping_mul(101))
 }
 
 /// Wrap a failed check into an error naming rank, call, size and iteration.
@@ -395,5 +399,24 @@ mod tests {
         fill_f32(&mut b, 1, 0, 2);
         assert_eq!(check_f32(&b, 0, |j| val(1, j, 2)), None);
         assert_eq!(check_f32(&b, 0, |j| val(1, j, 3)), Some(0));
+    }
+
+    #[test]
+    fn misrouted_or_stale_blocks_fail_the_check() {
+        let n = 300;
+        for i in [0, 1, 255, 1000] {
+            for a in 0..256 {
+                let mut blk = vec![0u8; n];
+                crate::fill(&mut blk, n, key(i, a, 5));
+                for b in (0..256).filter(|&b| b != a) {
+                    assert!(crate::check(&blk, n, key(i, b, 5)).is_some());
+                }
+                crate::fill(&mut blk, n, key(i, 5, a));
+                for b in (0..256).filter(|&b| b != a) {
+                    assert!(crate::check(&blk, n, key(i, 5, b)).is_some());
+                }
+                assert!(crate::check(&blk, n, key(i + 1, 5, a)).is_some());
+            }
+        }
     }
 }
