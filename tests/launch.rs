@@ -175,6 +175,66 @@ fn mcbench_launches_itself_and_prints_the_osu_table() {
     assert_eq!(sizes, ["4", "8", "16", "32", "64"]);
 }
 
+/// `mcbench --coll X` for every X at 3 ranks, tiny sizes: the table (OSU
+/// columns) and the JSON both parse, with the sizes each collective keeps
+/// (f32 for the reductions: sizes below one element per block skipped).
+#[test]
+fn mcbench_measures_every_collective() {
+    let colls: &[(&str, &[u64])] = &[
+        ("allreduce", &[4, 8, 16]),
+        ("reduce", &[4, 8, 16]),
+        ("gather", &[1, 2, 4, 8, 16]),
+        ("scatter", &[1, 2, 4, 8, 16]),
+        ("allgather", &[1, 2, 4, 8, 16]),
+        ("alltoall", &[1, 2, 4, 8, 16]),
+        ("reduce_scatter", &[16]),
+        ("scan", &[4, 8, 16]),
+        ("latency", &[1, 2, 4, 8, 16]),
+    ];
+    for &(coll, sizes) in colls {
+        let run = |json: bool| {
+            let mut cmd = Command::new(mclaunch());
+            cmd.args(["-n", "3", "--timeout", "60"])
+                .arg(bin("mcbench"))
+                .args(["--coll", coll, "-m", "1:16", "-i", "3", "-x", "1"]);
+            if json {
+                cmd.arg("--json");
+            }
+            let out = run_bounded(cmd, Duration::from_secs(90));
+            let (so, se) = text(&out);
+            assert!(out.status.success(), "{coll}: {se}");
+            so
+        };
+        let v: serde_json::Value = serde_json::from_str(&run(true)).expect("json");
+        assert_eq!(v["benchmark"], coll);
+        assert_eq!(v["ranks"], 3);
+        let rows = v["results"].as_array().unwrap();
+        let got: Vec<u64> = rows.iter().map(|r| r["size"].as_u64().unwrap()).collect();
+        assert_eq!(got, sizes, "{coll}");
+        for r in rows {
+            let (min, avg, max) = (
+                r["min_us"].as_f64().unwrap(),
+                r["avg_us"].as_f64().unwrap(),
+                r["max_us"].as_f64().unwrap(),
+            );
+            assert!(min <= avg && avg <= max && min > 0.0, "{coll}: {r}");
+        }
+        let so = run(false);
+        assert!(so.contains(&format!("(osu_{coll} method")), "{so}");
+        let cols = if coll == "latency" { 2 } else { 5 };
+        let mut got = Vec::new();
+        for l in so.lines().filter(|l| !l.starts_with('#')) {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(f.len(), cols, "{coll}: {l}");
+            got.push(f[0].parse::<u64>().unwrap());
+            for x in &f[1..] {
+                x.parse::<f64>().unwrap();
+            }
+        }
+        assert_eq!(got, sizes, "{coll}:\n{so}");
+    }
+}
+
 /// Topology-aware trees under `mclaunch --topology`: every root, every chain
 /// and topology algorithm, edge-case sizes (without the 8 MiB case, to keep 16
 /// ranks on two cores quick), multicast subsets and bursts.

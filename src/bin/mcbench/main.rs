@@ -9,8 +9,10 @@
 //! Run it under mclaunch (`mclaunch -n 8 mcbench`), or give `-n N` and it
 //! launches itself through the mclaunch found beside it.
 //!
-//! `--soak SECONDS` runs the soak test instead (see `soak.rs`).
+//! `--soak SECONDS` runs the soak test instead (see `soak.rs`); `--coll X`
+//! measures another collective, or send/recv latency (see `coll.rs`).
 
+mod coll;
 mod soak;
 
 use std::io::IsTerminal;
@@ -29,9 +31,14 @@ const LARGE_MESSAGE: usize = 8192;
 #[command(
     name = "mcbench",
     version,
-    about = "Broadcast latency benchmark (osu_bcast method) for mcast"
+    about = "Collective latency benchmarks (OSU methods) for mcast"
 )]
 struct Args {
+    /// What to measure: bcast (osu_bcast), a data collective (osu_allreduce,
+    /// ...; f32 Sum for the reductions, u8 otherwise), or latency
+    /// (osu_latency: send/recv ping-pong between ranks 0 and 1).
+    #[arg(long, value_enum, default_value = "bcast")]
+    coll: coll::Coll,
     /// Launch N ranks through mclaunch (when not already running under it).
     #[arg(short = 'n', long = "np")]
     np: Option<usize>,
@@ -49,7 +56,7 @@ struct Args {
     /// Algorithm: auto, flat, chain, binomial, kbinomial, kbinomial:K.
     #[arg(long = "algo", default_value = "auto")]
     algo: Algorithm,
-    /// The broadcasting rank.
+    /// The root of bcast, reduce, gather and scatter.
     #[arg(long, default_value_t = 0)]
     root: usize,
     /// NI forwarding discipline (overrides MCAST_FORWARDING): fpfs or fcfs.
@@ -108,6 +115,11 @@ struct Report {
     algorithm: String,
     forwarding: String,
     packet_bytes: usize,
+    /// `--coll`'s element type and reduction operator (absent for bcast).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    element: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    op: Option<&'static str>,
     /// `network` or `shared-memory` (see `mcast::Medium`).
     medium: String,
     /// The emulated fabric (`mclaunch --fabric`), if any.
@@ -262,6 +274,27 @@ fn run(args: Args) -> Result<()> {
         comm.finalize()?;
         return Ok(());
     }
+    if args.coll != coll::Coll::Bcast {
+        let rows = coll::measure(&comm, &args, &sizes, fabric)?;
+        if rank == 0 {
+            let (element, op) = coll::element_op(args.coll);
+            let report = Report {
+                benchmark: args.coll.name(),
+                algorithm: comm.config().algorithm.to_string(),
+                element: Some(element),
+                op,
+                results: rows,
+                ..report_of(&comm, args.root, String::new())
+            };
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                coll::print_table(&report, args.coll);
+            }
+        }
+        comm.finalize()?;
+        return Ok(());
+    }
     if args.root >= nranks {
         bail!("--root {} but only {nranks} ranks", args.root);
     }
@@ -373,18 +406,8 @@ fn run(args: Args) -> Result<()> {
     }
     if rank == 0 {
         let report = Report {
-            benchmark: "bcast",
-            ranks: nranks,
-            root: args.root,
-            algorithm: args.algo.to_string(),
-            forwarding: comm.config().forwarding.to_string(),
-            packet_bytes: comm.packet_bytes(),
-            medium: match comm.medium() {
-                mcast::Medium::Network => "network".into(),
-                mcast::Medium::SharedMemory => "shared-memory".into(),
-            },
-            fabric: comm.fabric().map(str::to_string),
             results: rows,
+            ..report_of(&comm, args.root, args.algo.to_string())
         };
         if args.json {
             println!("{}", serde_json::to_string_pretty(&report)?);
@@ -418,6 +441,26 @@ fn run(args: Args) -> Result<()> {
     }
     comm.finalize()?;
     Ok(())
+}
+
+/// A bcast report without results.
+fn report_of(comm: &Comm, root: usize, algorithm: String) -> Report {
+    Report {
+        benchmark: "bcast",
+        ranks: comm.size(),
+        root,
+        algorithm,
+        forwarding: comm.config().forwarding.to_string(),
+        packet_bytes: comm.packet_bytes(),
+        element: None,
+        op: None,
+        medium: match comm.medium() {
+            mcast::Medium::Network => "network".into(),
+            mcast::Medium::SharedMemory => "shared-memory".into(),
+        },
+        fabric: comm.fabric().map(str::to_string),
+        results: Vec::new(),
+    }
 }
 
 /// `--throughput`: see [`Args::throughput`].
