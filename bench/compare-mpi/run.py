@@ -13,6 +13,12 @@ SVG plot and the table (see README.md beside this file).
     python3 bench/compare-mpi/run.py [--ranks 4,8] [--rounds 3] [--quick]
                                      [--out bench/results/compare-mpi]
 
+With --coll allreduce,allgather,alltoall (any of bcast,allreduce,allgather,
+alltoall; default bcast, the comparison above) it compares instead
+`mcbench --coll X` with MPI_Allreduce / MPI_Allgather / MPI_Alltoall
+(`osu_coll_lite.c`, bcast: `osu_bcast_lite.c`), both on shared memory (one
+host), and prints the ratios per (collective, ranks, size).
+
 Standard library only. Installs Open MPI (openmpi-bin, libopenmpi-dev) with
 apt-get if mpicc/mpirun are missing, and builds the workspace with cargo.
 """
@@ -33,6 +39,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.path.join(ROOT, "target", "compare-mpi")
 MCBENCH = os.path.join(ROOT, "target", "release", "mcbench")
 OSU = os.path.join(BUILD, "osu_bcast_lite")
+OSU_COLL = os.path.join(BUILD, "osu_coll_lite")
+COLLS = ("bcast", "allreduce", "allgather", "alltoall")
+MPI_FN = {"bcast": "MPI_Bcast", "allreduce": "MPI_Allreduce", "allgather": "MPI_Allgather",
+          "alltoall": "MPI_Alltoall"}
 PINGPONG = os.path.join(BUILD, "tcp_pingpong")
 LARGE_MESSAGE = 8192  # osu_bcast's small/large threshold (iteration counts)
 IMPLS = ("mcast", "ompi")
@@ -95,6 +105,7 @@ def build(cargo):
         sys.exit(f"{MCBENCH} missing: run cargo build --release --workspace")
     os.makedirs(BUILD, exist_ok=True)
     run(["mpicc", "-O2", "-Wall", "-o", OSU, os.path.join(HERE, "osu_bcast_lite.c")])
+    run(["mpicc", "-O2", "-Wall", "-o", OSU_COLL, os.path.join(HERE, "osu_coll_lite.c")])
     cc = shutil.which("cc") or shutil.which("gcc") or "mpicc"
     run([cc, "-O2", "-Wall", "-o", PINGPONG, os.path.join(HERE, "tcp_pingpong.c")])
 
@@ -320,7 +331,16 @@ def main():
     ap.add_argument("--no-build", action="store_true", help="skip cargo build (still compiles the C programs)")
     ap.add_argument("--no-install", action="store_true", help="do not apt-get install Open MPI")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per benchmark run")
+    ap.add_argument("--coll", default="bcast",
+                    help="collectives, comma-separated, from " + ",".join(COLLS) + " (default bcast: "
+                    "the broadcast comparison over TCP with the floor; anything else: every listed "
+                    "collective, both sides on shared memory)")
     a = ap.parse_args()
+    colls = [c.strip() for c in a.coll.split(",") if c.strip()]
+    if not colls or any(c not in COLLS for c in colls):
+        sys.exit(f"--coll takes a comma-separated list of {', '.join(COLLS)}")
+    if colls != ["bcast"]:
+        return main_coll(a, colls)
     ranks = [int(x) for x in a.ranks.split(",") if x.strip()]
     if not ranks or min(ranks) < 2 or a.rounds < 1 or a.max_size < 1:
         sys.exit("need --ranks >= 2, --rounds >= 1, --max-size >= 1")
@@ -463,6 +483,182 @@ def main():
         f.write(table + "\n")
     print(table)
     log(f"wrote {', '.join(os.path.join(a.out, x) for x in ('table.md', 'summary.csv', 'runs.csv', 'floor.csv', 'latency.svg', 'raw.json'))}")
+
+
+# ---------------------------------------------------------------- --coll: collectives on shared memory
+
+def shm_btl():
+    """Open MPI's shared-memory BTL: vader (4.x) or sm (5.x)."""
+    info = sh(["ompi_info", "--parsable", "--all"]) or sh(["ompi_info"])
+    return "vader" if "btl:vader" in info.replace(" ", "") else "sm"
+
+
+def mpirun_shm_opts():
+    # On one host Open MPI's default is the ob1 PML over its shared-memory BTL
+    # (self for a rank to itself); named explicitly so that no other PML or
+    # transport (ucx, tcp) can be picked. 8 ranks on 2 cores: oversubscribed.
+    return ["--oversubscribe", "--bind-to", "none",
+            "--mca", "pml", "ob1", "--mca", "btl", "self," + shm_btl()]
+
+
+def coll_cmd(impl, coll, n, max_size, quick, mpi_opts):
+    common = ["-m", f"1:{max_size}"] + (["-i", "50", "-x", "5"] if quick else [])
+    if impl == "mcast":
+        return [MCBENCH, "-n", str(n), "--coll", coll, "--json"] + common
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    prog = [OSU] if coll == "bcast" else [OSU_COLL, coll]
+    return ["mpirun"] + root + mpi_opts + ["-n", str(n)] + prog + ["--json"] + common
+
+
+def coll_bench(cmd, impl, n, timeout):
+    env = dict(os.environ)
+    if impl == "mcast":
+        env.setdefault("RUST_LOG", "off")
+    t0 = time.monotonic()
+    p = run(cmd, timeout=timeout, env=env)
+    secs = time.monotonic() - t0
+    try:
+        rep = json.loads(p.stdout[p.stdout.find("{"):])
+    except ValueError:
+        sys.exit(f"{impl} -n {n}: output is not JSON:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+    if rep.get("ranks") != n:
+        sys.exit(f"{impl}: asked for {n} ranks, report says {rep.get('ranks')}")
+    rep["seconds"] = secs
+    rep["command"] = cmd
+    return rep
+
+
+def main_coll(a, colls):
+    ranks = [int(x) for x in a.ranks.split(",") if x.strip()]
+    if not ranks or min(ranks) < 2 or a.rounds < 1 or a.max_size < 1:
+        sys.exit("need --ranks >= 2, --rounds >= 1, --max-size >= 1")
+    out = a.out if os.path.isabs(a.out) else os.path.join(os.getcwd(), a.out)
+    os.makedirs(out, exist_ok=True)
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    t_start = time.monotonic()
+    ensure_openmpi(not a.no_install)
+    build(not a.no_build)
+    mpi_opts = mpirun_shm_opts()
+    t_measure = time.monotonic()
+
+    runs, raw, loads = [], [], []
+    mediums = set()
+    for rnd in range(1, a.rounds + 1):
+        for coll in colls:
+            for n in ranks:
+                for impl in IMPLS:  # A B A B ...
+                    loads.append(os.getloadavg()[0])
+                    cmd = coll_cmd(impl, coll, n, a.max_size, a.quick, mpi_opts)
+                    rep = coll_bench(cmd, impl, n, a.timeout)
+                    rep.update(impl=impl, round=rnd, coll=coll)
+                    raw.append(rep)
+                    if impl == "mcast":
+                        mediums.add(rep.get("medium", "?"))
+                    log(f"round {rnd}/{a.rounds}: {coll:9} {LABEL[impl]:8} -n {n}: {rep['seconds']:.1f} s")
+                    for r in rep["results"]:
+                        runs.append(dict(coll=coll, impl=impl, ranks=n, round=rnd, size=r["size"],
+                                         avg_us=r["avg_us"], min_us=r["min_us"], max_us=r["max_us"],
+                                         iterations=r["iterations"]))
+    t_end = time.monotonic()
+
+    # Both programs must have run the same sizes and iteration counts.
+    its = {}
+    for r in runs:
+        its.setdefault((r["coll"], r["ranks"], r["size"]), {}).setdefault(r["impl"], set()).add(r["iterations"])
+    bad = {k: v for k, v in its.items() if set(v) != set(IMPLS) or len(set().union(*v.values())) != 1}
+    if bad:
+        sys.exit(f"sizes or iteration counts differ between the programs: {bad}")
+
+    sizes = []
+    s = 1
+    while s <= a.max_size:
+        sizes.append(s)
+        s *= 4
+    summary = []
+    for coll in colls:
+        for n in ranks:
+            for s in sizes:
+                if (coll, n, s) not in its:  # below one f32 element
+                    continue
+                row = dict(coll=coll, ranks=n, size=s, iterations=next(iter(its[(coll, n, s)]["mcast"])))
+                for impl in IMPLS:
+                    cell = [r for r in runs if (r["coll"], r["impl"], r["ranks"], r["size"]) == (coll, impl, n, s)]
+                    for stat in ("avg", "min", "max"):
+                        row[f"{impl}_{stat}_us"] = round(statistics.median(c[f"{stat}_us"] for c in cell), 3)
+                    row[f"{impl}_us"] = row[f"{impl}_avg_us"]
+                    row[f"{impl}_rounds_us"] = " ".join(f"{c['avg_us']:.2f}" for c in sorted(cell, key=lambda c: c["round"]))
+                row["ratio"] = round(row["mcast_us"] / row["ompi_us"], 3)
+                summary.append(row)
+
+    write_csv(os.path.join(out, "runs.csv"),
+              ["coll", "impl", "ranks", "round", "size", "avg_us", "min_us", "max_us", "iterations"], runs)
+    write_csv(os.path.join(out, "summary.csv"),
+              ["coll", "ranks", "size", "iterations", "mcast_us", "ompi_us", "ratio",
+               "mcast_min_us", "mcast_max_us", "ompi_min_us", "ompi_max_us",
+               "mcast_rounds_us", "ompi_rounds_us"], summary)
+
+    ompi_ver = sh(["mpirun", "--version"]).splitlines()
+    git = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+    dirty = " (with uncommitted changes)" if sh(["git", "-C", ROOT, "status", "--porcelain", "--", "runtime",
+                                               "algorithms", "launcher", "src", "Cargo.toml", "Cargo.lock"]) else ""
+    mcast_transport = ", ".join(sorted(mediums))
+    ompi_transport = f"shared memory (pml ob1, btl self,{shm_btl()})"
+    meta = dict(
+        date_utc=started.strftime("%Y-%m-%d %H:%M UTC"),
+        command="python3 bench/compare-mpi/run.py " + " ".join(sys.argv[1:]),
+        host=platform.node(), kernel=platform.release(), nproc=os.cpu_count(),
+        cpu=next((l.split(":", 1)[1].strip() for l in sh(["lscpu"]).splitlines()
+                  if l.startswith("Model name")), platform.processor()),
+        open_mpi=ompi_ver[0] if ompi_ver else "?", mcast_commit=git + dirty,
+        mcast_transport=mcast_transport, open_mpi_transport=ompi_transport,
+        mpirun_options=" ".join(mpi_opts), collectives=colls,
+        quick=a.quick, rounds=a.rounds, ranks=ranks,
+        seconds_total=round(t_end - t_start, 1), seconds_measuring=round(t_end - t_measure, 1),
+        load_average_1min_before_runs=[round(x, 2) for x in loads],
+    )
+    with open(os.path.join(out, "raw.json"), "w") as f:
+        json.dump(dict(meta=meta, runs=raw), f, indent=1)
+
+    lines = [f"# mcast vs Open MPI collectives ({meta['date_utc']})", "",
+             f"* command: `{meta['command']}`" + ("  (**--quick: development numbers**)" if a.quick else ""),
+             f"* machine: {meta['nproc']} CPUs ({meta['cpu']}), kernel {meta['kernel']}",
+             f"* transports: mcast **{mcast_transport}** (mcbench's reported medium: every rank on this "
+             f"host); Open MPI **{ompi_transport}**, its default on one host",
+             f"* {meta['open_mpi']}, `mpirun {meta['mpirun_options']}`, "
+             + ", ".join(f"`{MPI_FN[c]}`" for c in colls) + f"; mcast {meta['mcast_commit']}, "
+             + ", ".join(f"`mcbench --coll {c}`" for c in colls),
+             "* data: allreduce f32 Sum over the whole vector (size / 4 elements; 1 B is skipped), "
+             "allgather / alltoall u8, size = one rank's block; every result checked by both",
+             "* method: OSU's (per size: warm-up, then timed call + untimed barrier per iteration, "
+             f"per-rank average, average over ranks); medians over {a.rounds} interleaved rounds (A B A B)",
+             f"* 1-minute load average before each run: {min(loads):.1f} to {max(loads):.1f}" if loads else "",
+             f"* duration: {meta['seconds_total']:.0f} s ({meta['seconds_measuring']:.0f} s measuring)", "",
+             "ratio = mcast / Open MPI (above 1: mcast slower), of the average latency over ranks, "
+             "median over rounds.", ""]
+    # The ratios at a glance: one row per size, one column per (collective, ranks).
+    cols = [(c, n) for c in colls for n in ranks]
+    by = {(r["coll"], r["ranks"], r["size"]): r for r in summary}
+    lines += ["| size | " + " | ".join(f"{c} {n}" for c, n in cols) + " |",
+              "|---:|" + "---:|" * len(cols)]
+    for s in sizes:
+        lines.append(f"| {fmt_size(s)} | " + " | ".join(
+            f"{by[(c, n, s)]['ratio']:.2f}" if (c, n, s) in by else "" for c, n in cols) + " |")
+    lines.append("")
+    for coll in colls:
+        for n in ranks:
+            lines += [f"### {coll}, {n} ranks", "",
+                      "| size | mcast µs | Open MPI µs | ratio |", "|---:|---:|---:|---:|"]
+            for r in summary:
+                if (r["coll"], r["ranks"]) == (coll, n):
+                    lines.append(f"| {fmt_size(r['size'])} | {fmt_us(r['mcast_us'])} | "
+                                 f"{fmt_us(r['ompi_us'])} | {r['ratio']:.2f} |")
+            lines.append("")
+    table = "\n".join(lines)
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(table + "\n")
+    print(table)
+    log(f"wrote {', '.join(os.path.join(a.out, x) for x in ('table.md', 'summary.csv', 'runs.csv', 'raw.json'))}")
 
 
 if __name__ == "__main__":
