@@ -139,7 +139,7 @@ pub struct Single {
 
 impl Single {
     /// The paper's default single multicast [Sivaram 1998, §6.2].
-    fn new(p: &Params, s: &Sizes) -> Single {
+    pub(crate) fn new(p: &Params, s: &Sizes) -> Single {
         Single {
             switches: 8,
             ports: 8,

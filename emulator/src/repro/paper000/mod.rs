@@ -35,18 +35,7 @@ impl Paper000 {
         v.extend(experiments::fig20(p, &s));
         v.extend(experiments::figs21_25(p, &s));
         v.push(experiments::unicast_load(p, &s));
-        let base = Single {
-            switches: 8,
-            ports: 8,
-            nodes: 32,
-            dests: p.fixed_dests,
-            packets: 1,
-            packet_flits: 128,
-            r: p.r,
-            t_hs: p.t_hs,
-            seed: p.seed,
-            dest_sets: s.dest_sets,
-        };
+        let base = Single::new(p, &s);
         v.extend(analytic::correctness_figures(&base, &s));
         v
     }
