@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016 # sh -c '..."$1"...' sh ARG: expanded by that sh
+# up.sh N [--rate RATE]: a test cluster of N hosts h1..hN on this machine.
+# Each host is a network namespace mc-hI (10.77.0.I) behind the bridge mcbr0
+# (10.77.0.254), with its own sshd and slurmd, both in a UTS namespace whose
+# hostname is hI. One munged and slurmctld (as "mcctl") run in the root
+# namespace. Everything else lives under the state dir (see README.md).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=common.sh
+. "$here/common.sh"
+
+usage() { echo "usage: $0 N [--rate RATE]   (N hosts, 1..250; RATE e.g. 100mbit for tc tbf)" >&2; exit 2; }
+made=0
+die() {
+  echo "up.sh: $*" >&2
+  [[ $made -eq 0 ]] || echo "up.sh: what was made is left for inspection; $here/down.sh removes it" >&2
+  exit 1
+}
+
+n=""
+rate=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --rate) [[ $# -ge 2 ]] || usage; rate=$2; shift 2 ;;
+    --rate=*) rate=${1#--rate=}; shift ;;
+    -h|--help) usage ;;
+    *) [[ -z $n ]] || usage; n=$1; shift ;;
+  esac
+done
+if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 1 || n > 250)); then usage; fi
+[[ $(id -u) -eq 0 ]] || die "must run as root"
+for c in ip tc unshare nsenter sshd ssh ssh-keygen munged munge unmunge slurmctld slurmd sinfo srun; do
+  command -v "$c" >/dev/null || die "missing '$c': run bench/cluster/deps.sh"
+done
+sshd_bin=$(command -v sshd)
+cat_bin=$(command -v cat)
+
+# tbf needs a bucket of at least rate/HZ bytes; take ~4 ms of traffic, >= 32 KiB.
+tbf_burst() {
+  local r=${1,,} num unit bps
+  num=${r%%[a-z]*}; unit=${r#"$num"}
+  [[ $num =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "cannot parse --rate '$1' (e.g. 100mbit, 1gbit, 500kbit)"
+  case $unit in
+    bit) bps=1 ;; kbit) bps=1000 ;; mbit) bps=1000000 ;; gbit) bps=1000000000 ;;
+    bps) bps=8 ;; kbps) bps=8000 ;; mbps) bps=8000000 ;; gbps) bps=8000000000 ;;
+    *) die "cannot parse --rate '$1' (units: bit kbit mbit gbit bps kbps mbps gbps)" ;;
+  esac
+  awk -v n="$num" -v m="$bps" 'BEGIN { b = n * m / 8 / 250; if (b < 32768) b = 32768; printf "%d\n", b }'
+}
+burst=""
+[[ -z $rate ]] || burst=$(tbf_burst "$rate")
+
+# A previous cluster (or pieces of one) goes first.
+if [[ -e $MC_DIR ]] || ip link show "$MC_BR" >/dev/null 2>&1 || [[ -n $(mc_list_ns) ]] \
+   || grep -Fxq "$MC_HOSTS_BEGIN" /etc/hosts; then
+  "$here/down.sh"
+fi
+
+# ---------------------------------------------------------------- state dir
+D=$MC_DIR
+made=1
+mkdir -p "$D"
+chmod 0755 "$D"
+echo "mcast test cluster made by bench/cluster/up.sh; remove with down.sh" >"$D/.mcast-cluster"
+mkdir -p "$D/ssh" "$D/munge" "$D/slurm/ctld" "$D/log"
+chmod 0700 "$D/ssh"
+hosts=()
+for ((i = 1; i <= n; i++)); do hosts+=("h$i"); mkdir -p "$D/h$i/slurmd"; done
+# Every daemon carries this marker, so down.sh finds it even without a pid file.
+export MCAST_CLUSTER_DAEMON=$D
+
+# ---------------------------------------------------------------- network
+ip link add "$MC_BR" type bridge
+ip addr add "$MC_NET.254/24" dev "$MC_BR"
+ip link set "$MC_BR" up
+for ((i = 1; i <= n; i++)); do
+  ns=$MC_NS_PREFIX$i v=$MC_VETH_PREFIX$i
+  ip netns add "$ns"
+  ip link add "$v" type veth peer name eth0 netns "$ns"
+  ip link set "$v" master "$MC_BR" up
+  ip -n "$ns" link set lo up
+  ip -n "$ns" addr add "$MC_NET.$i/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  ip -n "$ns" route add default via "$MC_NET.254"
+  if [[ -n $rate ]]; then
+    # Host egress (eth0 in the namespace) and host ingress (bridge -> veth).
+    ip netns exec "$ns" tc qdisc replace dev eth0 root tbf rate "$rate" burst "$burst" latency 50ms
+    tc qdisc replace dev "$v" root tbf rate "$rate" burst "$burst" latency 50ms
+  fi
+done
+
+# Names: /etc/hosts is shared by the root namespace and every `ip netns exec`
+# (no /etc/netns/<ns>/hosts is made), so one marked block serves all.
+block=("$MC_NET.254 $MC_CTL_NAME")
+for ((i = 1; i <= n; i++)); do block+=("$MC_NET.$i h$i"); done
+mc_hosts_block "${block[@]}"
+
+# ---------------------------------------------------------------- daemons
+# No DNS inside the hosts: names come from /etc/hosts, and a lookup that
+# misses it fails at once on 127.0.0.1 instead of timing out on a server the
+# host namespaces cannot reach (getent hosts asks for IPv6 first: 2 x 5 s).
+cat >"$D/resolv.conf" <<CFG
+# mcast test cluster (bench/cluster/up.sh): no DNS inside the host namespaces
+nameserver 127.0.0.1
+options timeout:1 attempts:1
+CFG
+# in_host I CMD...: run CMD (a daemon that forks) as host hI: in network
+# namespace mc-hI, in a new UTS namespace whose hostname is hI, and in a new
+# mount namespace where $D/resolv.conf is /etc/resolv.conf. Not `ip netns
+# exec`: it remounts /sys, hiding /sys/fs/cgroup, and slurmd 22.05 will not
+# start without a cgroup mount even with proctrack/linuxproc and task/none.
+in_host() {
+  local i=$1; shift
+  nsenter --net="/run/netns/$MC_NS_PREFIX$i" \
+    unshare --uts --mount --propagation slave -- \
+    sh -c 'mount --bind "$1" /etc/resolv.conf && hostname "$2" && shift 2 && exec "$@"' \
+    sh "$D/resolv.conf" "h$i" "$@"
+}
+
+# ---------------------------------------------------------------- ssh
+ssh-keygen -q -t ed25519 -N '' -C "mcast-cluster" -f "$D/ssh/id_ed25519"
+cp "$D/ssh/id_ed25519.pub" "$D/ssh/authorized_keys"
+chmod 0600 "$D/ssh/authorized_keys"
+mkdir -p /run/sshd && chmod 0755 /run/sshd   # sshd's privilege separation dir
+{
+  echo "# Generated by bench/cluster/up.sh: ssh -F $D/ssh_config h1 hostname"
+  for ((i = 1; i <= n; i++)); do printf 'Host h%d\n  HostName %s.%d\n' "$i" "$MC_NET" "$i"; done
+  cat <<CFG
+Host ${hosts[*]} $MC_NET.*
+  User root
+  IdentityFile $D/ssh/id_ed25519
+  IdentitiesOnly yes
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  LogLevel ERROR
+  BatchMode yes
+  ConnectTimeout 5
+  ServerAliveInterval 15
+CFG
+} >"$D/ssh_config"
+for ((i = 1; i <= n; i++)); do
+  h=h$i
+  ssh-keygen -q -t ed25519 -N '' -C "$h" -f "$D/$h/ssh_host_ed25519_key"
+  # The keys are read with AuthorizedKeysCommand: an AuthorizedKeysFile
+  # under /tmp (mode 1777) would fail StrictModes' path check.
+  cat >"$D/$h/sshd_config" <<CFG
+# Generated by bench/cluster/up.sh for $h
+ListenAddress $MC_NET.$i:22
+HostKey $D/$h/ssh_host_ed25519_key
+PidFile $D/$h/sshd.pid
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes yes
+AuthorizedKeysFile none
+AuthorizedKeysCommand $cat_bin $D/ssh/authorized_keys
+AuthorizedKeysCommandUser root
+UseDNS no
+X11Forwarding no
+PrintMotd no
+PrintLastLog no
+AcceptEnv LANG LC_* MCAST_* RUST_*
+MaxStartups 200:30:400
+MaxSessions 200
+Subsystem sftp internal-sftp
+LogLevel INFO
+CFG
+  "$sshd_bin" -t -f "$D/$h/sshd_config" || die "sshd -t rejected $D/$h/sshd_config"
+  # sshd daemonizes and keeps its namespaces, so its sessions see hostname hI.
+  in_host "$i" "$sshd_bin" -f "$D/$h/sshd_config" -E "$D/log/sshd-$h.log" \
+    || die "sshd on $h failed to start; see $D/log/sshd-$h.log"
+done
+
+# ---------------------------------------------------------------- munge
+dd if=/dev/urandom of="$D/munge/munge.key" bs=1024 count=1 status=none
+chmod 0400 "$D/munge/munge.key"
+munge_sock=$D/munge/munge.socket.2
+# One munged in the root namespace; its socket is a path, which the host
+# namespaces reach through the shared filesystem.
+munged --force --socket="$munge_sock" --key-file="$D/munge/munge.key" \
+  --pid-file="$D/munge/munged.pid" --log-file="$D/log/munged.log" \
+  --seed-file="$D/munge/munged.seed" \
+  || die "munged failed to start; see $D/log/munged.log"
+
+# ---------------------------------------------------------------- slurm
+export SLURM_CONF=$D/slurm/slurm.conf
+{
+  cat <<CFG
+# Generated by bench/cluster/up.sh. Use: . $D/env.sh (exports SLURM_CONF).
+ClusterName=mcast
+SlurmctldHost=$MC_CTL_NAME($MC_NET.254)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$munge_sock
+StateSaveLocation=$D/slurm/ctld
+SlurmctldPidFile=$D/slurm/slurmctld.pid
+SlurmctldLogFile=$D/log/slurmctld.log
+SlurmdSpoolDir=$D/%n/slurmd
+SlurmdPidFile=$D/%n/slurmd.pid
+SlurmdLogFile=$D/log/slurmd-%n.log
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SwitchType=switch/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+MpiDefault=none
+MailProg=/bin/true
+ReturnToService=2
+SlurmctldTimeout=30
+SlurmdTimeout=60
+InactiveLimit=0
+KillWait=5
+MinJobAge=30
+SlurmctldDebug=info
+SlurmdDebug=info
+CFG
+  for ((i = 1; i <= n; i++)); do echo "NodeName=h$i NodeAddr=$MC_NET.$i CPUs=2 State=UNKNOWN"; done
+  echo "PartitionName=mc Nodes=$(IFS=,; echo "${hosts[*]}") Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
+} >"$SLURM_CONF"
+
+# slurmctld checks that its hostname is the SlurmctldHost name: give it "mcctl".
+unshare --uts -- sh -c 'hostname "$1" && exec slurmctld' sh "$MC_CTL_NAME" \
+  || die "slurmctld failed to start; see $D/log/slurmctld.log"
+for ((i = 1; i <= n; i++)); do
+  in_host "$i" slurmd -N "h$i" \
+    || die "slurmd on h$i failed to start; see $D/log/slurmd-h$i.log"
+done
+
+# ---------------------------------------------------------------- client env
+cat >"$D/env.sh" <<CFG
+# Generated by bench/cluster/up.sh: . $D/env.sh
+export SLURM_CONF=$SLURM_CONF
+export MCAST_CLUSTER_DIR=$D
+export MCAST_CLUSTER_SSH_CONFIG=$D/ssh_config
+export MCAST_CLUSTER_HOSTFILE=$D/hostfile
+# mclaunch reaches the hosts through this agent (mclaunch --launch-agent).
+export MCAST_LAUNCH_AGENT="ssh -F $D/ssh_config"
+# munge clients take the socket as an option: munge -S \$MCAST_CLUSTER_MUNGE_SOCKET
+export MCAST_CLUSTER_MUNGE_SOCKET=$munge_sock
+CFG
+for ((i = 1; i <= n; i++)); do echo "h$i slots=2"; done >"$D/hostfile"
+
+# ---------------------------------------------------------------- wait
+deadline=$((SECONDS + ${MCAST_CLUSTER_TIMEOUT:-60}))
+pending=("${hosts[@]}")
+while [[ ${#pending[@]} -gt 0 ]]; do
+  still=()
+  for h in "${pending[@]}"; do
+    ssh -F "$D/ssh_config" -o ConnectTimeout=2 "$h" true </dev/null 2>/dev/null || still+=("$h")
+  done
+  pending=("${still[@]+"${still[@]}"}")
+  [[ ${#pending[@]} -eq 0 ]] && break
+  [[ $SECONDS -lt $deadline ]] || die "sshd not answering on: ${pending[*]} (logs: $D/log/sshd-*.log)"
+  sleep 0.2
+done
+while :; do
+  states=$(sinfo -h -N -p mc -o '%N %t' 2>/dev/null || true)
+  idle=$(awk '$2 == "idle" { c++ } END { print c + 0 }' <<<"$states")
+  [[ $idle -eq $n ]] && break
+  if [[ $SECONDS -ge $deadline ]]; then
+    echo "$states" >&2
+    die "Slurm nodes not all idle (logs: $D/log/slurmctld.log, $D/log/slurmd-h*.log)"
+  fi
+  sleep 0.3
+done
+
+cat <<MSG
+mcast test cluster up: $n hosts ${hosts[*]}${rate:+, tbf $rate each way per host}
+  bridge $MC_BR $MC_NET.254/24 (root namespace, slurmctld as $MC_CTL_NAME)
+  hosts  ${hosts[0]}=$MC_NET.1 .. h$n=$MC_NET.$n (namespaces $MC_NS_PREFIX{1..$n}), names in /etc/hosts
+  ssh    ssh -F $D/ssh_config h1 hostname
+  slurm  . $D/env.sh; srun -N$n hostname     (partition mc, 2 CPUs/node)
+  files  $D/{ssh_config,hostfile,env.sh,log/}
+  stop   $here/down.sh
+MSG
