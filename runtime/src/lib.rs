@@ -25,6 +25,7 @@ mod drive;
 pub mod engine;
 pub mod error;
 pub mod fabric;
+pub mod hostlist;
 pub mod hostni;
 mod inbox;
 pub mod logging;
