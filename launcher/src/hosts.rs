@@ -405,7 +405,7 @@ pub fn parse_host_list(arg: &str) -> Result<Vec<HostSlots>, HostsError> {
 /// below their cap (`None`: no cap), adding to `counts`. Returns how many
 /// could not be placed because every host reached its cap.
 fn deal(counts: &mut [u64], caps: &[Option<u64>], mut n: u64) -> u64 {
-    let open = |h: usize, counts: &[u64]| caps[h].map_or(true, |c| counts[h] < c);
+    let open = |h: usize, counts: &[u64]| caps[h].is_none_or(|c| counts[h] < c);
     let mut ring: Vec<usize> = (0..counts.len()).filter(|&h| open(h, counts)).collect();
     while n > 0 && !ring.is_empty() {
         // Whole rounds at once: every open host can take `r` more.
@@ -487,7 +487,7 @@ pub fn map_ranks(
     match map_by {
         MapBy::Slot => {
             for (h, &c) in counts.iter().enumerate() {
-                map.extend(std::iter::repeat(h).take(c as usize));
+                map.extend(std::iter::repeat_n(h, c as usize));
             }
         }
         MapBy::Node => {

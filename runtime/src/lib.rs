@@ -30,6 +30,7 @@ pub mod hostni;
 mod inbox;
 pub mod logging;
 mod net;
+pub mod netif;
 mod outq;
 mod report;
 mod shm;

@@ -340,6 +340,8 @@ const BELOW: &[(&str, &[&str])] = &[
     ("engine", &["wire"]),
     ("shm", &["wire"]),
     ("drive", &[]),
+    // Reads the OS's interfaces (so it is no leaf), but imports only leaves.
+    ("netif", &[]),
 ];
 
 #[test]
