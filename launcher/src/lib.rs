@@ -23,6 +23,7 @@ mod blame;
 pub mod cli;
 pub mod error;
 mod guardian;
+pub mod hosts;
 pub mod output;
 mod procs;
 mod rendezvous;
