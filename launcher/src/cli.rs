@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::error::LaunchError;
+use crate::placement::{self, HostOptions};
 use crate::spec::{self, JobSpec, OnFailure, OutputMode, Placement, DEFAULT_KILL_GRACE};
 
 const AFTER_HELP: &str = "\
@@ -50,14 +51,52 @@ Example:
     after_help = AFTER_HELP
 )]
 pub struct Cli {
-    /// Number of ranks to start.
+    /// Number of ranks to start [default with --hostfile or --host: the
+    /// total number of slots].
     #[arg(
         short = 'n',
         long = "np",
         value_name = "N",
         value_parser = clap::value_parser!(u32).range(1..)
     )]
-    pub np: u32,
+    pub np: Option<u32>,
+
+    /// Run the ranks on the hosts of FILE: one host per line, `host`,
+    /// `host slots=N` or `host:N`, `#` comments (Open MPI and Hydra syntax).
+    /// Hosts other than this machine are reached through the launch agent.
+    #[arg(long, visible_alias = "machinefile", value_name = "FILE")]
+    pub hostfile: Option<std::path::PathBuf>,
+
+    /// Run the ranks on these hosts: `h1:2,h2:2,h3` (a host without `:N` has 1 slot).
+    #[arg(long, short = 'H', value_name = "LIST")]
+    pub host: Option<String>,
+
+    /// Place ranks on the hosts by `slot` (fill each host's slots in turn)
+    /// or by `node` (one rank per host, round-robin).
+    #[arg(long, value_name = "slot|node", default_value = "slot")]
+    pub map_by: crate::hosts::MapBy,
+
+    /// Allow more ranks than slots (the extra ranks are dealt round-robin).
+    #[arg(long)]
+    pub oversubscribe: bool,
+
+    /// The command that runs mclaunch's proxy on a remote host, with its
+    /// arguments; the host name and the proxy command follow it
+    /// [default: $MCAST_LAUNCH_AGENT, else ssh].
+    #[arg(long, value_name = "CMD")]
+    pub launch_agent: Option<String>,
+
+    /// On remote hosts, run the proxy as DIR/bin/mclaunch [default: this
+    /// mclaunch's own path, as on a shared file system].
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<std::path::PathBuf>,
+
+    /// The interfaces ranks and the rendezvous use between hosts: names or
+    /// CIDRs, `^` to exclude (`eth0`, `10.0.0.0/8`, `^docker0,lo`)
+    /// [default: $MCAST_IF, else the interface that routes to the other
+    /// hosts]. Sets MCAST_IF for every rank.
+    #[arg(long = "if", value_name = "LIST")]
+    pub iface: Option<String>,
 
     /// Stop the whole job after SECS seconds (fractions allowed) and exit with 124.
     #[arg(long, value_name = "SECS", value_parser = spec::parse_secs)]
@@ -142,15 +181,49 @@ impl Cli {
             .iter()
             .map(|x| spec::parse_export(x, &lookup))
             .collect::<Result<Vec<_>, _>>()?;
+        let hosts = HostOptions {
+            hostfile: self.hostfile.clone(),
+            host: self.host.clone(),
+            map_by: self.map_by,
+            oversubscribe: self.oversubscribe,
+            launch_agent: self.launch_agent.clone(),
+            prefix: self.prefix.clone(),
+            iface: self.iface.clone().or_else(|| {
+                lookup(mcast::config::ENV_IF).map(|v| v.to_string_lossy().into_owned())
+            }),
+        };
+        let (np, placement) = if hosts.any() {
+            if self.fabric.is_some() {
+                return Err(LaunchError::Usage(
+                    "--fabric runs every rank on this machine: it cannot be combined \
+                     with --hostfile or --host"
+                        .into(),
+                ));
+            }
+            let (np, plan) = placement::plan(&hosts, self.np, &lookup)?;
+            if let Some(list) = &hosts.iface {
+                env.retain(|(k, _)| k != mcast::config::ENV_IF);
+                env.push((mcast::config::ENV_IF.into(), list.into()));
+            }
+            (np, Placement::Hosts(plan))
+        } else {
+            let np = self.np.ok_or_else(|| {
+                LaunchError::Usage(
+                    "give the number of ranks with -n N (or hosts with --hostfile or --host)"
+                        .into(),
+                )
+            })?;
+            (np, Placement::Local)
+        };
         if let Some(t) = &self.topology {
             let topo: mcast_algorithms::Topology = t
                 .parse()
                 .map_err(|e| LaunchError::Usage(format!("--topology {t}: {e}")))?;
-            if self.np as usize > topo.nodes() {
+            if np as usize > topo.nodes() {
                 return Err(LaunchError::Usage(format!(
                     "--topology {t} has {} nodes, fewer than the {} ranks asked for",
                     topo.nodes(),
-                    self.np
+                    np
                 )));
             }
             env.retain(|(k, _)| k != mcast::config::ENV_TOPOLOGY);
@@ -162,11 +235,11 @@ impl Cli {
                 f,
                 self.fabric_config.as_deref(),
                 self.fabric_stats,
-                self.np,
+                np,
             )?),
         };
         Ok(JobSpec {
-            nranks: self.np,
+            nranks: np,
             program,
             args: command.collect(),
             env,
@@ -178,7 +251,7 @@ impl Cli {
             timeout: self.timeout,
             rendezvous_timeout: spec::rendezvous_timeout(self.rendezvous_timeout, &lookup)?,
             kill_grace: DEFAULT_KILL_GRACE,
-            placement: Placement::Local,
+            placement,
             on_failure: self.on_failure,
             fabric,
         })
@@ -273,7 +346,7 @@ mod tests {
             "x",
         ])
         .unwrap();
-        assert_eq!(cli.np, 2);
+        assert_eq!(cli.np, Some(2));
         assert!(cli.tag_output);
         assert_eq!(cli.timeout, None);
         let spec = cli.into_spec_with(|_| None).unwrap();
@@ -317,7 +390,12 @@ mod tests {
 
     #[test]
     fn rejects_bad_command_lines() {
-        assert!(parse(&["prog"]).is_err()); // -n is required
+        // -n is required without hosts (it is checked when the spec is made).
+        let no_n = parse(&["prog"]).unwrap();
+        assert!(matches!(
+            no_n.into_spec_with(|_| None),
+            Err(LaunchError::Usage(m)) if m.contains("-n N")
+        ));
         assert!(parse(&["-n", "0", "prog"]).is_err());
         assert!(parse(&["-n", "2"]).is_err()); // no program
         assert!(parse(&["-n", "2", "--timeout", "0", "prog"]).is_err());

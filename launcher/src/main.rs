@@ -8,6 +8,11 @@ use mclaunch::{note, Cli, LaunchError};
 
 fn main() -> ExitCode {
     mcast::logging::init();
+    // `mclaunch --proxy`: started on a remote host by the launch agent; its
+    // job comes on stdin, never on the command line.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "--proxy") {
+        return ExitCode::from(mclaunch::proxy::serve());
+    }
     let cli = Cli::parse();
     match launch(cli) {
         Ok(code) => ExitCode::from(code),

@@ -33,8 +33,18 @@ pub fn tag_lines<R: Read>(rank: u32, src: R, sink: Sink) {
 }
 
 /// The loop of [`tag_lines`], writing each finished line with `emit`.
-fn tag_into<R: Read>(rank: u32, src: R, mut emit: impl FnMut(&[u8]) -> io::Result<()>) {
-    let prefix = format!("[{rank}] ");
+fn tag_into<R: Read>(rank: u32, src: R, emit: impl FnMut(&[u8]) -> io::Result<()>) {
+    lines_into(&format!("[{rank}] "), src, emit)
+}
+
+/// Split `src` into lines (at most [`MAX_LINE`] bytes each, a final one
+/// given its newline), each after `prefix`, and hand them to `emit` until
+/// `src` ends or `emit` fails.
+pub(crate) fn lines_into<R: Read>(
+    prefix: &str,
+    src: R,
+    mut emit: impl FnMut(&[u8]) -> io::Result<()>,
+) {
     let mut reader = BufReader::with_capacity(MAX_LINE, src);
     let mut line = Vec::with_capacity(256);
     loop {

@@ -8,9 +8,15 @@
 use std::ffi::OsString;
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::thread;
 
-use crate::spec::{JobSpec, OutputMode, Placement};
+use crate::guardian::Guardian;
+use crate::reports::Reports;
+use crate::spec::{JobSpec, OutputMode};
+use crate::supervisor::Event;
 
 /// The `MCAST_*` and `-x` variables for one rank, in the order they are applied.
 pub fn rank_env(
@@ -33,25 +39,22 @@ pub fn rank_env(
     env
 }
 
-/// The command that runs `rank` where the placement says.
+/// The command that runs a rank on this host.
 fn command_for(spec: &JobSpec, env: &[(OsString, OsString)]) -> Command {
-    match spec.placement {
-        Placement::Local => {
-            let mut cmd = Command::new(&spec.program);
-            cmd.args(&spec.args);
-            cmd.envs(env.iter().map(|(k, v)| (k, v)));
-            cmd
-        }
-    }
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    cmd
 }
 
 /// Rank 0 reads mclaunch's stdin unless it is a terminal (a rank in its own
-/// process group reading the terminal would be stopped by SIGTTIN); every other
-/// rank reads /dev/null.
-fn stdin_for(rank: u32) -> Stdio {
+/// process group reading the terminal would be stopped by SIGTTIN) or
+/// `stdin` is false (a proxy's stdin is its channel to mclaunch); every
+/// other rank reads /dev/null.
+fn stdin_for(rank: u32, stdin: bool) -> Stdio {
     // SAFETY: isatty only inspects a file descriptor.
     let stdin_is_tty = unsafe { libc::isatty(libc::STDIN_FILENO) } == 1;
-    if rank == 0 && !stdin_is_tty {
+    if rank == 0 && stdin && !stdin_is_tty {
         Stdio::inherit()
     } else {
         Stdio::null()
@@ -61,18 +64,20 @@ fn stdin_for(rank: u32) -> Stdio {
 /// Start `rank`. With [`OutputMode::Tagged`] its stdout and stderr are pipes
 /// (taken by the caller from the returned [`Child`]). `report_fd`, if any,
 /// is the departure-report pipe's write end: the rank inherits it, named by
-/// `MCAST_REPORT_FD` (`mcast::logging`).
+/// `MCAST_REPORT_FD` (`mcast::logging`). `stdin`: whether rank 0 may read
+/// this process's stdin.
 pub fn spawn_rank(
     spec: &JobSpec,
     rank: u32,
     env: &[(OsString, OsString)],
     report_fd: Option<std::os::fd::RawFd>,
+    stdin: bool,
 ) -> io::Result<Child> {
     let mut cmd = command_for(spec, env);
     if let Some(fd) = report_fd {
         cmd.env(mcast::logging::ENV_REPORT_FD, fd.to_string());
     }
-    cmd.stdin(stdin_for(rank));
+    cmd.stdin(stdin_for(rank, stdin));
     match spec.output {
         OutputMode::Inherit => {
             cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
@@ -111,4 +116,68 @@ pub fn spawn_rank(
         });
     }
     cmd.spawn()
+}
+
+/// A rank started on this host: its pid (= its process group) and, with
+/// tagged output, its output pipes for the caller to forward.
+pub(crate) struct Running {
+    pub pid: libc::pid_t,
+    pub stdout: Option<ChildStdout>,
+    pub stderr: Option<ChildStderr>,
+}
+
+/// Why [`start_rank`] failed.
+pub(crate) enum StartError {
+    /// The process could not be started.
+    Spawn(io::Error),
+    /// It started but no thread could wait for it (it was killed and reaped).
+    Watch(io::Error),
+}
+
+/// Start `rank` on this host (mclaunch, or a host's proxy): spawn it, tell
+/// the guardian its process group, and start the waiter thread that sends
+/// its exit on `tx`, after the reports it wrote before it ended.
+pub(crate) fn start_rank(
+    spec: &JobSpec,
+    rank: u32,
+    env: &[(OsString, OsString)],
+    reports: &Arc<Reports>,
+    tx: &Sender<Event>,
+    guardian: &Guardian,
+    stdin: bool,
+) -> Result<Running, StartError> {
+    let mut child =
+        spawn_rank(spec, rank, env, Some(reports.write_fd()), stdin).map_err(StartError::Spawn)?;
+    let pid = child.id() as libc::pid_t;
+    guardian.watch(pid);
+    let running = Running {
+        pid,
+        stdout: child.stdout.take(),
+        stderr: child.stderr.take(),
+    };
+    let tx = tx.clone();
+    let reports = reports.clone();
+    let waiter = thread::Builder::new()
+        .name(format!("rank{rank}-wait"))
+        .spawn(move || {
+            let event = match child.wait() {
+                Ok(status) => Event::Exited { rank, status },
+                Err(error) => Event::WaitFailed { rank, error },
+            };
+            // Whatever the rank reported before it ended goes first.
+            reports.drain();
+            let _ = tx.send(event);
+        });
+    match waiter {
+        Ok(_) => Ok(running),
+        Err(e) => {
+            // The child went down with the closure: kill and reap it here.
+            // SAFETY: plain system calls on a child we started and have not reaped.
+            unsafe {
+                libc::killpg(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            Err(StartError::Watch(e))
+        }
+    }
 }

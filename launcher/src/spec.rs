@@ -62,9 +62,44 @@ pub enum Placement {
     /// listens on loopback.
     #[default]
     Local,
-    // Later: `Ssh { hosts: Vec<HostSlot> }` from `--hostfile`, where each rank's
-    // command becomes `ssh HOST env VAR=VAL... PROGRAM ARGS` and the rendezvous
-    // binds an address the hosts can reach.
+    /// Ranks on several hosts (`--hostfile`, `--host`): a host that is this
+    /// machine gets child processes, every other host a proxy started
+    /// through the launch agent, and the rendezvous binds an address the
+    /// hosts reach.
+    Hosts(HostPlan),
+}
+
+/// Which rank runs on which host, and how the hosts are reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPlan {
+    /// The hosts, in the order they were given.
+    pub hosts: Vec<PlannedHost>,
+    /// Each rank's host: an index into `hosts`.
+    pub rank_host: Vec<usize>,
+    /// The launch agent's program and arguments, before the host name
+    /// (`ssh`, `ssh -F cluster/ssh_config`).
+    pub agent: Vec<String>,
+    /// The mclaunch binary the agent runs on a remote host, as `--proxy`.
+    pub proxy_program: String,
+    /// The address the rendezvous binds.
+    pub bind: IpAddr,
+}
+
+/// One host of a [`HostPlan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedHost {
+    /// Its name as given.
+    pub name: String,
+    /// It is this machine: its ranks are started directly, without an agent.
+    pub local: bool,
+}
+
+impl HostPlan {
+    /// The host of `rank`, if it runs elsewhere (through a proxy).
+    pub fn remote_host(&self, rank: u32) -> Option<usize> {
+        let h = *self.rank_host.get(rank as usize)?;
+        (!self.hosts[h].local).then_some(h)
+    }
 }
 
 impl Placement {
@@ -72,6 +107,15 @@ impl Placement {
     pub fn rendezvous_bind(&self) -> IpAddr {
         match self {
             Placement::Local => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            Placement::Hosts(plan) => plan.bind,
+        }
+    }
+
+    /// The host plan, when ranks may run elsewhere.
+    pub fn hosts(&self) -> Option<&HostPlan> {
+        match self {
+            Placement::Local => None,
+            Placement::Hosts(plan) => Some(plan),
         }
     }
 }

@@ -22,19 +22,28 @@ use std::time::{Duration, Instant};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle as SignalsHandle, Signals};
 
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+
 use crate::blame::Blame;
 use crate::error::LaunchError;
 use crate::guardian::Guardian;
 use crate::output::{spawn_forwarder, Sink};
+use crate::proxy::wire::{Down, ProxyJob, ProxyRank, PROXY_VERSION};
+use crate::remote::{RemoteEvent, RemoteHost};
 use crate::rendezvous::Rendezvous;
 use crate::reports::{Lost, Reports};
-use crate::spawn::{rank_env, spawn_rank};
+use crate::spawn::{rank_env, start_rank, StartError};
 use crate::spec::{JobSpec, OnFailure};
 use crate::status::{describe_signal, describe_status, ranks_phrase, shell_exit_code};
 use crate::{note, procs, token};
 
 /// How long to wait for ranks to disappear after SIGKILL.
 const KILL_WAIT: Duration = Duration::from_secs(2);
+/// Least time a proxy may be silent before its host counts as gone (the
+/// ranks' `MCAST_FAILURE_TIMEOUT` if longer): a loaded host's ssh may
+/// stall for a moment.
+const PROXY_SILENCE: Duration = Duration::from_secs(5);
 /// How often teardown re-checks whether a rank's process group is empty
 /// (processes other than the rank itself are not our children, so their
 /// exits produce no event).
@@ -57,6 +66,12 @@ pub(crate) enum Event {
     RendezvousComplete,
     /// The rendezvous cannot complete.
     RendezvousFailed(String),
+    /// A remote host's proxy said something (mclaunch).
+    Remote(RemoteEvent),
+    /// mclaunch sent a command (a proxy).
+    Command(Down),
+    /// The channel to mclaunch ended or went silent (a proxy).
+    ParentGone(String),
 }
 
 /// How a job ended. Ranks have been stopped by the time [`run`] returns it.
@@ -68,8 +83,10 @@ pub enum Outcome {
     RankFailed {
         /// The failing rank.
         rank: u32,
-        /// Its process id.
+        /// Its process id (on its host).
         pid: u32,
+        /// Its host, when it ran on another one.
+        host: Option<String>,
         /// How it ended.
         status: ExitStatus,
         /// With `--on-failure continue`: the ranks that failed after it.
@@ -89,6 +106,16 @@ pub enum Outcome {
     /// The ranks could not all join the rendezvous.
     RendezvousFailed {
         /// Why, naming the ranks concerned.
+        reason: String,
+    },
+    /// A remote host's proxy went away (the host vanished, the launch
+    /// agent or the proxy was killed) while ranks ran there.
+    HostLost {
+        /// The host.
+        host: String,
+        /// Its ranks that had not ended.
+        ranks: Vec<u32>,
+        /// What happened to the channel.
         reason: String,
     },
     /// `--timeout` expired.
@@ -126,7 +153,9 @@ impl Outcome {
                 io::ErrorKind::PermissionDenied => 126,
                 _ => 1,
             },
-            Outcome::RendezvousFailed { .. } | Outcome::Internal { .. } => 1,
+            Outcome::RendezvousFailed { .. }
+            | Outcome::Internal { .. }
+            | Outcome::HostLost { .. } => 1,
             Outcome::TimedOut { .. } => 124,
             Outcome::Interrupted { signal, .. } => u8::try_from(128 + signal).unwrap_or(255),
         }
@@ -144,11 +173,15 @@ impl Outcome {
             Outcome::RankFailed {
                 rank,
                 pid,
+                host,
                 status,
                 also_failed,
                 lost,
             } => {
-                let mut m = format!("rank {rank} (pid {pid}) {}", describe_status(*status));
+                let on = host
+                    .as_ref()
+                    .map_or(String::new(), |h| format!(" on host {h}"));
+                let mut m = format!("rank {rank} (pid {pid}){on} {}", describe_status(*status));
                 if let Some(l) = lost {
                     m.push_str(&l.phrase());
                 }
@@ -169,6 +202,15 @@ impl Outcome {
                 program.to_string_lossy()
             ),
             Outcome::RendezvousFailed { reason } => format!("rendezvous failed: {reason}"),
+            Outcome::HostLost {
+                host,
+                ranks,
+                reason,
+            } => format!(
+                "lost host {host}: {reason}; {} running there {} lost",
+                ranks_phrase(ranks),
+                if ranks.len() == 1 { "is" } else { "are" }
+            ),
             Outcome::TimedOut { after, running } => format!(
                 "job timed out after {}; {} still running, killed",
                 crate::status::format_secs(*after),
@@ -228,7 +270,13 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     // First, while mclaunch has few descriptors and threads.
     let guardian = Guardian::start(spec.nranks as usize)
         .map_err(|e| LaunchError::setup("cannot start the guardian process", e))?;
-    warn_oversubscribed(spec.nranks);
+    let local = match spec.placement.hosts() {
+        None => spec.nranks,
+        Some(plan) => (0..spec.nranks)
+            .filter(|&r| plan.remote_host(r).is_none())
+            .count() as u32,
+    };
+    warn_oversubscribed(local);
     let token = token::generate()
         .map_err(|e| LaunchError::setup("cannot read /dev/urandom for the job token", e))?;
     let (tx, events) = mpsc::channel();
@@ -281,15 +329,22 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
             .as_ref()
             .map(|f| f.host_addrs().to_vec())
             .unwrap_or_default(),
+        remotes: BTreeMap::new(),
     };
     let outcome = match job.launch(&token) {
         Some(failed) => failed,
         None => job.supervise(),
     };
     job.teardown();
+    job.finish_remotes();
     let quiet = job.quiet();
     job.drain_output();
-    remove_arenas(job.ranks.iter().map(|r| r.pgid));
+    remove_arenas(
+        job.ranks
+            .iter()
+            .filter(|r| r.host.is_none())
+            .filter_map(|r| r.pgid),
+    );
     job.reports.stop();
     drop(job);
     let _ = reports_thread.join();
@@ -311,8 +366,8 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     Ok(outcome)
 }
 
-/// One line on stderr when the ranks outnumber the cores: they then take
-/// turns on them, and timings (and failure timeouts) stretch.
+/// One line on stderr when the ranks on this machine outnumber its cores:
+/// they then take turns on them, and timings (and failure timeouts) stretch.
 fn warn_oversubscribed(nranks: u32) {
     if let Ok(cores) = thread::available_parallelism() {
         if nranks as usize > cores.get() {
@@ -346,7 +401,7 @@ fn failure_timeout(spec: &JobSpec) -> std::time::Duration {
 /// `mcast::arena_prefix`) the ranks left behind. A rank unlinks its own as
 /// soon as its peers have it open, so only a rank that died during start-up
 /// leaves one.
-fn remove_arenas(pids: impl Iterator<Item = libc::pid_t>) {
+pub(crate) fn remove_arenas(pids: impl Iterator<Item = libc::pid_t>) {
     let prefixes: Vec<String> = pids.map(|p| mcast::arena_prefix(p as u32)).collect();
     let Ok(dir) = std::fs::read_dir(mcast::ARENA_DIR) else {
         return;
@@ -360,12 +415,13 @@ fn remove_arenas(pids: impl Iterator<Item = libc::pid_t>) {
     }
 }
 
-/// A started rank.
+/// A rank of the job.
 struct RankProc {
-    /// Its process group id (= its pid).
-    pgid: libc::pid_t,
-
-    /// Whether its exit has been collected.
+    /// Its process group id (= its pid, on its host), once known.
+    pgid: Option<libc::pid_t>,
+    /// The remote host it runs on (through that host's proxy), if any.
+    host: Option<usize>,
+    /// Whether its exit has been collected (or it never started).
     reaped: bool,
 }
 
@@ -388,66 +444,69 @@ struct Job<'a> {
     guardian: &'a Guardian,
     /// `--fabric`: host port i's address for rank i.
     fabric_ports: Vec<String>,
+    /// The proxies of the remote hosts, by host index.
+    remotes: BTreeMap<usize, RemoteHost>,
 }
 
 impl Job<'_> {
-    /// Start every rank. Returns the outcome if the job ends before all have
-    /// started (one cannot be started, one fails, a signal arrives).
+    /// Start every rank: the remote hosts' proxies first (their agents
+    /// take a while to log in), then the local ranks. Returns the outcome
+    /// if the job ends before all have started (one cannot be started, one
+    /// fails, a signal arrives).
     fn launch(&mut self, token: &str) -> Option<Outcome> {
         let rendezvous = self.rendezvous.addr().to_string();
-        for rank in 0..self.spec.nranks {
+        let n = self.spec.nranks;
+        let plan = self.spec.placement.hosts();
+        for rank in 0..n {
+            self.blame.started();
+            self.ranks.push(RankProc {
+                pgid: None,
+                host: plan.and_then(|p| p.remote_host(rank)),
+                reaped: true,
+            });
+        }
+        if let Some(plan) = plan {
+            if let Some(outcome) = self.launch_remote(plan, &rendezvous, token) {
+                return Some(outcome);
+            }
+        }
+        for rank in 0..n {
+            if self.ranks[rank as usize].host.is_some() {
+                continue;
+            }
             let port = self.fabric_ports.get(rank as usize).map(String::as_str);
             let env = rank_env(self.spec, rank, &rendezvous, token, port);
-            let report_fd = Some(self.reports.write_fd());
-            let mut child = match spawn_rank(self.spec, rank, &env, report_fd) {
-                Ok(child) => child,
-                Err(error) => {
+            let running = start_rank(
+                self.spec,
+                rank,
+                &env,
+                &self.reports,
+                &self.tx,
+                self.guardian,
+                true,
+            );
+            let running = match running {
+                Ok(r) => r,
+                Err(StartError::Spawn(error)) => {
                     return Some(Outcome::SpawnFailed {
                         rank,
                         program: self.spec.program.clone(),
                         error,
                     })
                 }
+                Err(StartError::Watch(e)) => {
+                    return Some(Outcome::Internal {
+                        reason: format!("cannot watch rank {rank}: {e}"),
+                    })
+                }
             };
-            let pid = child.id() as libc::pid_t;
-            self.guardian.watch(pid);
-            self.ranks.push(RankProc {
-                pgid: pid,
-                reaped: false,
-            });
-            self.blame.started();
-            if let Some(out) = child.stdout.take() {
+            self.ranks[rank as usize].pgid = Some(running.pid);
+            self.ranks[rank as usize].reaped = false;
+            if let Some(out) = running.stdout {
                 self.forward(rank, out, Sink::Stdout);
             }
-            if let Some(err) = child.stderr.take() {
+            if let Some(err) = running.stderr {
                 self.forward(rank, err, Sink::Stderr);
-            }
-            let tx = self.tx.clone();
-            let reports = self.reports.clone();
-            let waiter = thread::Builder::new()
-                .name(format!("rank{rank}-wait"))
-                .spawn(move || {
-                    let event = match child.wait() {
-                        Ok(status) => Event::Exited { rank, status },
-                        Err(error) => Event::WaitFailed { rank, error },
-                    };
-                    // Whatever the rank reported before it ended goes first.
-                    reports.drain();
-                    let _ = tx.send(event);
-                });
-            if let Err(e) = waiter {
-                // The child went down with the closure: kill and reap it here.
-                // SAFETY: plain system calls on a child we started and have not reaped.
-                unsafe {
-                    libc::killpg(pid, libc::SIGKILL);
-                    libc::waitpid(pid, std::ptr::null_mut(), 0);
-                }
-                if let Some(r) = self.ranks.last_mut() {
-                    r.reaped = true;
-                }
-                return Some(Outcome::Internal {
-                    reason: format!("cannot watch rank {rank}: {e}"),
-                });
             }
             // Stop launching if the job has already ended (a rank failed,
             // mclaunch was signalled).
@@ -460,11 +519,179 @@ impl Job<'_> {
         None
     }
 
+    /// Start the proxy of every remote host of `plan`, each with its ranks.
+    fn launch_remote(
+        &mut self,
+        plan: &crate::spec::HostPlan,
+        rendezvous: &str,
+        token: &str,
+    ) -> Option<Outcome> {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let silence = failure_timeout(self.spec).max(PROXY_SILENCE);
+        for (h, host) in plan.hosts.iter().enumerate() {
+            let ranks: Vec<u32> = (0..self.spec.nranks)
+                .filter(|&r| plan.remote_host(r) == Some(h))
+                .collect();
+            if host.local || ranks.is_empty() {
+                continue;
+            }
+            let raw = |s: &OsString| s.as_bytes().to_vec();
+            let job = ProxyJob {
+                version: PROXY_VERSION,
+                host: host.name.clone(),
+                program: raw(&self.spec.program),
+                args: self.spec.args.iter().map(raw).collect(),
+                cwd: cwd.as_os_str().as_bytes().to_vec(),
+                ranks: ranks
+                    .iter()
+                    .map(|&rank| ProxyRank {
+                        rank,
+                        env: rank_env(self.spec, rank, rendezvous, token, None)
+                            .iter()
+                            .map(|(k, v)| (raw(k), raw(v)))
+                            .collect(),
+                    })
+                    .collect(),
+                tagged: self.spec.output == crate::spec::OutputMode::Tagged,
+                kill_grace_ms: self.spec.kill_grace.as_millis() as u64,
+                silence_ms: silence.as_millis() as u64,
+            };
+            let started = RemoteHost::start(
+                plan,
+                h,
+                job,
+                self.tx.clone(),
+                self.output_done.clone(),
+                self.guardian,
+                self.spec.rendezvous_timeout,
+                silence,
+            );
+            match started {
+                Ok(remote) => {
+                    self.forwarders += 1;
+                    for &r in &remote.ranks {
+                        self.ranks[r as usize].reaped = false;
+                    }
+                    self.remotes.insert(h, remote);
+                }
+                Err(error) => {
+                    return Some(Outcome::SpawnFailed {
+                        rank: ranks[0],
+                        program: plan.agent.first().cloned().unwrap_or_default().into(),
+                        error,
+                    })
+                }
+            }
+        }
+        None
+    }
+
+    /// Send `signal` to a rank's process group, wherever it runs.
+    fn signal_rank(&self, rank: u32, signal: libc::c_int) {
+        let r = &self.ranks[rank as usize];
+        match (r.host, r.pgid) {
+            (Some(h), _) => {
+                if let Some(remote) = self.remotes.get(&h) {
+                    remote.signal(Some(rank), signal);
+                }
+            }
+            // SAFETY: killpg has no memory-safety preconditions.
+            (None, Some(pgid)) => unsafe {
+                libc::killpg(pgid, signal);
+            },
+            (None, None) => {}
+        }
+    }
+
+    /// Once the ranks are stopped: tell every proxy the job is over, wait
+    /// (bounded) for each to say it is done, and close the channels.
+    fn finish_remotes(&mut self) {
+        if self.remotes.is_empty() {
+            return;
+        }
+        for r in self.remotes.values().filter(|r| !r.ended) {
+            r.finish();
+        }
+        let end = Instant::now() + self.spec.kill_grace + KILL_WAIT + KILL_WAIT;
+        while self.remotes.values().any(|r| !r.ended) {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(Event::Remote(e)) => {
+                    self.on_remote(e);
+                }
+                Ok(Event::Exited { rank, .. }) => self.mark_reaped(rank),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        for (_, r) in self.remotes.iter_mut() {
+            if !r.ended {
+                note(&format!(
+                    "the proxy on host {} did not finish; closing its connection",
+                    r.name
+                ));
+            }
+            r.close();
+        }
+    }
+
+    /// Book what a proxy said; `Some` when it ends the job.
+    fn on_remote(&mut self, event: RemoteEvent) -> Option<Outcome> {
+        match event {
+            RemoteEvent::Started { rank, pid } => {
+                if let Some(r) = self.ranks.get_mut(rank as usize) {
+                    r.pgid = Some(pid as libc::pid_t);
+                }
+                None
+            }
+            RemoteEvent::SpawnFailed { rank, error } => {
+                self.mark_reaped(rank);
+                Some(Outcome::SpawnFailed {
+                    rank,
+                    program: self.spec.program.clone(),
+                    error,
+                })
+            }
+            RemoteEvent::Done { host } | RemoteEvent::Gone { host, .. } => {
+                let gone = match event {
+                    RemoteEvent::Gone { reason, .. } => Some(reason),
+                    _ => None,
+                };
+                let remote = self.remotes.get_mut(&host)?;
+                remote.ended = true;
+                let name = remote.name.clone();
+                let lost: Vec<u32> = remote
+                    .ranks
+                    .iter()
+                    .copied()
+                    .filter(|&r| !self.ranks[r as usize].reaped)
+                    .collect();
+                for &r in &lost {
+                    self.mark_reaped(r);
+                }
+                match gone {
+                    Some(reason) if !lost.is_empty() => Some(Outcome::HostLost {
+                        host: name,
+                        ranks: lost,
+                        reason,
+                    }),
+                    _ => None,
+                }
+            }
+        }
+    }
+
     fn forward<R: io::Read + Send + 'static>(&mut self, rank: u32, src: R, sink: Sink) {
         match spawn_forwarder(rank, src, sink, self.output_done.clone()) {
             Ok(_) => self.forwarders += 1,
             Err(e) => note(&format!("cannot forward the output of rank {rank}: {e}")),
         }
+    }
+
+    /// The remote host a rank ran on, by name.
+    fn host_of(&self, rank: u32) -> Option<String> {
+        let h = self.ranks.get(rank as usize)?.host?;
+        self.remotes.get(&h).map(|r| r.name.clone())
     }
 
     fn running(&self) -> Vec<u32> {
@@ -548,7 +775,7 @@ impl Job<'_> {
             .map(|(rank, _)| rank)
             .collect();
         for rank in due {
-            let pgid = self.ranks[rank as usize].pgid;
+            let pgid = self.ranks[rank as usize].pgid.unwrap_or(0);
             let by = self
                 .blame
                 .entry(rank)
@@ -559,8 +786,7 @@ impl Job<'_> {
                  still running: killing it",
                 crate::status::format_secs(grace)
             ));
-            // SAFETY: killpg has no memory-safety preconditions.
-            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+            self.signal_rank(rank, libc::SIGKILL);
             self.blame.killed(rank, grace);
         }
     }
@@ -570,7 +796,12 @@ impl Job<'_> {
         let e = self.blame.entry(rank);
         Outcome::RankFailed {
             rank,
-            pid: self.ranks.get(rank as usize).map_or(0, |r| r.pgid as u32),
+            pid: self
+                .ranks
+                .get(rank as usize)
+                .and_then(|r| r.pgid)
+                .map_or(0, |p| p as u32),
+            host: self.host_of(rank),
             // Only called for ranks that have ended.
             status: e.and_then(|e| e.status).unwrap_or_default(),
             also_failed,
@@ -636,6 +867,8 @@ impl Job<'_> {
             }),
             Event::RendezvousComplete => None,
             Event::RendezvousFailed(reason) => Some(Outcome::RendezvousFailed { reason }),
+            Event::Remote(e) => self.on_remote(e),
+            Event::Command(_) | Event::ParentGone(_) => None,
         }
     }
 
@@ -664,15 +897,19 @@ impl Job<'_> {
                 if !r.reaped {
                     return true;
                 }
-                if procs::group_is_gone(r.pgid) {
+                // A remote rank's group is its proxy's to watch.
+                let Some(pgid) = r.pgid.filter(|_| r.host.is_none()) else {
+                    return false;
+                };
+                if procs::group_is_gone(pgid) {
                     return false;
                 }
                 // Members remain, possibly only zombies: ask /proc (once).
                 let live = live.get_or_insert_with(|| {
                     procs::live_groups()
-                        .unwrap_or_else(|_| self.ranks.iter().map(|r| r.pgid).collect())
+                        .unwrap_or_else(|_| self.ranks.iter().filter_map(|r| r.pgid).collect())
                 });
-                live.contains(&r.pgid)
+                live.contains(&pgid)
             })
             .map(|(rank, _)| rank)
             .collect()
@@ -685,8 +922,7 @@ impl Job<'_> {
 
     fn signal_groups(&self, signal: libc::c_int) {
         for rank in self.lingering() {
-            // SAFETY: killpg has no memory-safety preconditions.
-            unsafe { libc::killpg(self.ranks[rank as usize].pgid, signal) };
+            self.signal_rank(rank, signal);
         }
     }
 
@@ -728,6 +964,9 @@ impl Job<'_> {
                 Ok(Event::Exited { rank, .. }) | Ok(Event::WaitFailed { rank, .. }) => {
                     self.mark_reaped(rank)
                 }
+                Ok(Event::Remote(e)) => {
+                    self.on_remote(e);
+                }
                 Ok(Event::Signal(_)) => return false,
                 Ok(_) | Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return false,
@@ -750,13 +989,13 @@ impl Job<'_> {
 }
 
 /// Forwards SIGINT, SIGTERM and SIGHUP to the event channel while alive.
-struct SignalWatch {
+pub(crate) struct SignalWatch {
     handle: SignalsHandle,
     thread: Option<thread::JoinHandle<()>>,
 }
 
 impl SignalWatch {
-    fn start(tx: Sender<Event>) -> io::Result<SignalWatch> {
+    pub(crate) fn start(tx: Sender<Event>) -> io::Result<SignalWatch> {
         let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])?;
         let handle = signals.handle();
         let thread = thread::Builder::new()
@@ -794,6 +1033,7 @@ mod tests {
         let failed = Outcome::RankFailed {
             rank: 3,
             pid: 42,
+            host: None,
             status: ExitStatus::from_raw(7 << 8),
             also_failed: vec![],
             lost: None,
@@ -806,6 +1046,7 @@ mod tests {
         let later = Outcome::RankFailed {
             rank: 3,
             pid: 42,
+            host: None,
             status: ExitStatus::from_raw(7 << 8),
             also_failed: vec![1, 5],
             lost: None,
@@ -814,6 +1055,7 @@ mod tests {
         let killed = Outcome::RankFailed {
             rank: 2,
             pid: 43,
+            host: None,
             status: ExitStatus::from_raw(libc::SIGKILL),
             also_failed: vec![],
             lost: None,
@@ -826,6 +1068,7 @@ mod tests {
         let hung = Outcome::RankFailed {
             rank: 2,
             pid: 43,
+            host: None,
             status: ExitStatus::from_raw(libc::SIGKILL),
             also_failed: vec![],
             lost: Some(LostBy {

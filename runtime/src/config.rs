@@ -6,7 +6,8 @@
 //! | `MCAST_SIZE` | number of ranks (set by mclaunch) | 1 |
 //! | `MCAST_RENDEZVOUS` | `host:port` of mclaunch's rendezvous (set by mclaunch) | — |
 //! | `MCAST_TOKEN` | per-job secret, hex (set by mclaunch) | — |
-//! | `MCAST_BIND` | IP address this rank listens on for peers | `127.0.0.1` |
+//! | `MCAST_BIND` | IP address this rank listens on for peers | see `MCAST_IF` |
+//! | `MCAST_IF` | the interfaces a rank listens on when `MCAST_BIND` is unset: names or CIDRs, `^` to exclude (`eth0`, `10.0.0.0/8`, `^docker0,lo`; set by `mclaunch --if`); the first selected IPv4 address is used | unset: the address that routes to the rendezvous when that is on another host, else `127.0.0.1` |
 //! | `MCAST_PACKET_BYTES` | payload bytes per packet | 65536 |
 //! | `MCAST_FORWARDING` | `fpfs` or `fcfs` NI forwarding discipline | `fpfs` |
 //! | `MCAST_TIMEOUT_SECS` | bound on any one wait inside a collective (and on bootstrap) | 120 |
@@ -38,6 +39,7 @@ pub const ENV_SIZE: &str = "MCAST_SIZE";
 pub const ENV_RENDEZVOUS: &str = "MCAST_RENDEZVOUS";
 pub const ENV_TOKEN: &str = "MCAST_TOKEN";
 pub const ENV_BIND: &str = "MCAST_BIND";
+pub const ENV_IF: &str = "MCAST_IF";
 pub const ENV_PACKET_BYTES: &str = "MCAST_PACKET_BYTES";
 pub const ENV_FORWARDING: &str = "MCAST_FORWARDING";
 pub const ENV_TIMEOUT_SECS: &str = "MCAST_TIMEOUT_SECS";
@@ -150,7 +152,10 @@ pub struct JobEnv {
 pub struct Config {
     /// `None` when the program was started without mclaunch (a single rank).
     pub job: Option<JobEnv>,
-    pub bind: String,
+    /// `MCAST_BIND`: the address to listen on; `None` chooses (see `iface`).
+    pub bind: Option<String>,
+    /// `MCAST_IF`: the interfaces to choose the address from (checked).
+    pub iface: Option<String>,
     pub packet_bytes: usize,
     pub forwarding: Forwarding,
     pub timeout: Duration,
@@ -182,7 +187,8 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             job: None,
-            bind: "127.0.0.1".to_string(),
+            bind: None,
+            iface: None,
             packet_bytes: DEFAULT_PACKET_BYTES,
             forwarding: Forwarding::Fpfs,
             timeout: Duration::from_secs(120),
@@ -253,7 +259,12 @@ impl Config {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, Error> {
         let mut c = Config::default();
         if let Some(v) = get(ENV_BIND) {
-            c.bind = v;
+            c.bind = Some(v);
+        }
+        if let Some(v) = get(ENV_IF) {
+            v.parse::<crate::netif::IfSelector>()
+                .map_err(|e| Error::InvalidArgument(format!("{ENV_IF}={v}: {e}")))?;
+            c.iface = Some(v);
         }
         if let Some(v) = get(ENV_PACKET_BYTES) {
             let p: usize = parse(ENV_PACKET_BYTES, &v)?;

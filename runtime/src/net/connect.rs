@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use super::link::io_err;
 use super::read::Rd;
 use crate::bootstrap::{self, Hello, PeerHello, RendezvousReply, PROTOCOL_VERSION};
-use crate::config::JobEnv;
+use crate::config::{Config, JobEnv};
 use crate::error::Error;
 use crate::logging::{reason_kind, RateLimits};
 use crate::outq::Half;
@@ -152,6 +152,49 @@ fn connect_unix(name: &str) -> std::io::Result<UnixStream> {
 #[cfg(not(target_os = "linux"))]
 fn connect_unix(_name: &str) -> std::io::Result<UnixStream> {
     Err(std::io::ErrorKind::Unsupported.into())
+}
+
+/// The address this rank listens on for peers: `MCAST_BIND` if set; else
+/// with `MCAST_IF` the first address it selects; else, when the rendezvous
+/// is on another host, this host's address on the route to it (the
+/// interface that reaches the other hosts); else loopback. A rank of a job
+/// whose rendezvous is elsewhere never listens on loopback unless told to
+/// with `MCAST_BIND`: peers on other hosts could not reach it.
+pub(crate) fn bind_addr(cfg: &Config, job: &JobEnv) -> Result<String, Error> {
+    use crate::netif::{self, IfSelector};
+    if let Some(b) = &cfg.bind {
+        return Ok(b.clone());
+    }
+    let remote = job
+        .rendezvous
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .map(|a| a.ip())
+        .filter(|ip| !netif::is_loopback(ip));
+    if cfg.iface.is_none() && remote.is_none() {
+        return Ok("127.0.0.1".into());
+    }
+    let selector = match &cfg.iface {
+        Some(list) => Some(list.parse::<IfSelector>().map_err(|e| {
+            Error::InvalidArgument(format!("{}={list}: {e}", crate::config::ENV_IF))
+        })?),
+        None => None,
+    };
+    let ifs = netif::list_interfaces()
+        .map_err(|e| Error::InvalidArgument(format!("cannot list the interfaces: {e}")))?;
+    let route = remote.and_then(|ip| netif::route_source(ip).ok());
+    let ip = netif::pick_bind(selector.as_ref(), &ifs, route)
+        .map_err(|e| Error::InvalidArgument(format!("no address to listen on: {e}")))?;
+    if remote.is_some() && netif::is_loopback(&ip) {
+        return Err(Error::InvalidArgument(format!(
+            "this rank would listen on the loopback address {ip}, but the rendezvous {} \
+             is on another host, whose ranks could not reach it (check {})",
+            job.rendezvous,
+            crate::config::ENV_IF
+        )));
+    }
+    Ok(ip.to_string())
 }
 
 /// Register with the rendezvous; returns (job id, address of every rank).

@@ -98,8 +98,9 @@ pub(crate) fn join<'a>(
     job: &'a JobEnv,
     inbox: &Arc<Inbox>,
 ) -> Result<Joined<'a>, Error> {
-    let listener = std::net::TcpListener::bind((cfg.bind.as_str(), 0))
-        .map_err(|e| io_err(&format!("binding {}", cfg.bind), e))?;
+    let bind = connect::bind_addr(cfg, job)?;
+    let listener = std::net::TcpListener::bind((bind.as_str(), 0))
+        .map_err(|e| io_err(&format!("binding {bind}"), e))?;
     let data_addr = listener.local_addr()?.to_string();
     let unix = match cfg.transport {
         Transport::Auto => connect::bind_unix(job.rank),

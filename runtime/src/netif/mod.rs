@@ -19,11 +19,12 @@
 //! * it is then **dropped** if its name or address matches an exclusion.
 //!
 //! So `^docker0` is every address but docker0's, `10.0.0.0/8` every address
-//! in 10/8, and `eth0,^10.0.0.5/32` eth0's addresses but 10.0.0.5. The `^`
-//! belongs to one item: `^docker0,lo` includes `lo` and excludes `docker0`
-//! (which leaves only `lo`); to exclude both, write `^docker0,^lo`. (Open
-//! MPI's component lists, `--mca btl ^tcp,self`, negate the whole list with
-//! one `^`; this list does not.)
+//! in 10/8, and `eth0,^10.0.0.5/32` eth0's addresses but 10.0.0.5. A `^`
+//! in front of the **first** item negates the whole list, as in Open MPI's
+//! component lists (`--mca btl ^tcp,self`) and the way the issue writes it:
+//! `^docker0,lo` excludes both docker0 and lo. A `^` in front of a later
+//! item excludes that item only, so a list that includes and excludes
+//! names its inclusions first (`eth0,^10.0.0.5/32`).
 //!
 //! Names match exactly. A CIDR's host bits are ignored (`10.1.2.3/16` is
 //! `10.1.0.0/16`), a bare address is a one-address block (`/32`, `/128`),
@@ -247,9 +248,11 @@ impl FromStr for IfSelector {
             include: Vec::new(),
             exclude: Vec::new(),
         };
+        let all_excluded = s.trim_start().starts_with('^');
         for item in s.split(',').map(str::trim) {
             let (list, rule) = match item.strip_prefix('^') {
                 Some(rest) => (&mut sel.exclude, rest.trim()),
+                None if all_excluded => (&mut sel.exclude, item),
                 None => (&mut sel.include, item),
             };
             let rule = rule.parse::<IfRule>().map_err(|e| match e {

@@ -33,10 +33,12 @@ fn ip(s: &str) -> IpAddr {
 
 #[test]
 fn names_and_exclusions() {
-    // `^` belongs to one item: docker0 is excluded, lo included.
-    assert_eq!(selected("^docker0,lo"), "lo 127.0.0.1, lo ::1");
+    // A leading `^` negates the whole list (Open MPI's component lists).
     let rest = "eth0 10.0.0.5, eth0 fd00::5, eth1 10.1.0.7, ib0 192.168.1.20, wlan0 192.168.2.3";
+    assert_eq!(selected("^docker0,lo"), rest);
     assert_eq!(selected("^docker0,^lo"), rest);
+    // A later `^` excludes its own item.
+    assert_eq!(selected("eth0,^10.0.0.5"), "eth0 fd00::5");
     assert_eq!(selected("eth0"), "eth0 10.0.0.5, eth0 fd00::5");
     assert_eq!(selected(" eth1 , ib0 "), "eth1 10.1.0.7, ib0 192.168.1.20");
     assert_eq!(selected("eth"), "");
@@ -80,7 +82,7 @@ fn cidr_arithmetic() {
 
 #[test]
 fn selector_display_round_trips() {
-    let s: IfSelector = "^docker0,eth0, 10.0.0.0/8 ,^fd00::/8".parse().unwrap();
+    let s: IfSelector = "eth0,^docker0, 10.0.0.0/8 ,^fd00::/8".parse().unwrap();
     assert_eq!(s.to_string(), "eth0,10.0.0.0/8,^docker0,^fd00::/8");
     assert_eq!(s.to_string().parse::<IfSelector>().unwrap(), s);
     assert_eq!(s.include().len(), 2);

@@ -1,0 +1,267 @@
+//! `--hostfile` / `--host` through proxies, with a stand-in launch agent:
+//! `fake-agent HOST CMD` runs CMD on this machine in a new session (as
+//! sshd would run it, apart from mclaunch's process groups) with
+//! `FAKE_HOST=HOST`. The hosts are TEST-NET addresses (203.0.113.x), which
+//! are not this machine, so every rank goes through a proxy; `--if
+//! 127.0.0.0/8` keeps the rendezvous and the ranks on loopback. The real
+//! thing (sshd and Slurm in network namespaces) is `tests/cluster.rs` at
+//! the workspace root.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Write the fake agent and a hostfile of two 2-slot hosts into `dir`.
+fn setup(dir: &Path) -> (PathBuf, PathBuf) {
+    let agent = dir.join("fake-agent");
+    fs::write(
+        &agent,
+        "#!/bin/sh\nFAKE_HOST=$1; export FAKE_HOST; shift\nexec setsid -w sh -c \"$1\"\n",
+    )
+    .unwrap();
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).unwrap();
+    let hostfile = dir.join("hostfile");
+    fs::write(
+        &hostfile,
+        "# two hosts\n203.0.113.1 slots=2\n203.0.113.2:2   # Hydra style\n",
+    )
+    .unwrap();
+    (agent, hostfile)
+}
+
+fn hosts_job(dir: &Path) -> std::process::Command {
+    let (agent, hostfile) = setup(dir);
+    let mut cmd = mclaunch();
+    cmd.arg("--hostfile")
+        .arg(&hostfile)
+        .args(["--if", "127.0.0.0/8", "--launch-agent"])
+        .arg(&agent)
+        .arg("-x")
+        .arg(format!("D={}", dir.display()));
+    cmd
+}
+
+#[test]
+fn ranks_run_on_their_hosts_through_proxies() {
+    let dir = scratch("hosts-run");
+    let out = run(hosts_job(&dir).args([
+        "--tag-output",
+        "sh",
+        "-c",
+        "echo \"rank $MCAST_RANK of $MCAST_SIZE on $FAKE_HOST\"; echo err >&2",
+    ]));
+    assert!(out.status.success(), "{out:?}");
+    for (r, h) in [(0, 1), (1, 1), (2, 2), (3, 2)] {
+        let line = format!("[{r}] rank {r} of 4 on 203.0.113.{h}\n");
+        assert!(out.stdout.contains(&line), "missing {line:?}: {out:?}");
+        assert!(out.stderr.contains(&format!("[{r}] err\n")), "{out:?}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn map_by_node_deals_ranks_round_robin() {
+    let dir = scratch("hosts-node");
+    let out = run(hosts_job(&dir).args([
+        "--map-by",
+        "node",
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "echo \"rank $MCAST_RANK on $FAKE_HOST\"",
+    ]));
+    assert!(out.status.success(), "{out:?}");
+    for (r, h) in [(0, 1), (1, 2), (2, 1)] {
+        let line = format!("rank {r} on 203.0.113.{h}\n");
+        assert!(out.stdout.contains(&line), "missing {line:?}: {out:?}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn remote_ranks_meet_at_the_rendezvous() {
+    let dir = scratch("hosts-rdv");
+    let out = run(hosts_job(&dir).arg(rank_probe()));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout.matches(": table job=").count(), 4, "{out:?}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failing_remote_rank_is_named_with_its_host() {
+    let dir = scratch("hosts-fail");
+    let out = run(hosts_job(&dir).args([
+        "sh",
+        "-c",
+        "if [ \"$MCAST_RANK\" = 3 ]; then exit 7; fi; exec sleep 30",
+    ]));
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    assert!(
+        out.stderr.contains("rank 3 (pid ")
+            && out
+                .stderr
+                .contains(") on host 203.0.113.2 exited with status 7"),
+        "{out:?}"
+    );
+    assert!(out.elapsed < PROMPT, "{out:?}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_missing_program_on_a_remote_host_is_reported() {
+    let dir = scratch("hosts-missing");
+    let out = run(hosts_job(&dir).arg("/no/such/program"));
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    assert!(out.stderr.contains("on host 203.0.113."), "{out:?}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// The pid of the proxy serving `host` (its agent exported FAKE_HOST).
+fn proxy_of(host: &str, limit: Duration) -> i32 {
+    let end = Instant::now() + limit;
+    loop {
+        for e in fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let cmd = fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let env = fs::read(e.path().join("environ")).unwrap_or_default();
+            let is_proxy = cmd.split(|&b| b == 0).any(|a| a == b"--proxy");
+            let on_host = env
+                .split(|&b| b == 0)
+                .any(|kv| kv == format!("FAKE_HOST={host}").as_bytes());
+            if is_proxy && on_host && alive(pid) {
+                return pid;
+            }
+        }
+        assert!(Instant::now() < end, "no proxy for {host}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn the_token_never_reaches_a_command_line() {
+    let dir = scratch("hosts-token");
+    let job = start(hosts_job(&dir).args([
+        "sh",
+        "-c",
+        &format!("echo \"$MCAST_TOKEN\" > \"$D/token\"; {RECORD_PID}; exec sleep 30"),
+    ]));
+    let pids = wait_for_pid_files(&dir, 4, LIMIT);
+    let token = fs::read_to_string(dir.join("token")).unwrap();
+    let token = token.trim();
+    assert!(token.len() >= 16);
+    for pid in [
+        proxy_of("203.0.113.1", LIMIT),
+        proxy_of("203.0.113.2", LIMIT),
+    ] {
+        let cmd = fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&cmd).contains(token),
+            "the token is on the proxy's command line"
+        );
+    }
+    job.signal(libc::SIGTERM);
+    let out = job.finish(PROMPT);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{out:?}");
+    assert_all_gone(&pids, PROMPT);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigkill_to_mclaunch_stops_the_remote_ranks() {
+    let dir = scratch("hosts-sigkill");
+    let job =
+        start(hosts_job(&dir).args(["sh", "-c", &format!("sleep 300 & {RECORD_PIDS}; wait")]));
+    let mut pids = wait_for_pid_files(&dir, 4, LIMIT);
+    pids.push(proxy_of("203.0.113.1", LIMIT));
+    pids.push(proxy_of("203.0.113.2", LIMIT));
+    job.signal(libc::SIGKILL);
+    assert_all_gone(&pids, PROMPT);
+    let out = job.finish(PROMPT);
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{out:?}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_killed_proxy_takes_its_ranks_and_is_named() {
+    let dir = scratch("hosts-proxy-killed");
+    let job =
+        start(hosts_job(&dir).args(["sh", "-c", &format!("sleep 300 & {RECORD_PIDS}; wait")]));
+    let pids = wait_for_pid_files(&dir, 4, LIMIT);
+    let proxy = proxy_of("203.0.113.2", LIMIT);
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(proxy, libc::SIGKILL) };
+    let out = job.finish(LIMIT);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(out.stderr.contains("lost host 203.0.113.2"), "{out:?}");
+    assert!(out.stderr.contains("ranks 2, 3"), "{out:?}");
+    assert_all_gone(&pids, PROMPT);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_hosts_are_one_clear_line_and_exit_2() {
+    let dir = scratch("hosts-bad");
+    let (agent, _) = setup(&dir);
+    let bad = dir.join("bad");
+    fs::write(&bad, "h1 slots=2\nh2 slots=x\n").unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--hostfile".into(), bad.display().to_string()],
+            "line 2",
+        ),
+        (
+            vec!["--hostfile".into(), dir.join("nope").display().to_string()],
+            "cannot read hostfile",
+        ),
+        (
+            vec!["--host".into(), "no-such-host.invalid".into()],
+            "unknown host",
+        ),
+        (
+            vec![
+                "--host".into(),
+                "203.0.113.1:2".into(),
+                "-n".into(),
+                "3".into(),
+            ],
+            "--oversubscribe",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = run(mclaunch()
+            .args(&args)
+            .arg("--launch-agent")
+            .arg(&agent)
+            .arg("true"));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(out.stderr.contains(want), "{args:?}: {out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {out:?}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn oversubscribe_places_the_extra_ranks() {
+    let dir = scratch("hosts-over");
+    let out = run(hosts_job(&dir).args([
+        "-n",
+        "6",
+        "--oversubscribe",
+        "sh",
+        "-c",
+        "echo \"rank $MCAST_RANK on $FAKE_HOST\"",
+    ]));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout.matches("on 203.0.113.1").count(), 3, "{out:?}");
+    assert_eq!(out.stdout.matches("on 203.0.113.2").count(), 3, "{out:?}");
+    let _ = fs::remove_dir_all(&dir);
+}
