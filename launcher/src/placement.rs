@@ -82,7 +82,7 @@ fn resolve(name: &str) -> Result<Vec<IpAddr>, LaunchError> {
 /// Whether `name` (with `addrs`) is this machine: `localhost`, this host's
 /// name, a loopback address, or an address of one of its interfaces.
 fn is_this_machine(name: &str, addrs: &[IpAddr], mine: &[netif::IfAddr]) -> bool {
-    let me = crate::proxy::hostname();
+    let me = netif::hostname();
     name == "localhost"
         || name == me
         || me.split('.').next() == Some(name)

@@ -781,8 +781,11 @@ impl Job<'_> {
                 .entry(rank)
                 .and_then(|e| e.declared.as_ref())
                 .map_or(0, |(l, _)| l.by);
+            let on = self
+                .host_of(rank)
+                .map_or(String::new(), |h| format!(" on host {h}"));
             note(&format!(
-                "rank {rank} (pid {pgid}) was reported lost by rank {by} {} ago and is \
+                "rank {rank} (pid {pgid}){on} was reported lost by rank {by} {} ago and is \
                  still running: killing it",
                 crate::status::format_secs(grace)
             ));

@@ -275,8 +275,9 @@ fn run(args: &Args) -> Result<String> {
     }
     comm.finalize()?;
     Ok(format!(
-        "selftest: rank {rank} of {n} ok ({case} bcasts, {mcasts} multicasts received; \
-         start-up {:.1} s, all {:.1} s)",
+        "selftest: rank {rank} of {n} ok on host {} ({case} bcasts, {mcasts} multicasts \
+         received; start-up {:.1} s, all {:.1} s)",
+        mcast::netif::hostname(),
         startup.as_secs_f64(),
         started.elapsed().as_secs_f64()
     ))

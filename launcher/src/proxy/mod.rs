@@ -17,7 +17,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::fd::FromRawFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread;
@@ -104,7 +104,7 @@ struct Rank {
 }
 
 fn run(job: ProxyJob, mut reader: PollReader<File>, up: &Sender<Up>) -> u8 {
-    let hostname = hostname();
+    let hostname = mcast::netif::hostname();
     let _ = up.send(Up::Ready {
         hostname,
         pid: std::process::id(),
@@ -333,17 +333,4 @@ fn forward<R: io::Read + Send + 'static>(
             .map_err(|_| io::ErrorKind::BrokenPipe.into())
         })
     })
-}
-
-/// This host's name, as the kernel has it.
-pub(crate) fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into buf.
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
-        return "?".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    std::ffi::OsStr::from_bytes(&buf[..end])
-        .to_string_lossy()
-        .into_owned()
 }

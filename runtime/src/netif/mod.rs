@@ -268,6 +268,17 @@ impl FromStr for IfSelector {
     }
 }
 
+/// This host's name, as the kernel has it (`?` if it cannot say).
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return "?".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
 /// What is wrong with one selector item.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ItemProblem {

@@ -1,0 +1,243 @@
+//! mclaunch across hosts, for real: the namespace test cluster
+//! (`bench/cluster/`, three hosts h1..h3, each with its own sshd) and
+//! mclaunch reaching them over ssh. One test runs the scenarios in turn,
+//! since they share the one cluster; it brings the cluster up (as root) if
+//! none is running, and down again at the end.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::cluster::{marked_on, Cluster};
+use common::{bin, mclaunch, run_bounded, text};
+
+const HOSTS: [&str; 3] = ["h1", "h2", "h3"];
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// `mclaunch --hostfile` over the cluster, running `prog args`.
+fn job(c: &Cluster, prog: &str, args: &[&str]) -> Command {
+    job_with(c, &[], prog, args)
+}
+
+/// [`job`] with more mclaunch options (`opts`) before the program.
+fn job_with(c: &Cluster, opts: &[&str], prog: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(mclaunch());
+    cmd.arg("--hostfile")
+        .arg(c.hostfile())
+        .arg("--launch-agent")
+        .arg(c.agent())
+        .arg("--tag-output")
+        .args(opts)
+        .arg(bin(prog))
+        .args(args);
+    cmd
+}
+
+fn unique_mark(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("MCAST_CLUSTER_TEST={name}-{}-{nanos}", std::process::id())
+}
+
+/// The processes of the job marked `mark`, on every host.
+fn marked(mark: &str) -> Vec<(String, i32)> {
+    HOSTS
+        .iter()
+        .flat_map(|h| marked_on(h, mark).into_iter().map(|p| (h.to_string(), p)))
+        .collect()
+}
+
+/// mclaunch's proxies still running on any host.
+fn proxies() -> Vec<(String, i32)> {
+    let mut found = Vec::new();
+    for h in HOSTS {
+        let out = Command::new("ip")
+            .args(["netns", "pids", &format!("mc-{h}")])
+            .output()
+            .unwrap();
+        for p in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+            if args.contains(&&b"--proxy"[..]) && args[0].ends_with(b"mclaunch") {
+                found.push((h.to_string(), p.parse().unwrap()));
+            }
+        }
+    }
+    found
+}
+
+/// Poll until `f` holds, for at most `limit`; false if it never did.
+fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    f()
+}
+
+/// A running job whose stderr is collected by a thread.
+struct Running {
+    child: Child,
+    stderr: mpsc::Receiver<String>,
+}
+
+fn start(mut cmd: Command) -> Running {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let (tx, stderr) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            all += &line;
+            all.push('\n');
+        }
+        let _ = tx.send(all);
+    });
+    Running { child, stderr }
+}
+
+impl Running {
+    /// Wait (bounded) for mclaunch to end; its status and stderr.
+    fn finish(mut self, limit: Duration) -> (std::process::ExitStatus, String) {
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                let err = self
+                    .stderr
+                    .recv_timeout(Duration::from_secs(10))
+                    .unwrap_or_default();
+                return (s, err);
+            }
+            if Instant::now() >= end {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("mclaunch did not end within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A long stream of checked broadcasts (nobody dies) marked with `mark`,
+/// started and waited for until all 6 ranks run.
+fn long_stream(c: &Cluster, mark: &str) -> Running {
+    let front = job_with(
+        c,
+        &["-x", mark],
+        "mcast-faults",
+        &[
+            "kill",
+            "--victim",
+            "0",
+            "--at",
+            "4000000000",
+            "--max-iters",
+            "4000000000",
+        ],
+    );
+    let running = start(front);
+    assert!(
+        eventually(Duration::from_secs(60), || marked(mark).len() == 6),
+        "the 6 ranks did not start: {:?}",
+        marked(mark)
+    );
+    running
+}
+
+fn hostfile_runs_selftest_on_every_host(c: &Cluster) {
+    let out = run_bounded(job(c, "mcast-selftest", &[]), LIMIT);
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{so}\n{se}");
+    for r in 0..6 {
+        let host = HOSTS[r / 2];
+        let line = format!("[{r}] selftest: rank {r} of 6 ok on host {host} (");
+        assert!(so.contains(&line), "missing {line:?}:\n{so}\n{se}");
+    }
+}
+
+fn a_killed_remote_rank_is_named(c: &Cluster) {
+    let out = run_bounded(
+        job(c, "mcast-faults", &["kill", "--victim", "3", "--at", "20"]),
+        LIMIT,
+    );
+    let (so, se) = text(&out);
+    assert_eq!(out.status.code(), Some(137), "{so}\n{se}");
+    assert!(
+        se.contains("mclaunch: rank 3 (pid ")
+            && se.contains(") on host h2 was killed by signal 9 (SIGKILL)"),
+        "{so}\n{se}"
+    );
+}
+
+fn signals_leave_nothing_on_any_host(c: &Cluster) {
+    for (signal, name) in [(libc::SIGINT, "sigint"), (libc::SIGKILL, "sigkill")] {
+        let mark = unique_mark(name);
+        let job = long_stream(c, &mark);
+        // SAFETY: kill has no memory-safety preconditions; the child is ours.
+        unsafe { libc::kill(job.child.id() as i32, signal) };
+        let (status, err) = job.finish(LIMIT);
+        assert!(!status.success(), "{name}: {err}");
+        assert!(
+            eventually(Duration::from_secs(30), || marked(&mark).is_empty()
+                && proxies().is_empty()),
+            "{name}: left behind: ranks {:?}, proxies {:?}\n{err}",
+            marked(&mark),
+            proxies()
+        );
+    }
+}
+
+fn a_cut_link_is_detected_and_the_host_named(c: &Cluster) {
+    let mark = unique_mark("cut");
+    let job = long_stream(c, &mark);
+    let link = |state: &str| {
+        let ok = Command::new("ip")
+            .args(["-n", "mc-h3", "link", "set", "eth0", state])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ip link set {state}");
+    };
+    let cut = Instant::now();
+    link("down");
+    let (status, err) = job.finish(Duration::from_secs(60));
+    let took = cut.elapsed();
+    link("up");
+    assert!(!status.success(), "{err}");
+    // The survivors lost ranks 4 and 5 (h3's), and mclaunch names the host.
+    assert!(
+        err.contains("lost") && (err.contains("rank 4") || err.contains("rank 5")),
+        "{err}"
+    );
+    assert!(err.contains("h3"), "{err}");
+    assert!(took < Duration::from_secs(40), "took {took:?}: {err}");
+    assert!(
+        eventually(Duration::from_secs(30), || marked(&mark).is_empty()
+            && proxies().is_empty()),
+        "left behind: ranks {:?}, proxies {:?}\n{err}",
+        marked(&mark),
+        proxies()
+    );
+}
+
+#[test]
+fn mclaunch_across_namespace_hosts() {
+    let c = Cluster::ensure();
+    hostfile_runs_selftest_on_every_host(&c);
+    a_killed_remote_rank_is_named(&c);
+    signals_leave_nothing_on_any_host(&c);
+    a_cut_link_is_detected_and_the_host_named(&c);
+}

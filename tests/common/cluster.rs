@@ -1,0 +1,94 @@
+//! The namespace test cluster (`bench/cluster/`) for whole-system tests:
+//! hosts h1..h3, each a network namespace with its own sshd and slurmd.
+//! [`Cluster::ensure`] uses a running cluster or brings one up (root
+//! only), and takes it down again on drop if it brought it up.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use super::run_bounded;
+
+/// Where `up.sh` keeps its state (its default).
+pub const DIR: &str = "/tmp/mcast-cluster";
+
+/// A cluster of three hosts, up for as long as this lives.
+pub struct Cluster {
+    /// This test brought the cluster up (and so takes it down).
+    owned: bool,
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("bench/cluster")
+        .join(name)
+}
+
+impl Cluster {
+    /// Use the running cluster, or start one of 3 hosts (`deps.sh` must
+    /// have installed the packages: `.ci/run` does).
+    pub fn ensure() -> Cluster {
+        if Path::new(DIR).join("env.sh").exists() {
+            return Cluster { owned: false };
+        }
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(
+            unsafe { libc::geteuid() },
+            0,
+            "the cluster tests need root (network namespaces, sshd, slurmd): \
+             run them as root, or start bench/cluster/up.sh 3 first"
+        );
+        let mut up = Command::new("bash");
+        up.arg(script("up.sh")).arg("3");
+        let out = run_bounded(up, Duration::from_secs(120));
+        assert!(
+            out.status.success(),
+            "bench/cluster/up.sh 3 failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Cluster { owned: true }
+    }
+
+    /// The hostfile of the cluster (`hI slots=2`).
+    pub fn hostfile(&self) -> PathBuf {
+        Path::new(DIR).join("hostfile")
+    }
+
+    /// The launch agent for mclaunch: ssh with the cluster's config.
+    pub fn agent(&self) -> String {
+        format!("ssh -F {DIR}/ssh_config")
+    }
+
+    /// The environment Slurm's clients need (`SLURM_CONF`).
+    pub fn slurm_conf(&self) -> PathBuf {
+        Path::new(DIR).join("slurm/slurm.conf")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if self.owned {
+            let mut down = Command::new("bash");
+            down.arg(script("down.sh"));
+            let _ = run_bounded(down, Duration::from_secs(120));
+        }
+    }
+}
+
+/// The pids of the processes in host `h`'s namespace whose environment
+/// holds `var_eq`.
+pub fn marked_on(host: &str, var_eq: &str) -> Vec<i32> {
+    let out = Command::new("ip")
+        .args(["netns", "pids", &format!("mc-{host}")])
+        .output()
+        .expect("ip netns pids");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse::<i32>().ok())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == var_eq.as_bytes()))
+        })
+        .collect()
+}
