@@ -12,6 +12,21 @@ use super::run_bounded;
 /// Where `up.sh` keeps its state (its default).
 pub const DIR: &str = "/tmp/mcast-cluster";
 
+/// Whether a running cluster's first host answers over ssh (state left by
+/// a cluster whose daemons are gone does not count: `up.sh` clears it).
+fn answers() -> bool {
+    let mut ssh = Command::new("ssh");
+    ssh.arg("-F").arg(Path::new(DIR).join("ssh_config")).args([
+        "-o",
+        "ConnectTimeout=5",
+        "-o",
+        "BatchMode=yes",
+        "h1",
+        "true",
+    ]);
+    run_bounded(ssh, Duration::from_secs(20)).status.success()
+}
+
 /// A cluster of three hosts, up for as long as this lives.
 pub struct Cluster {
     /// This test brought the cluster up (and so takes it down).
@@ -28,7 +43,7 @@ impl Cluster {
     /// Use the running cluster, or start one of 3 hosts (`deps.sh` must
     /// have installed the packages: `.ci/run` does).
     pub fn ensure() -> Cluster {
-        if Path::new(DIR).join("env.sh").exists() {
+        if Path::new(DIR).join("env.sh").exists() && answers() {
             return Cluster { owned: false };
         }
         // SAFETY: geteuid has no preconditions.
