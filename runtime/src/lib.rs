@@ -31,6 +31,7 @@ mod inbox;
 pub mod logging;
 mod net;
 mod outq;
+pub mod pmi2;
 mod report;
 mod shm;
 mod sync;
