@@ -28,6 +28,7 @@ pub mod fabric;
 pub mod hostlist;
 pub mod hostni;
 mod inbox;
+pub mod launched;
 pub mod logging;
 mod net;
 mod outq;
