@@ -19,8 +19,10 @@ use super::read::Rd;
 use crate::bootstrap::{self, Hello, PeerHello, RendezvousReply, PROTOCOL_VERSION};
 use crate::config::JobEnv;
 use crate::error::Error;
+use crate::launched::Bootstrap;
 use crate::logging::{reason_kind, RateLimits};
 use crate::outq::Half;
+use crate::pmi2;
 
 /// Largest handshake frame.
 const MAX_HELLO: usize = 4096;
@@ -152,6 +154,47 @@ fn connect_unix(name: &str) -> std::io::Result<UnixStream> {
 #[cfg(not(target_os = "linux"))]
 fn connect_unix(_name: &str) -> std::io::Result<UnixStream> {
     Err(std::io::ErrorKind::Unsupported.into())
+}
+
+/// Learn the job: from mclaunch's rendezvous, or under `srun --mpi=pmi2`
+/// through PMI-2 (`crate::pmi2::exchange`, then finalize: the socket is not
+/// needed afterwards). Returns (job id, address of every rank, job token);
+/// everything after is the same for both.
+pub(crate) fn exchange(
+    job: &JobEnv,
+    data_addr: &str,
+    timeout: Duration,
+) -> Result<(u32, Vec<String>, String), Error> {
+    let Some(Bootstrap::Pmi2 { fd, jobid }) = job.slurm.as_ref().map(|s| &s.bootstrap) else {
+        let (id, addrs) = rendezvous(job, data_addr, timeout)?;
+        return Ok((id, addrs, job.token.clone()));
+    };
+    let fail = |e: pmi2::Pmi2Error| {
+        Error::Protocol(format!(
+            "mcast: joining the srun step as task {} of {} through PMI-2 (PMI_FD={fd}) failed: {e}",
+            job.rank, job.size
+        ))
+    };
+    let started = Instant::now();
+    let mut client = pmi2::inherited(*fd)
+        .and_then(|s| pmi2::Client::init(s, jobid, job.rank, timeout))
+        .map_err(fail)?;
+    if client.size != job.size {
+        return Err(fail(pmi2::Pmi2Error::Malformed(format!(
+            "the PMI server says {} tasks, Slurm's environment {}",
+            client.size, job.size
+        ))));
+    }
+    let (token, addrs) = pmi2::exchange(&mut client, data_addr).map_err(fail)?;
+    if let Err(e) = client.finalize() {
+        tracing::debug!("PMI-2 finalize: {e}");
+    }
+    tracing::debug!(
+        "PMI-2: {} addresses in {:?}",
+        addrs.len(),
+        started.elapsed()
+    );
+    Ok((bootstrap::job_id_from_token(&token), addrs, token))
 }
 
 /// Register with the rendezvous; returns (job id, address of every rank).

@@ -98,8 +98,15 @@ pub(crate) fn join<'a>(
     job: &'a JobEnv,
     inbox: &Arc<Inbox>,
 ) -> Result<Joined<'a>, Error> {
-    let listener = std::net::TcpListener::bind((cfg.bind.as_str(), 0))
-        .map_err(|e| io_err(&format!("binding {}", cfg.bind), e))?;
+    // Under srun, listen where the other nodes can reach us.
+    let bind = match job.bind_toward {
+        Some(to) => crate::launched::route_source(to)
+            .map_err(|e| io_err(&format!("finding the local address toward {to}"), e))?
+            .to_string(),
+        None => cfg.bind.clone(),
+    };
+    let listener = std::net::TcpListener::bind((bind.as_str(), 0))
+        .map_err(|e| io_err(&format!("binding {bind}"), e))?;
     let data_addr = listener.local_addr()?.to_string();
     let unix = match cfg.transport {
         Transport::Auto => connect::bind_unix(job.rank),
@@ -123,7 +130,12 @@ pub(crate) fn join<'a>(
     };
     let host = unix.as_ref().map(|(_, _, h)| h.clone());
     let unix_listener = unix.map(|(l, _, _)| l);
-    let (job_id, addrs) = connect::rendezvous(job, &reach.encode(), cfg.timeout)?;
+    let (job_id, addrs, token) = connect::exchange(job, &reach.encode(), cfg.timeout)?;
+    // Under srun the token is learnt in the exchange.
+    let job = JobEnv {
+        token,
+        ..job.clone()
+    };
     let addrs: Vec<Reach> = addrs.iter().map(|a| Reach::parse(a)).collect();
     let mine = host.as_deref();
     let medium = if addrs
@@ -166,7 +178,7 @@ pub(crate) fn join<'a>(
         connect: Box::new(move |rt: &Runtime, host: Arc<dyn Host>| {
             // Connect on this thread; the tasks then wait for whoever drives.
             let intake = Intake::new(host, job_id, job.size, job.rank);
-            let connected = rt.block_on(setup(cfg, job, listeners, &addrs, &mesh, intake))?;
+            let connected = rt.block_on(setup(cfg, &job, listeners, &addrs, &mesh, intake))?;
             // Every peer opened every arena before its handshake with us.
             if let Some(shm) = &mesh.shm {
                 shm.unlink_own();
