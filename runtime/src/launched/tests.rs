@@ -199,3 +199,74 @@ fn route_source_toward_loopback_is_loopback() {
     let ip = route_source("127.0.0.1".parse().unwrap()).unwrap();
     assert!(ip.is_loopback(), "{ip}");
 }
+
+/// Config::from_lookup over the same environments.
+mod config {
+    use crate::config::*;
+    use crate::launched::Bootstrap;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, crate::Error> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    /// A task of `srun --mpi=pmi2 -N3 -n6` (task 4, on the third node).
+    const SRUN: &[(&str, &str)] = &[
+        ("SLURM_JOB_ID", "12"),
+        ("SLURM_STEP_ID", "0"),
+        ("SLURM_PROCID", "4"),
+        ("SLURM_NTASKS", "6"),
+        ("SLURM_NODEID", "2"),
+        ("SLURM_STEP_NODELIST", "h[1-3]"),
+        ("SLURM_LAUNCH_NODE_IPADDR", "10.77.0.254"),
+        ("PMI_FD", "11"),
+        ("PMI_JOBID", "12.0"),
+        ("PMI_RANK", "4"),
+        ("PMI_SIZE", "6"),
+    ];
+
+    #[test]
+    fn an_srun_task_joins_through_pmi2() {
+        let j = cfg(SRUN).unwrap().job.unwrap();
+        assert_eq!((j.rank, j.size), (4, 6));
+        assert!(j.token.is_empty() && j.rendezvous.is_empty());
+        assert_eq!(j.bind_toward, Some("10.77.0.254".parse().unwrap()));
+        let s = j.slurm.unwrap();
+        assert_eq!(s.nodes, ["h1", "h2", "h3"]);
+        assert!(matches!(s.bootstrap, Bootstrap::Pmi2 { fd: 11, .. }));
+        // MCAST_BIND set: listen there.
+        let mut env = SRUN.to_vec();
+        env.push((ENV_BIND, "10.1.2.3"));
+        let c = cfg(&env).unwrap();
+        assert_eq!(c.bind, "10.1.2.3");
+        assert_eq!(c.job.unwrap().bind_toward, None);
+        // mclaunch wins.
+        let mut env = SRUN.to_vec();
+        env.extend([
+            (ENV_RANK, "1"),
+            (ENV_SIZE, "2"),
+            (ENV_RENDEZVOUS, "127.0.0.1:9"),
+            (ENV_TOKEN, "t"),
+        ]);
+        let j = cfg(&env).unwrap().job.unwrap();
+        assert_eq!((j.rank, j.size, j.slurm), (1, 2, None));
+    }
+
+    #[test]
+    fn srun_without_pmi_or_with_a_fabric_is_refused() {
+        let env: Vec<_> = SRUN
+            .iter()
+            .copied()
+            .filter(|(k, _)| !k.starts_with("PMI_"))
+            .collect();
+        let e = cfg(&env).unwrap_err().to_string();
+        assert!(e.contains("without PMI-2"), "{e}");
+        let mut env = SRUN.to_vec();
+        env.push((ENV_FABRIC, "127.0.0.1:1"));
+        assert!(cfg(&env).is_err());
+    }
+}
