@@ -76,6 +76,8 @@ pub enum Pmi2Error {
     Unexpected { expected: String, got: String },
     #[error("PMI-2: cannot send {what}: {why}")]
     Invalid { what: String, why: String },
+    #[error("PMI-2: the inherited PMI_FD={fd} is {why}")]
+    NoSocket { fd: i32, why: String },
 }
 
 /// A parsed PMI-2 message: its command and its other pairs, in order.
@@ -433,8 +435,8 @@ pub fn inherited(fd: i32) -> Result<UnixStream, Pmi2Error> {
         });
     }
     if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
-        return Err(Pmi2Error::Invalid {
-            what: format!("PMI_FD={fd}"),
+        return Err(Pmi2Error::NoSocket {
+            fd,
             why: "not a socket".into(),
         });
     }

@@ -272,6 +272,15 @@ fn many_gets_are_pipelined_and_in_order() {
     drop(h.join());
 }
 
+#[test]
+fn the_inherited_descriptor_must_be_a_socket() {
+    let f = std::fs::File::open("/dev/null").unwrap();
+    let fd = std::os::unix::io::AsRawFd::as_raw_fd(&f);
+    let e = inherited(fd).unwrap_err().to_string();
+    assert!(e.contains("is not a socket"), "{e}");
+    assert!(inherited(-1).unwrap_err().to_string().contains("not open"));
+}
+
 proptest::proptest! {
     #[test]
     fn random_replies_never_panic(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
