@@ -426,12 +426,9 @@ pub fn inherited(fd: i32) -> Result<UnixStream, Pmi2Error> {
     // SAFETY: fstat only writes the struct it is given.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return Err(Pmi2Error::Invalid {
-            what: format!("PMI_FD={fd}"),
-            why: format!(
-                "not an open descriptor: {}",
-                std::io::Error::last_os_error()
-            ),
+        return Err(Pmi2Error::NoSocket {
+            fd,
+            why: format!("not open: {}", std::io::Error::last_os_error()),
         });
     }
     if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
