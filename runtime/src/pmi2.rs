@@ -7,8 +7,11 @@
 //! * the server side, Slurm's `src/plugins/mpi/pmi2` (`agent.c`
 //!   `_handle_pmi1_init`, `pmi2.c` handlers, `client.c`
 //!   `client_resp_send`, `pmi.h` names);
-//! * the client side, MPICH's `src/pmi/pmi2/simple` (`PMI2_Init`,
-//!   `PMI2_KVS_Put`/`Fence`/`Get`, `PMI2_Finalize`).
+//! * the client side, MPICH's simple PMI-2 client (`simple2pmi.c`:
+//!   `PMI2_Init`, `PMI2_KVS_Put`/`Fence`/`Get`, `PMI2_Finalize`), whose
+//!   command names Slurm's `pmi.h` says it copied.
+//!
+//! Checked against Slurm 22.05 on the test cluster (`tests/slurm.rs`).
 //!
 //! The conversation:
 //!
