@@ -2,12 +2,12 @@
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
-//! | `MCAST_RANK` | this process's rank (set by mclaunch) | unset: run as a single rank |
+//! | `MCAST_RANK` | this process's rank (set by mclaunch) | unset: a task of `srun --mpi=pmi2` joins its step through PMI-2 (`launched`), else a single rank |
 //! | `MCAST_SIZE` | number of ranks (set by mclaunch) | 1 |
 //! | `MCAST_RENDEZVOUS` | `host:port` of mclaunch's rendezvous (set by mclaunch) | — |
 //! | `MCAST_TOKEN` | per-job secret, hex (set by mclaunch) | — |
 //! | `MCAST_BIND` | IP address this rank listens on for peers | see `MCAST_IF` |
-//! | `MCAST_IF` | the interfaces a rank listens on when `MCAST_BIND` is unset: names or CIDRs, `^` to exclude (`eth0`, `10.0.0.0/8`, `^docker0,lo`; set by `mclaunch --if`); the first selected IPv4 address is used | unset: the address that routes to the rendezvous when that is on another host, else `127.0.0.1` |
+//! | `MCAST_IF` | the interfaces a rank listens on when `MCAST_BIND` is unset: names or CIDRs, `^` to exclude (`eth0`, `10.0.0.0/8`, `^docker0,lo`; set by `mclaunch --if`); the first selected IPv4 address is used | unset: under srun, the address whose route reaches srun's host (`SLURM_LAUNCH_NODE_IPADDR`); under mclaunch, the address that routes to the rendezvous when that is on another host; else `127.0.0.1` |
 //! | `MCAST_PACKET_BYTES` | payload bytes per packet | 65536 |
 //! | `MCAST_FORWARDING` | `fpfs` or `fcfs` NI forwarding discipline | `fpfs` |
 //! | `MCAST_TIMEOUT_SECS` | bound on any one wait inside a collective (and on bootstrap) | 120 |
@@ -32,6 +32,7 @@ use std::time::Duration;
 use mcast_algorithms::Topology;
 
 use crate::error::Error;
+use crate::launched::{self, Bootstrap, Launch, SlurmStep};
 use crate::Algorithm;
 
 pub const ENV_RANK: &str = "MCAST_RANK";
@@ -143,8 +144,17 @@ impl std::fmt::Display for Transport {
 pub struct JobEnv {
     pub rank: usize,
     pub size: usize,
+    /// mclaunch's rendezvous (empty under Slurm).
     pub rendezvous: String,
+    /// The job token (under Slurm, empty until the PMI-2 exchange).
     pub token: String,
+    /// The Slurm step this task belongs to, if srun started it (its
+    /// `bootstrap` says how the ranks meet: `launched::Bootstrap::Pmi2`).
+    pub slurm: Option<SlurmStep>,
+    /// Listen on the local address whose route reaches this one (the host
+    /// srun runs on), not on `Config::bind`: set under Slurm when
+    /// `MCAST_BIND` is not.
+    pub bind_toward: Option<std::net::IpAddr>,
 }
 
 /// All runtime settings.
@@ -343,7 +353,25 @@ impl Config {
             }
             c.fabric = Some(a.trim().to_string());
         }
-        if let Some(r) = get(ENV_RANK) {
+        let launch = launched::detect(&get)?;
+        if let Launch::Slurm(step) = launch {
+            if matches!(step.bootstrap, Bootstrap::Pmi2 { .. }) {
+                check_topology(&c, step.size)?;
+                if c.fabric.is_some() {
+                    return Err(Error::InvalidArgument(format!(
+                        "{ENV_FABRIC} needs mclaunch (mclaunch --fabric), not srun"
+                    )));
+                }
+                c.job = Some(JobEnv {
+                    rank: step.rank,
+                    size: step.size,
+                    rendezvous: String::new(),
+                    token: String::new(),
+                    bind_toward: get(ENV_BIND).is_none().then(|| step.toward()).flatten(),
+                    slurm: Some(step),
+                });
+            }
+        } else if let Some(r) = get(ENV_RANK) {
             let rank: usize = parse(ENV_RANK, &r)?;
             let size: usize = match get(ENV_SIZE) {
                 Some(s) => parse(ENV_SIZE, &s)?,
@@ -363,22 +391,27 @@ impl Config {
                     Error::InvalidArgument(format!("{ENV_RANK} is set but {name} is not"))
                 })
             };
-            if let Some(t) = &c.topology {
-                if size > t.nodes() {
-                    return Err(Error::InvalidArgument(format!(
-                        "{ENV_TOPOLOGY}={t} has {} nodes but the job has {size} ranks",
-                        t.nodes()
-                    )));
-                }
-            }
+            check_topology(&c, size)?;
             c.job = Some(JobEnv {
                 rank,
                 size,
                 rendezvous: need(ENV_RENDEZVOUS)?,
                 token: need(ENV_TOKEN)?,
+                slurm: None,
+                bind_toward: None,
             });
         }
         Ok(c)
+    }
+}
+
+fn check_topology(c: &Config, size: usize) -> Result<(), Error> {
+    match &c.topology {
+        Some(t) if size > t.nodes() => Err(Error::InvalidArgument(format!(
+            "{ENV_TOPOLOGY}={t} has {} nodes but the job has {size} ranks",
+            t.nodes()
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -54,6 +54,8 @@ where
                     size: n,
                     rendezvous: addr.clone(),
                     token: token.clone(),
+                    slurm: None,
+                    bind_toward: None,
                 }),
                 timeout: Duration::from_secs(20),
                 ..Config::default()

@@ -1,8 +1,11 @@
-//! mcast-selftest: checks a job end to end. Run it under mclaunch:
+//! mcast-selftest: checks a job end to end. Run it under mclaunch or srun:
 //!
 //! ```text
 //! mclaunch -n 8 mcast-selftest
+//! srun --mpi=pmi2 -N3 -n6 mcast-selftest
 //! ```
+//!
+//! Each rank prints one line, `selftest: rank R of N ok (...) on HOST`.
 //!
 //! Every rank takes part in: a bcast from every root (or `--roots K` of
 //! them), with every algorithm, at every size of the list (by default 0, 1, P−1, P, P+1, 3P+7 and 8 MiB, where P
@@ -22,7 +25,7 @@ use mcast::Algorithm;
 #[derive(Parser, Debug)]
 #[command(
     name = "mcast-selftest",
-    about = "End-to-end check of an mcast job (run under mclaunch)"
+    about = "End-to-end check of an mcast job (run under mclaunch or srun --mpi=pmi2)"
 )]
 struct Args {
     /// Comma-separated message sizes in bytes; P in an expression is the packet size

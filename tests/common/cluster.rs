@@ -75,9 +75,37 @@ impl Cluster {
         format!("ssh -F {DIR}/ssh_config")
     }
 
-    /// The environment Slurm's clients need (`SLURM_CONF`).
-    pub fn slurm_conf(&self) -> PathBuf {
-        Path::new(DIR).join("slurm/slurm.conf")
+    /// What `env.sh` exports (`SLURM_CONF`, the munge socket, ...): the
+    /// environment Slurm's clients need.
+    pub fn env(&self) -> Vec<(String, String)> {
+        std::fs::read_to_string(Path::new(DIR).join("env.sh"))
+            .expect("reading the cluster's env.sh")
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("export "))
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+            .collect()
+    }
+
+    /// `timeout 120 srun -J JOB ARGS` with the cluster's environment,
+    /// bounded here too; returns (exit code, stdout, stderr).
+    pub fn srun(&self, job: &str, args: &[&str]) -> (i32, String, String) {
+        let mut cmd = Command::new("timeout");
+        cmd.args(["120", "srun", "-J", job])
+            .args(args)
+            .envs(self.env())
+            .env("MCAST_TIMEOUT_SECS", "60")
+            .current_dir("/tmp");
+        let out = run_bounded(cmd, Duration::from_secs(150));
+        let (so, se) = super::text(&out);
+        (out.status.code().unwrap_or(-1), so, se)
+    }
+
+    /// Cancel the Slurm jobs named `job` (bounded).
+    pub fn scancel(&self, job: &str) {
+        let mut cancel = Command::new("scancel");
+        cancel.args(["-n", job]).envs(self.env());
+        let _ = run_bounded(cancel, Duration::from_secs(30));
     }
 }
 

@@ -19,8 +19,10 @@ use super::read::Rd;
 use crate::bootstrap::{self, Hello, PeerHello, RendezvousReply, PROTOCOL_VERSION};
 use crate::config::{Config, JobEnv};
 use crate::error::Error;
+use crate::launched::Bootstrap;
 use crate::logging::{reason_kind, RateLimits};
 use crate::outq::Half;
+use crate::pmi2;
 
 /// Largest handshake frame.
 const MAX_HELLO: usize = 4096;
@@ -156,7 +158,7 @@ fn connect_unix(_name: &str) -> std::io::Result<UnixStream> {
 
 /// The address this rank listens on for peers: `MCAST_BIND` if set; else
 /// with `MCAST_IF` the first address it selects; else, when the rendezvous
-/// is on another host, this host's address on the route to it (the
+/// (under srun: srun's host) is elsewhere, this host's address on the route to it (the
 /// interface that reaches the other hosts); else loopback. A rank of a job
 /// whose rendezvous is elsewhere never listens on loopback unless told to
 /// with `MCAST_BIND`: peers on other hosts could not reach it.
@@ -165,12 +167,16 @@ pub(crate) fn bind_addr(cfg: &Config, job: &JobEnv) -> Result<String, Error> {
     if let Some(b) = &cfg.bind {
         return Ok(b.clone());
     }
+    // Under srun: toward srun's host; under mclaunch: toward the rendezvous.
     let remote = job
-        .rendezvous
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .map(|a| a.ip())
+        .bind_toward
+        .or_else(|| {
+            job.rendezvous
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut a| a.next())
+                .map(|a| a.ip())
+        })
         .filter(|ip| !netif::is_loopback(ip));
     if cfg.iface.is_none() && remote.is_none() {
         return Ok("127.0.0.1".into());
@@ -188,13 +194,54 @@ pub(crate) fn bind_addr(cfg: &Config, job: &JobEnv) -> Result<String, Error> {
         .map_err(|e| Error::InvalidArgument(format!("no address to listen on: {e}")))?;
     if remote.is_some() && netif::is_loopback(&ip) {
         return Err(Error::InvalidArgument(format!(
-            "this rank would listen on the loopback address {ip}, but the rendezvous {} \
-             is on another host, whose ranks could not reach it (check {})",
-            job.rendezvous,
+            "this rank would listen on the loopback address {ip}, but the job spans hosts \
+             (the rendezvous or srun is at {}), whose ranks could not reach it (check {})",
+            remote.map_or_else(String::new, |r| r.to_string()),
             crate::config::ENV_IF
         )));
     }
     Ok(ip.to_string())
+}
+
+/// Learn the job: from mclaunch's rendezvous, or under `srun --mpi=pmi2`
+/// through PMI-2 (`crate::pmi2::exchange`, then finalize: the socket is not
+/// needed afterwards). Returns (job id, address of every rank, job token);
+/// everything after is the same for both.
+pub(crate) fn exchange(
+    job: &JobEnv,
+    data_addr: &str,
+    timeout: Duration,
+) -> Result<(u32, Vec<String>, String), Error> {
+    let Some(Bootstrap::Pmi2 { fd, jobid }) = job.slurm.as_ref().map(|s| &s.bootstrap) else {
+        let (id, addrs) = rendezvous(job, data_addr, timeout)?;
+        return Ok((id, addrs, job.token.clone()));
+    };
+    let fail = |e: pmi2::Pmi2Error| {
+        Error::Protocol(format!(
+            "mcast: joining the srun step as task {} of {} through PMI-2 (PMI_FD={fd}) failed: {e}",
+            job.rank, job.size
+        ))
+    };
+    let started = Instant::now();
+    let mut client = pmi2::inherited(*fd)
+        .and_then(|s| pmi2::Client::init(s, jobid, job.rank, timeout))
+        .map_err(fail)?;
+    if client.size != job.size {
+        return Err(fail(pmi2::Pmi2Error::Malformed(format!(
+            "the PMI server says {} tasks, Slurm's environment {}",
+            client.size, job.size
+        ))));
+    }
+    let (token, addrs) = pmi2::exchange(&mut client, data_addr).map_err(fail)?;
+    if let Err(e) = client.finalize() {
+        tracing::debug!("PMI-2 finalize: {e}");
+    }
+    tracing::debug!(
+        "PMI-2: {} addresses in {:?}",
+        addrs.len(),
+        started.elapsed()
+    );
+    Ok((bootstrap::job_id_from_token(&token), addrs, token))
 }
 
 /// Register with the rendezvous; returns (job id, address of every rank).

@@ -124,7 +124,12 @@ pub(crate) fn join<'a>(
     };
     let host = unix.as_ref().map(|(_, _, h)| h.clone());
     let unix_listener = unix.map(|(l, _, _)| l);
-    let (job_id, addrs) = connect::rendezvous(job, &reach.encode(), cfg.timeout)?;
+    let (job_id, addrs, token) = connect::exchange(job, &reach.encode(), cfg.timeout)?;
+    // Under srun the token is learnt in the exchange.
+    let job = JobEnv {
+        token,
+        ..job.clone()
+    };
     let addrs: Vec<Reach> = addrs.iter().map(|a| Reach::parse(a)).collect();
     let mine = host.as_deref();
     let medium = if addrs
@@ -167,7 +172,7 @@ pub(crate) fn join<'a>(
         connect: Box::new(move |rt: &Runtime, host: Arc<dyn Host>| {
             // Connect on this thread; the tasks then wait for whoever drives.
             let intake = Intake::new(host, job_id, job.size, job.rank);
-            let connected = rt.block_on(setup(cfg, job, listeners, &addrs, &mesh, intake))?;
+            let connected = rt.block_on(setup(cfg, &job, listeners, &addrs, &mesh, intake))?;
             // Every peer opened every arena before its handshake with us.
             if let Some(shm) = &mesh.shm {
                 shm.unlink_own();
