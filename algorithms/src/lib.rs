@@ -17,6 +17,8 @@
 //!   unidirectional tori (R_UTPR, S-/M-torus worms, Fig 5.10, SCI models).
 //! * [`mesh`]: Qualified Groups, dual-path, multipath and column-path worms
 //!   on n-D meshes, with the paper's latency, jitter and traffic metrics.
+//! * [`hosts`]: host-aware two-level trees (k-binomial among host leaders,
+//!   binomial within each host) for jobs that span hosts.
 //! * [`min`]: the wrap-around MIN — region header, switch split, two-pass
 //!   multicast, upper-input-first arbitration and the throughput model.
 
@@ -24,6 +26,7 @@
 
 pub mod chain_tree;
 pub mod contention;
+pub mod hosts;
 pub mod irregular;
 pub mod kbinomial;
 pub mod mesh;

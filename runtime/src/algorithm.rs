@@ -89,6 +89,19 @@ impl Resolved {
         size: usize,
         topology: Option<&Topology>,
     ) -> Option<usize> {
+        self.bcast_parent_on(root, me, size, topology, None)
+    }
+
+    /// [`Resolved::bcast_parent`] in a job whose ranks live on the hosts
+    /// `hosts` (a host index per rank), for host-aware trees.
+    pub fn bcast_parent_on(
+        self,
+        root: usize,
+        me: usize,
+        size: usize,
+        topology: Option<&Topology>,
+        hosts: Option<&[u32]>,
+    ) -> Option<usize> {
         if me == root || me >= size || root >= size {
             return None;
         }
@@ -101,22 +114,39 @@ impl Resolved {
             TreeKind::Topo(t) => {
                 let topo = topology?;
                 let others: Vec<usize> = (1..size).map(|p| (root + p) % size).collect();
-                let mut d = trees::source_chain(topo, t.planner(), root, &others).ok()?;
-                // Follow the address field D down to the part that holds `me`.
-                while d.first() != Some(&me) {
-                    let (to, covers) = trees::split_received(topo, t.planner(), &d)
-                        .ok()?
-                        .into_iter()
-                        .find(|(_, covers)| covers.contains(&me))?;
-                    if to == me {
-                        return d.first().copied();
-                    }
-                    d = covers;
-                }
-                None
+                let d = trees::source_chain(topo, t.planner(), root, &others).ok()?;
+                follow(d, me, |d| trees::split_received(topo, t.planner(), d).ok())
+            }
+            TreeKind::Hosts { k } => {
+                let hosts = hosts?;
+                let host_of = |r: usize| hosts.get(r).copied().unwrap_or(u32::MAX);
+                let others: Vec<usize> = (1..size).map(|p| (root + p) % size).collect();
+                let d = mcast_algorithms::hosts::source_chain(root, &others, host_of);
+                follow(d, me, |d| {
+                    mcast_algorithms::hosts::split_received(k, d, host_of).ok()
+                })
             }
         }
     }
+}
+
+/// Follow an address field D (its receiver first) down, hop by hop with
+/// `split`, to the part that holds `me`; its parent there.
+fn follow(
+    mut d: Vec<usize>,
+    me: usize,
+    split: impl Fn(&[usize]) -> Option<Vec<(usize, Vec<usize>)>>,
+) -> Option<usize> {
+    while d.first() != Some(&me) {
+        let (to, covers) = split(&d)?
+            .into_iter()
+            .find(|(_, covers)| covers.contains(&me))?;
+        if to == me {
+            return d.first().copied();
+        }
+        d = covers;
+    }
+    None
 }
 
 /// What carries a job's packets, as far as [`Algorithm::Auto`] cares.
@@ -128,6 +158,9 @@ pub enum Medium {
     /// Every rank on one host with a shared-memory arena: a large payload
     /// is copied once into the root's arena and forwarded by reference.
     SharedMemory,
+    /// Ranks on `hosts` hosts (more than one, fewer than the ranks): the
+    /// network between hosts, Unix sockets and shared memory within each.
+    Hosts { hosts: usize },
 }
 
 impl Algorithm {
@@ -180,8 +213,20 @@ impl Algorithm {
         topology: Option<&Topology>,
         medium: Medium,
     ) -> Result<TreeKind, Error> {
-        if self == Algorithm::Auto && topology.is_none() && medium == Medium::SharedMemory {
-            return Ok(TreeKind::Chain(Algorithm::Binomial.shape(n, m)?));
+        if self == Algorithm::Auto && topology.is_none() {
+            match medium {
+                Medium::SharedMemory => {
+                    return Ok(TreeKind::Chain(Algorithm::Binomial.shape(n, m)?))
+                }
+                // Two levels: the paper's optimal k among the hosts' leaders
+                // (the network), the binomial tree within each host.
+                Medium::Hosts { hosts } if hosts > 1 && hosts < n => {
+                    return Ok(TreeKind::Hosts {
+                        k: optimal_k(hosts, m),
+                    })
+                }
+                _ => {}
+            }
         }
         let topo = |t: TopoTree| -> Result<TreeKind, Error> {
             match topology {
@@ -314,7 +359,8 @@ impl FromStr for Algorithm {
     }
 }
 
-/// Whom rank `me` waits for in a bcast from `root`, for a timeout's message:
+/// Whom rank `me` waits for in a bcast from `root` (in a job on `hosts`,
+/// a host index per rank, if known), for a timeout's message:
 /// its parent in the tree (chain or topology-aware), the rank that forwards
 /// it the packets; under a worm scheme the switches forward, so the root.
 pub(crate) fn bcast_waits_for(
@@ -323,8 +369,9 @@ pub(crate) fn bcast_waits_for(
     size: usize,
     tree: Resolved,
     topology: Option<&Topology>,
+    hosts: Option<&[u32]>,
 ) -> String {
-    match tree.bcast_parent(root, me, size, topology) {
+    match tree.bcast_parent_on(root, me, size, topology, hosts) {
         Some(p) if p == root => format!("waiting for packets from root {root}, its parent"),
         Some(p) => {
             format!("waiting for packets from rank {p}, its parent in the tree from root {root}")
@@ -444,21 +491,21 @@ mod tests {
         // is position 3, fed by position 2, rank 4.
         let chain = Resolved::Tree(TreeKind::Chain(Shape::KBinomial { k: 1 }));
         assert_eq!(
-            bcast_waits_for(2, 0, 5, chain, None),
+            bcast_waits_for(2, 0, 5, chain, None, None),
             "waiting for packets from rank 4, its parent in the tree from root 2"
         );
         assert_eq!(
-            bcast_waits_for(2, 3, 5, chain, None),
+            bcast_waits_for(2, 3, 5, chain, None, None),
             "waiting for packets from root 2, its parent"
         );
         let flat = Resolved::Tree(TreeKind::Chain(Shape::Flat));
         assert_eq!(
-            bcast_waits_for(0, 6, 8, flat, None),
+            bcast_waits_for(0, 6, 8, flat, None, None),
             "waiting for packets from root 0, its parent"
         );
         let utorus = Resolved::Tree(TreeKind::Topo(TopoTree::UTorus));
         assert_eq!(
-            bcast_waits_for(1, 0, 4, utorus, None),
+            bcast_waits_for(1, 0, 4, utorus, None, None),
             "waiting for packets from root 1",
             "without the topology nobody can tell"
         );
@@ -487,8 +534,45 @@ mod tests {
         }
         assert!(fed_by_others > 0);
         assert_eq!(
-            bcast_waits_for(0, 0, 16, utorus, Some(&torus)),
+            bcast_waits_for(0, 0, 16, utorus, Some(&torus), None),
             "waiting for packets from root 0"
         );
+    }
+
+    #[test]
+    fn auto_spans_hosts_in_two_levels_and_explicit_trees_keep_their_meaning() {
+        let hosts = Medium::Hosts { hosts: 3 };
+        let r = |a: Algorithm, m| a.resolve_for(6, m, None, hosts).unwrap().tree().unwrap();
+        assert_eq!(
+            r(Algorithm::Auto, 1),
+            TreeKind::Hosts { k: optimal_k(3, 1) }
+        );
+        assert_eq!(
+            r(Algorithm::Auto, 64),
+            TreeKind::Hosts {
+                k: optimal_k(3, 64)
+            }
+        );
+        assert_eq!(
+            r(Algorithm::KBinomial { k: None }, 1),
+            TreeKind::Chain(Shape::KBinomial { k: optimal_k(6, 1) })
+        );
+        assert_eq!(
+            r(Algorithm::Binomial, 1),
+            TreeKind::Chain(Shape::KBinomial { k: 3 })
+        );
+        // One host, or one rank per host: no second level.
+        for h in [1, 6] {
+            let t = Algorithm::Auto.resolve_for(6, 1, None, Medium::Hosts { hosts: h });
+            assert!(matches!(t.unwrap().tree(), Some(TreeKind::Chain(_))));
+        }
+        // Who waits for whom: 3 hosts of 2, root 0, k = 1 (0 → 2 → 4).
+        let table = [0, 0, 1, 1, 2, 2];
+        let t = Resolved::Tree(TreeKind::Hosts { k: 1 });
+        let parents: Vec<Option<usize>> = (0..6)
+            .map(|me| t.bcast_parent_on(0, me, 6, None, Some(&table)))
+            .collect();
+        assert_eq!(parents, [None, Some(0), Some(0), Some(2), Some(2), Some(4)]);
+        assert_eq!(t.bcast_parent(0, 3, 6, None), None); // no host table
     }
 }

@@ -60,6 +60,10 @@ pub enum TreeKind {
     Chain(Shape),
     /// A topology-aware planner run on the header's member list.
     Topo(TopoTree),
+    /// The host-aware two-level tree (`mcast_algorithms::hosts`): a
+    /// k-binomial tree among one leader per host, the binomial tree inside
+    /// each host; run on the header's member list and the job's host table.
+    Hosts { k: usize },
 }
 
 /// The (code, k) pair of a chain shape: 0 flat, 1 k-binomial.
@@ -75,8 +79,12 @@ pub fn tree_code(tree: TreeKind) -> (u8, u16) {
     match tree {
         TreeKind::Chain(shape) => shape_code(shape),
         TreeKind::Topo(t) => (t.code(), 0),
+        TreeKind::Hosts { k } => (HOSTS_CODE, k.min(MAX_K) as u16),
     }
 }
+
+/// The tree code of the host-aware tree (its k is the leaders' k).
+const HOSTS_CODE: u8 = 7;
 
 /// Why a (code, k) pair names no tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +108,12 @@ pub(crate) fn shape_of_code(code: u8, k: u16) -> Result<Shape, BadTree> {
 
 /// The tree of a (code, k) pair: the inverse of [`tree_code`].
 pub(crate) fn tree_of_code(code: u8, k: u16) -> Result<TreeKind, BadTree> {
+    if code == HOSTS_CODE {
+        return match k {
+            0 => Err(BadTree::K("host-aware tree with k = 0".into())),
+            k => Ok(TreeKind::Hosts { k: k as usize }),
+        };
+    }
     if code > 1 && k != 0 {
         return Err(BadTree::K(format!("k = {k} with tree code {code}")));
     }
@@ -129,12 +143,15 @@ mod tests {
             TreeKind::Topo(TopoTree::Maxport),
             TreeKind::Topo(TopoTree::Combine),
             TreeKind::Topo(TopoTree::WSort),
+            TreeKind::Hosts { k: 1 },
+            TreeKind::Hosts { k: 3 },
         ];
         for t in trees {
             let (c, k) = tree_code(t);
             assert_eq!(tree_of_code(c, k), Ok(t));
         }
-        assert_eq!(tree_of_code(7, 0), Err(BadTree::Code(7)));
+        assert_eq!(tree_of_code(8, 0), Err(BadTree::Code(8)));
+        assert!(matches!(tree_of_code(7, 0), Err(BadTree::K(_))));
         assert!(matches!(tree_of_code(2, 1), Err(BadTree::K(_))));
         assert!(matches!(tree_of_code(1, 0), Err(BadTree::K(_))));
         assert_eq!(tree_of_code(WORM_TREE_CODE, 0), Err(BadTree::Code(0xFF)));

@@ -188,6 +188,25 @@ impl Comm {
         self.net.as_ref().map_or(Medium::Network, |n| n.medium)
     }
 
+    /// The host of every rank (an index; ranks of one host share it), when
+    /// the job runs over sockets.
+    fn hosts(&self) -> Option<&[u32]> {
+        self.net.as_ref().and_then(|n| n.hosts.as_deref())
+    }
+
+    /// The medium of a call among `ranks` (the source included): in a job
+    /// that spans hosts, how many hosts the call spans.
+    fn medium_among(&self, ranks: impl IntoIterator<Item = usize>) -> Medium {
+        match (self.medium(), self.hosts()) {
+            (Medium::Hosts { .. }, Some(hosts)) => Medium::Hosts {
+                hosts: mcast_algorithms::hosts::host_count(ranks, |r| {
+                    hosts.get(r).copied().unwrap_or(u32::MAX)
+                }),
+            },
+            (medium, _) => medium,
+        }
+    }
+
     /// How many packets this rank has sent to ranks of its host as
     /// shared-memory descriptors (their payload stayed in an arena; see
     /// `MCAST_SHM_BYTES`) rather than through a socket.
@@ -278,7 +297,8 @@ impl Comm {
         let mut stall = self.stall_probe(seq, fp);
         let (me, size) = (self.rank, self.size);
         let topo = self.cfg.topology.as_ref();
-        let waiting_for = || bcast_waits_for(root, me, size, resolved, topo);
+        let hosts = self.hosts();
+        let waiting_for = || bcast_waits_for(root, me, size, resolved, topo, hosts);
         let mut got = 0u64;
         let mut total: Option<u32> = None;
         while total.is_none_or(|t| got < t as u64) {
@@ -394,7 +414,7 @@ impl Comm {
             chain.len() + 1,
             packet_count(data.len(), self.packet_bytes()),
             self.cfg.topology.as_ref(),
-            self.medium(),
+            self.medium_among(chain.iter().copied().chain([self.rank])),
         )?;
         if let Resolved::Worm(w) = resolved {
             self.net()?.check_worm(w)?;

@@ -87,6 +87,8 @@ pub struct NiEngine {
     packet_bytes: usize,
     /// The logical topology (rank i = node i) for topology-aware trees.
     topology: Option<Arc<Topology>>,
+    /// The host of every rank (an index), for host-aware trees.
+    hosts: Option<Arc<[u32]>>,
     forwards: HashMap<MsgKey, Forward>,
     actions: VecDeque<Action>,
     stats: EngineStats,
@@ -114,6 +116,7 @@ impl NiEngine {
             forwarding,
             packet_bytes: packet_bytes.max(1),
             topology: None,
+            hosts: None,
             forwards: HashMap::new(),
             actions: VecDeque::new(),
             stats: EngineStats::default(),
@@ -124,6 +127,13 @@ impl NiEngine {
     /// topology-aware trees).
     pub fn with_topology(mut self, topology: Option<Arc<Topology>>) -> NiEngine {
         self.topology = topology;
+        self
+    }
+
+    /// Give the engine the host of every rank (needed to forward
+    /// host-aware trees); every rank of the job must be given the same table.
+    pub fn with_hosts(mut self, hosts: Option<Arc<[u32]>>) -> NiEngine {
+        self.hosts = hosts;
         self
     }
 
@@ -236,8 +246,8 @@ impl NiEngine {
     /// The host of the root posts a bcast of `data` to every rank, with the
     /// chain rotated to the root (position p is rank (root + p) mod size).
     ///
-    /// Chain trees travel with a range route; topology-aware trees with a list
-    /// route over every rank (the thesis's address field D).
+    /// Chain trees travel with a range route; topology-aware and host-aware
+    /// trees with a list route over every rank (the thesis's address field D).
     pub fn post_bcast(&mut self, seq: u64, data: Bytes, tree: TreeKind) -> Result<(), EngineError> {
         if self.size <= 1 {
             return Ok(());
@@ -248,7 +258,7 @@ impl NiEngine {
                 shape.validate()?;
                 self.bcast_children(shape, root, 0, self.size - 1)?
             }
-            TreeKind::Topo(_) => {
+            TreeKind::Topo(_) | TreeKind::Hosts { .. } => {
                 let others: Vec<Member> = (1..self.size)
                     .map(|p| Member {
                         rank: ((root + p) % self.size) as u32,

@@ -14,13 +14,24 @@ fn run(
     len: usize,
     pkt: usize,
 ) -> Vec<Vec<Packet>> {
+    run_tree(size, root, TreeKind::Chain(shape), None, fw, len, pkt)
+}
+
+/// [`run`] for any tree, the engines knowing the host of every rank.
+fn run_tree(
+    size: usize,
+    root: usize,
+    tree: TreeKind,
+    hosts: Option<&[u32]>,
+    fw: Forwarding,
+    len: usize,
+    pkt: usize,
+) -> Vec<Vec<Packet>> {
     let mut engines: Vec<NiEngine> = (0..size)
-        .map(|r| NiEngine::new(r, size, 9, fw, pkt))
+        .map(|r| NiEngine::new(r, size, 9, fw, pkt).with_hosts(hosts.map(Arc::from)))
         .collect();
     let data: Bytes = (0..len).map(|i| (i % 251) as u8).collect::<Vec<_>>().into();
-    engines[root]
-        .post_bcast(5, data, TreeKind::Chain(shape))
-        .unwrap();
+    engines[root].post_bcast(5, data, tree).unwrap();
     let mut got = vec![Vec::new(); size];
     let mut queue: VecDeque<(usize, Action)> = VecDeque::new();
     while let Some(a) = engines[root].poll_action() {
@@ -194,4 +205,27 @@ fn point_to_point_goes_straight_in_packets() {
     let joined: Vec<u8> = got.iter().flat_map(|p| p.payload.to_vec()).collect();
     assert_eq!(joined, data.to_vec());
     assert_eq!(b.in_flight(), 0, "a receiver forwards nothing");
+}
+
+#[test]
+fn host_aware_bcast_reaches_everyone_once_and_crosses_each_host_once() {
+    // 9 ranks on 3 hosts, not in rank order.
+    let hosts: Vec<u32> = vec![0, 1, 2, 0, 1, 2, 0, 1, 2];
+    for fw in [Forwarding::Fpfs, Forwarding::Fcfs] {
+        for k in 1..4 {
+            for root in 0..9 {
+                let got = run_tree(9, root, TreeKind::Hosts { k }, Some(&hosts), fw, 1000, 300);
+                for (r, ps) in got.iter().enumerate() {
+                    let idx: Vec<u32> = ps.iter().map(|p| p.header.pkt_idx).collect();
+                    let want: Vec<u32> = if r == root { vec![] } else { vec![0, 1, 2, 3] };
+                    assert_eq!(idx, want, "k={k} root={root} rank={r} {fw:?}");
+                }
+            }
+        }
+    }
+    // Without a host table the tree cannot be forwarded: an error, not a panic.
+    let mut e = NiEngine::new(0, 4, 9, Forwarding::Fpfs, 100);
+    assert!(e
+        .post_bcast(1, Bytes::from_static(b"x"), TreeKind::Hosts { k: 1 })
+        .is_err());
 }

@@ -54,7 +54,21 @@ impl NiEngine {
                 })
                 .collect()),
             TreeKind::Topo(t) => self.topo_children(t, members),
+            TreeKind::Hosts { k } => {
+                let hosts = self.hosts()?;
+                let d: Vec<usize> = members.iter().map(|m| m.rank as usize).collect();
+                let sends = mcast_algorithms::hosts::split_received(k, &d, |r| {
+                    hosts.get(r).copied().unwrap_or(u32::MAX)
+                })?;
+                Ok(list_routes(tree, members, sends))
+            }
         }
+    }
+
+    fn hosts(&self) -> Result<&[u32], EngineError> {
+        self.hosts.as_deref().ok_or_else(|| {
+            EngineError::Invalid("host-aware tree but this rank has no host table".into())
+        })
     }
 
     pub(super) fn topology(&self, t: TopoTree) -> Result<&Topology, EngineError> {
@@ -73,29 +87,10 @@ impl NiEngine {
     ) -> Result<Vec<(usize, Route)>, EngineError> {
         let topo = self.topology(t)?;
         let d: Vec<usize> = members.iter().map(|m| m.rank as usize).collect();
-        let ordinal: HashMap<u32, u32> = members.iter().map(|m| (m.rank, m.ordinal)).collect();
         let sends = trees::split_received(topo, t.planner(), &d).map_err(|e| {
             EngineError::Invalid(format!("{t:?} on the received address field: {e}"))
         })?;
-        Ok(sends
-            .into_iter()
-            .map(|(to, covers)| {
-                let members = covers
-                    .into_iter()
-                    .map(|r| Member {
-                        rank: r as u32,
-                        ordinal: ordinal.get(&(r as u32)).copied().unwrap_or(0),
-                    })
-                    .collect();
-                (
-                    to,
-                    Route::List {
-                        tree: TreeKind::Topo(t),
-                        covers: members,
-                    },
-                )
-            })
-            .collect())
+        Ok(list_routes(TreeKind::Topo(t), members, sends))
     }
 
     /// The source's chain for `tree`: for topology-aware trees, the order the
@@ -111,10 +106,20 @@ impl NiEngine {
         };
         match tree {
             TreeKind::Chain(_) => Ok(std::iter::once(me).chain(dests.iter().copied()).collect()),
-            TreeKind::Topo(t) => {
+            TreeKind::Topo(_) | TreeKind::Hosts { .. } => {
                 let ranks: Vec<usize> = dests.iter().map(|m| m.rank as usize).collect();
-                let chain = trees::source_chain(self.topology(t)?, t.planner(), self.rank, &ranks)
-                    .map_err(|e| EngineError::Invalid(format!("{t:?}: {e}")))?;
+                let chain = match tree {
+                    TreeKind::Topo(t) => {
+                        trees::source_chain(self.topology(t)?, t.planner(), self.rank, &ranks)
+                            .map_err(|e| EngineError::Invalid(format!("{t:?}: {e}")))?
+                    }
+                    _ => {
+                        let hosts = self.hosts()?;
+                        mcast_algorithms::hosts::source_chain(self.rank, &ranks, |r| {
+                            hosts.get(r).copied().unwrap_or(u32::MAX)
+                        })
+                    }
+                };
                 let ordinal: HashMap<u32, u32> =
                     dests.iter().map(|m| (m.rank, m.ordinal)).collect();
                 Ok(chain
@@ -127,4 +132,27 @@ impl NiEngine {
             }
         }
     }
+}
+
+/// Each send of a list-route tree (a child and the ranks it covers) as a
+/// route, the members keeping their per-destination ordinals.
+fn list_routes(
+    tree: TreeKind,
+    members: &[Member],
+    sends: Vec<(usize, Vec<usize>)>,
+) -> Vec<(usize, Route)> {
+    let ordinal: HashMap<u32, u32> = members.iter().map(|m| (m.rank, m.ordinal)).collect();
+    sends
+        .into_iter()
+        .map(|(to, covers)| {
+            let covers = covers
+                .into_iter()
+                .map(|r| Member {
+                    rank: r as u32,
+                    ordinal: ordinal.get(&(r as u32)).copied().unwrap_or(0),
+                })
+                .collect();
+            (to, Route::List { tree, covers })
+        })
+        .collect()
 }

@@ -360,6 +360,7 @@ pub(crate) fn join<'a>(
     Ok(Joined {
         job: job_id,
         medium: Medium::Network,
+        hosts: None,
         packet_bytes,
         data_addr: addr.to_string(),
         topology,

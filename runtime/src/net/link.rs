@@ -168,6 +168,8 @@ pub(crate) struct Joined<'a> {
     /// The job id, shared by every rank.
     pub(crate) job: u32,
     pub(crate) medium: Medium,
+    /// The host of every rank (an index), when known (a socket mesh).
+    pub(crate) hosts: Option<Arc<[u32]>>,
     /// Payload bytes per packet.
     pub(crate) packet_bytes: usize,
     /// The address this rank is reached at (for `Comm::data_addr`).

@@ -132,17 +132,21 @@ pub(crate) fn join<'a>(
     };
     let addrs: Vec<Reach> = addrs.iter().map(|a| Reach::parse(a)).collect();
     let mine = host.as_deref();
+    let hosts = host_table(&addrs);
+    let count = hosts.iter().max().map_or(0, |&h| h as usize + 1);
     let medium = if addrs
         .iter()
         .all(|a| a.unix_on(mine).is_some() && a.shm.is_some())
     {
         Medium::SharedMemory
+    } else if count > 1 && count < addrs.len() {
+        Medium::Hosts { hosts: count }
     } else {
         Medium::Network
     };
     let packet_bytes = match medium {
         Medium::SharedMemory => cfg.shm_packet_bytes,
-        Medium::Network => cfg.packet_bytes,
+        Medium::Network | Medium::Hosts { .. } => cfg.packet_bytes,
     };
     let shm = match arena {
         Some((own, _)) => Some(Arc::new(open_arenas(job.rank, own, &addrs, mine)?)),
@@ -164,6 +168,7 @@ pub(crate) fn join<'a>(
     Ok(Joined {
         job: job_id,
         medium,
+        hosts: Some(hosts.into()),
         packet_bytes,
         data_addr,
         topology: cfg.topology.clone(),
@@ -180,6 +185,33 @@ pub(crate) fn join<'a>(
             Ok(connected)
         }),
     })
+}
+
+/// The host of every rank, numbered in order of first appearance: ranks
+/// that published the same host key share a host; a rank that published
+/// none (TCP only) is a host of its own. Every rank computes it from the
+/// same address table, so all agree.
+fn host_table(addrs: &[Reach]) -> Vec<u32> {
+    let mut keys: Vec<(&str, u32)> = Vec::new();
+    let mut next = 0u32;
+    let mut fresh = || {
+        next += 1;
+        next - 1
+    };
+    addrs
+        .iter()
+        .map(|a| match &a.unix {
+            Some((_, key)) => match keys.iter().find(|(k, _)| k == key) {
+                Some(&(_, id)) => id,
+                None => {
+                    let id = fresh();
+                    keys.push((key, id));
+                    id
+                }
+            },
+            None => fresh(),
+        })
+        .collect()
 }
 
 /// Map the arena of every rank of this host that published one (ours is

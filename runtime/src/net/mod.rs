@@ -89,6 +89,8 @@ pub(crate) struct Net {
     /// Shared memory when every rank of the job is on this host with an
     /// arena (a fact of the address table, so every rank agrees).
     pub(crate) medium: Medium,
+    /// The host of every rank (an index), when known.
+    pub(crate) hosts: Option<Arc<[u32]>>,
     /// Payload bytes per packet (the shared-memory size in shared memory).
     pub(crate) packet_bytes: usize,
     /// `ip:port` this rank accepts peer connections on.
@@ -128,7 +130,8 @@ impl Net {
                     cfg.forwarding,
                     joined.packet_bytes,
                 )
-                .with_topology(joined.topology.map(Arc::new)),
+                .with_topology(joined.topology.map(Arc::new))
+                .with_hosts(joined.hosts.clone()),
             ),
             inbox: inbox.clone(),
             links: joined.links,
@@ -147,6 +150,7 @@ impl Net {
             Net {
                 links,
                 medium: joined.medium,
+                hosts: joined.hosts,
                 packet_bytes: joined.packet_bytes,
                 data_addr: joined.data_addr,
                 sh,

@@ -343,6 +343,7 @@ pub fn print_table(r: &Report, coll: Coll) {
             "# ranks: {}, send/recv, element: u8, packet: {} B",
             r.ranks, r.packet_bytes
         );
+        println!("{}", crate::hosts_line(&r.hosts));
         if let Some(f) = &r.fabric {
             println!("# fabric: {f} (wall-clock times)");
         }
@@ -367,6 +368,7 @@ pub fn print_table(r: &Report, coll: Coll) {
         r.element.unwrap_or("u8"),
         r.packet_bytes
     );
+    println!("{}", crate::hosts_line(&r.hosts));
     if let Some(f) = &r.fabric {
         println!("# fabric: {f} (wall-clock times; no model-latency columns for --coll)");
     }

@@ -125,7 +125,57 @@ struct Report {
     /// The emulated fabric (`mclaunch --fabric`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     fabric: Option<String>,
+    /// The hosts the ranks ran on, each with its ranks.
+    hosts: Vec<HostRanks>,
     results: Vec<Row>,
+}
+
+/// One host of the job and the ranks that ran on it.
+#[derive(Debug, Clone, Serialize)]
+struct HostRanks {
+    host: String,
+    ranks: Vec<usize>,
+}
+
+/// Longest host name [`host_map`] keeps.
+const HOST_NAME_BYTES: usize = 64;
+
+/// Every rank's host name, gathered (a collective: every rank calls it),
+/// grouped by host in order of first appearance.
+fn host_map(comm: &Comm) -> Result<Vec<HostRanks>> {
+    let mut mine = [0u8; HOST_NAME_BYTES];
+    let name = mcast::netif::hostname();
+    let n = name.len().min(HOST_NAME_BYTES);
+    mine[..n].copy_from_slice(&name.as_bytes()[..n]);
+    let mut all = vec![0u8; HOST_NAME_BYTES * comm.size()];
+    comm.allgather(&mine, &mut all)
+        .context("gathering the ranks' host names")?;
+    let mut hosts: Vec<HostRanks> = Vec::new();
+    for (rank, raw) in all.chunks(HOST_NAME_BYTES).enumerate() {
+        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+        let host = String::from_utf8_lossy(&raw[..end]).into_owned();
+        match hosts.iter_mut().find(|h| h.host == host) {
+            Some(h) => h.ranks.push(rank),
+            None => hosts.push(HostRanks {
+                host,
+                ranks: vec![rank],
+            }),
+        }
+    }
+    Ok(hosts)
+}
+
+/// The header line naming the hosts and their ranks:
+/// `# hosts: 3 (h1: 0 1, h2: 2 3, h3: 4 5)`.
+fn hosts_line(hosts: &[HostRanks]) -> String {
+    let each: Vec<String> = hosts
+        .iter()
+        .map(|h| {
+            let ranks: Vec<String> = h.ranks.iter().map(usize::to_string).collect();
+            format!("{}: {}", h.host, ranks.join(" "))
+        })
+        .collect();
+    format!("# hosts: {} ({})", hosts.len(), each.join(", "))
 }
 
 fn parse_sizes(s: &str) -> Result<Vec<usize>> {
@@ -197,7 +247,7 @@ fn tree_depth(comm: &Comm, algo: Algorithm, size: usize) -> Option<usize> {
         mcast::algorithm::TreeKind::Chain(mcast_algorithms::Shape::KBinomial { k }) => {
             Some(mcast_algorithms::l1(n, k))
         }
-        mcast::algorithm::TreeKind::Topo(_) => None,
+        mcast::algorithm::TreeKind::Topo(_) | mcast::algorithm::TreeKind::Hosts { .. } => None,
     }
 }
 
@@ -251,6 +301,7 @@ fn run(args: Args) -> Result<()> {
         cfg.shm_packet_bytes = p;
     }
     let comm = Comm::with_config(cfg)?;
+    let hosts = host_map(&comm)?;
     if let Some(secs) = args.soak {
         if !(secs >= 0.0 && secs.is_finite()) {
             bail!("--soak {secs}: expected a number of seconds");
@@ -284,7 +335,7 @@ fn run(args: Args) -> Result<()> {
                 element: Some(element),
                 op,
                 results: rows,
-                ..report_of(&comm, args.root, String::new())
+                ..report_of(&comm, args.root, String::new(), hosts)
             };
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -407,7 +458,7 @@ fn run(args: Args) -> Result<()> {
     if rank == 0 {
         let report = Report {
             results: rows,
-            ..report_of(&comm, args.root, args.algo.to_string())
+            ..report_of(&comm, args.root, args.algo.to_string(), hosts)
         };
         if args.json {
             println!("{}", serde_json::to_string_pretty(&report)?);
@@ -417,6 +468,7 @@ fn run(args: Args) -> Result<()> {
                 "# ranks: {}, root: {}, algorithm: {}, forwarding: {}, packet: {} B",
                 report.ranks, report.root, report.algorithm, report.forwarding, report.packet_bytes
             );
+            println!("{}", hosts_line(&report.hosts));
             if let Some(f) = &report.fabric {
                 println!("# fabric: {f} (model latency: cost-model time, root post to completion)");
                 println!(
@@ -444,7 +496,7 @@ fn run(args: Args) -> Result<()> {
 }
 
 /// A bcast report without results.
-fn report_of(comm: &Comm, root: usize, algorithm: String) -> Report {
+fn report_of(comm: &Comm, root: usize, algorithm: String, hosts: Vec<HostRanks>) -> Report {
     Report {
         benchmark: "bcast",
         ranks: comm.size(),
@@ -457,8 +509,10 @@ fn report_of(comm: &Comm, root: usize, algorithm: String) -> Report {
         medium: match comm.medium() {
             mcast::Medium::Network => "network".into(),
             mcast::Medium::SharedMemory => "shared-memory".into(),
+            mcast::Medium::Hosts { hosts } => format!("hosts:{hosts}"),
         },
         fabric: comm.fabric().map(str::to_string),
+        hosts,
         results: Vec::new(),
     }
 }
