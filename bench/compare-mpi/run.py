@@ -19,6 +19,12 @@ alltoall; default bcast, the comparison above) it compares instead
 (`osu_coll_lite.c`, bcast: `osu_bcast_lite.c`), both on shared memory (one
 host), and prints the ratios per (collective, ranks, size).
 
+With --hosts HOSTFILE [--launch-agent CMD] [--if CIDR] it compares instead
+the broadcast across the hosts of HOSTFILE, one rank per slot: mcast `auto`,
+mcast with the k-binomial tree forced, and Open MPI with its default
+transports across hosts (vader within a host, tcp between), interleaved per
+round; output in bench/results/compare-mpi-hosts by default.
+
 Standard library only. Installs Open MPI (openmpi-bin, libopenmpi-dev) with
 apt-get if mpicc/mpirun are missing, and builds the workspace with cargo.
 """
@@ -38,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.path.join(ROOT, "target", "compare-mpi")
 MCBENCH = os.path.join(ROOT, "target", "release", "mcbench")
+MCLAUNCH = os.path.join(ROOT, "target", "release", "mclaunch")
 OSU = os.path.join(BUILD, "osu_bcast_lite")
 OSU_COLL = os.path.join(BUILD, "osu_coll_lite")
 COLLS = ("bcast", "allreduce", "allgather", "alltoall")
@@ -95,7 +102,7 @@ def ensure_openmpi(allow_install):
         sys.exit("Open MPI installed but mpicc/mpirun still not on PATH")
 
 
-def build(cargo):
+def build(cargo, only_bcast=False):
     if cargo:
         log("cargo build --release --workspace")
         p = subprocess.run(["cargo", "build", "--release", "--workspace"], cwd=ROOT)
@@ -105,6 +112,8 @@ def build(cargo):
         sys.exit(f"{MCBENCH} missing: run cargo build --release --workspace")
     os.makedirs(BUILD, exist_ok=True)
     run(["mpicc", "-O2", "-Wall", "-o", OSU, os.path.join(HERE, "osu_bcast_lite.c")])
+    if only_bcast:
+        return
     run(["mpicc", "-O2", "-Wall", "-o", OSU_COLL, os.path.join(HERE, "osu_coll_lite.c")])
     cc = shutil.which("cc") or shutil.which("gcc") or "mpicc"
     run([cc, "-O2", "-Wall", "-o", PINGPONG, os.path.join(HERE, "tcp_pingpong.c")])
@@ -230,11 +239,19 @@ def write_csv(path, header, rows):
             f.write(",".join(str(r[h]) for h in header) + "\n")
 
 
-def svg_plot(path, summary, ranks, floor_us, title):
+def svg_plot(path, summary, ranks, floor_us, title, series=None, legend_ranks=True):
+    """Latency against size, log-log. `series`: (key, label, [colour per rank
+    count]) for the columns f"{key}_us" of `summary` (default mcast and Open
+    MPI); `floor_us` None draws no floor lines; legend_ranks False leaves the
+    rank count out of the legend (say it in the title). Above 12 sizes, every
+    other size is labelled."""
+    colour = {"mcast": ["#1f77b4", "#0b3d6b"], "ompi": ["#ff7f0e", "#a0410a"]}
+    if series is None:
+        series = [(impl, LABEL[impl], colour[impl]) for impl in IMPLS]
     W, H = 760, 520
     L, R, T, B = 70, 190, 40, 55
     sizes = sorted({r["size"] for r in summary})
-    vals = [r[f"{i}_us"] for r in summary for i in IMPLS] + [floor_us]
+    vals = [r[f"{k}_us"] for r in summary for k, _, _ in series] + ([floor_us] if floor_us else [])
     ylo = 10 ** math.floor(math.log10(min(vals)))
     yhi = 10 ** math.ceil(math.log10(max(vals)))
     xlo, xhi = math.log2(sizes[0]), math.log2(sizes[-1])
@@ -265,9 +282,11 @@ def svg_plot(path, summary, ranks, floor_us, title):
                 lab = f"{v:g}" if v < 1e6 else f"1e{round(math.log10(v))}"
                 o.append(f'<text x="{L - 6}" y="{y + 4:.1f}" text-anchor="end">{lab}</text>')
         d *= 10
-    for s in sizes:
+    for si, s in enumerate(sizes):
         x = X(s)
         o.append(f'<line x1="{x:.1f}" y1="{T}" x2="{x:.1f}" y2="{H - B}" stroke="#eee"/>')
+        if len(sizes) > 12 and si % 2:
+            continue
         lab = fmt_size(s).replace(" ", "")
         o.append(f'<text x="{x:.1f}" y="{H - B + 16}" text-anchor="middle">{lab}</text>')
     o.append(f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="none" stroke="#333"/>')
@@ -275,8 +294,8 @@ def svg_plot(path, summary, ranks, floor_us, title):
     o.append(f'<text transform="translate(18 {(T + H - B) / 2}) rotate(-90)" text-anchor="middle">'
              f'latency (µs, median over rounds, log scale)</text>')
     # floor lines: one hop, and depth x one hop for each rank count
-    fl = [(f"loopback TCP hop ({floor_us:.1f} µs)", floor_us)]
-    for n in ranks:
+    fl = [(f"loopback TCP hop ({floor_us:.1f} µs)", floor_us)] if floor_us else []
+    for n in (ranks if floor_us else []):
         dn = depth(n, 1, 1 << 16)
         if dn > 1:
             fl.append((f"{dn} hops (tree depth at N={n})", dn * floor_us))
@@ -285,15 +304,14 @@ def svg_plot(path, summary, ranks, floor_us, title):
         o.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W - R}" y2="{y:.1f}" stroke="#888" '
                  f'stroke-dasharray="2,3"/>')
         o.append(f'<text x="{W - R - 4}" y="{y - 4:.1f}" text-anchor="end" fill="#666" font-size="10">{lab}</text>')
-    colour = {"mcast": ["#1f77b4", "#0b3d6b"], "ompi": ["#ff7f0e", "#a0410a"]}
     marker = ["circle", "square", "diamond"]
     legend = []
-    for ii, impl in enumerate(IMPLS):
+    for impl, label, colours in series:
         for ni, n in enumerate(ranks):
             pts = [(X(r["size"]), Y(r[f"{impl}_us"])) for r in summary if r["ranks"] == n]
             if not pts:
                 continue
-            c = colour[impl][ni % 2]
+            c = colours[ni % len(colours)]
             dash = "" if ni == 0 else ' stroke-dasharray="6,3"'
             o.append(f'<polyline fill="none" stroke="{c}" stroke-width="2"{dash} points="'
                      + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + '"/>')
@@ -302,7 +320,7 @@ def svg_plot(path, summary, ranks, floor_us, title):
                     o.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{c}"/>')
                 else:
                     o.append(f'<rect x="{x - 3.5:.1f}" y="{y - 3.5:.1f}" width="7" height="7" fill="{c}"/>')
-            legend.append((f"{LABEL[impl]}, {n} ranks", c, dash, marker[ni % 3]))
+            legend.append((f"{label}, {n} ranks" if legend_ranks else label, c, dash, marker[ni % 3]))
     for i, (lab, c, dash, mk) in enumerate(legend):
         y = T + 14 + 20 * i
         x = W - R + 14
@@ -321,12 +339,14 @@ def svg_plot(path, summary, ranks, floor_us, title):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--ranks", default="4,8", help="rank counts, comma-separated (default 4,8)")
+    ap.add_argument("--ranks", default=None, help="rank counts, comma-separated (default 4,8; "
+                    "not with --hosts, which runs one rank per slot of the hostfile)")
     ap.add_argument("--rounds", type=int, default=3, help="A B rounds; medians over them (default 3)")
     ap.add_argument("--quick", action="store_true",
                     help="development: 50 timed / 5 warm-up iterations at every size, shorter floor")
-    ap.add_argument("--out", default=os.path.join("bench", "results", "compare-mpi"),
-                    help="output directory (default bench/results/compare-mpi)")
+    ap.add_argument("--out", default=None,
+                    help="output directory (default bench/results/compare-mpi, with --hosts "
+                    "bench/results/compare-mpi-hosts)")
     ap.add_argument("--max-size", type=int, default=4 << 20, help="largest message, bytes (default 4 MiB)")
     ap.add_argument("--no-build", action="store_true", help="skip cargo build (still compiles the C programs)")
     ap.add_argument("--no-install", action="store_true", help="do not apt-get install Open MPI")
@@ -335,7 +355,39 @@ def main():
                     help="collectives, comma-separated, from " + ",".join(COLLS) + " (default bcast: "
                     "the broadcast comparison over TCP with the floor; anything else: every listed "
                     "collective, both sides on shared memory)")
+    ap.add_argument("--bin-dir", default=None,
+                    help="take mcbench and mclaunch from DIR instead of target/release (no cargo build)")
+    hg = ap.add_argument_group("hosts mode (bcast across hosts; see README.md)")
+    hg.add_argument("--hosts", metavar="HOSTFILE", default=None,
+                    help="compare across the hosts of HOSTFILE (`host slots=N` lines): mcast auto, "
+                    "mcast kbinomial and Open MPI (vader within a host, tcp between), one rank per slot")
+    hg.add_argument("--launch-agent", default=None,
+                    help="command that reaches a host (default $MCAST_LAUNCH_AGENT, else ssh); "
+                    "mclaunch --launch-agent and mpirun --mca plm_rsh_agent")
+    hg.add_argument("--if", dest="iface", default=None, metavar="CIDR",
+                    help="network between the hosts (default: the network of this machine's address "
+                    "on the route to the first host); mclaunch --if, Open MPI btl/oob_tcp_if_include")
+    hg.add_argument("--ompi-btl", default="vader,self,tcp",
+                    help="Open MPI's BTLs (default vader,self,tcp, its default across hosts; "
+                    "tcp,self puts the ranks of one host on TCP too)")
+    hg.add_argument("--no-ompi-yield", action="store_true",
+                    help="do not pass --mca mpi_yield_when_idle 1 to mpirun (see README.md)")
     a = ap.parse_args()
+    if a.bin_dir:
+        global MCBENCH, MCLAUNCH
+        MCBENCH = os.path.join(os.path.abspath(a.bin_dir), "mcbench")
+        MCLAUNCH = os.path.join(os.path.abspath(a.bin_dir), "mclaunch")
+        a.no_build = True
+    if a.hosts:
+        if a.ranks is not None:
+            sys.exit("--ranks does not go with --hosts: the hostfile's slots are the ranks")
+        if a.coll != "bcast":
+            sys.exit("--hosts compares bcast only (no --coll)")
+        return main_hosts(a)
+    if a.ranks is None:
+        a.ranks = "4,8"
+    if a.out is None:
+        a.out = os.path.join("bench", "results", "compare-mpi")
     colls = [c.strip() for c in a.coll.split(",") if c.strip()]
     if not colls or any(c not in COLLS for c in colls):
         sys.exit(f"--coll takes a comma-separated list of {', '.join(COLLS)}")
@@ -659,6 +711,336 @@ def main_coll(a, colls):
         f.write(table + "\n")
     print(table)
     log(f"wrote {', '.join(os.path.join(a.out, x) for x in ('table.md', 'summary.csv', 'runs.csv', 'raw.json'))}")
+
+
+# ---------------------------------------------------------------- --hosts: bcast across hosts
+
+# The three series of the hosts mode, in the order each round runs them.
+HOST_SERIES = ("auto", "kbin", "ompi")
+HOST_LABEL = {"auto": "mcast auto", "kbin": "mcast kbinomial", "ompi": "Open MPI"}
+HOST_COLOUR = {"auto": ["#1f77b4"], "kbin": ["#2ca02c"], "ompi": ["#ff7f0e"]}
+
+
+def parse_hostfile(path):
+    """[(host, slots)] from an Open MPI / Hydra hostfile (as mclaunch reads it)."""
+    hosts = {}
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as e:
+        sys.exit(f"--hosts {path}: {e.strerror}")
+    for no, line in enumerate(lines, 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        host, slots = words[0], 1
+        if ":" in host:
+            host, _, n = host.partition(":")
+            slots = n
+        for w in words[1:]:
+            if w.startswith("slots="):
+                slots = w.split("=", 1)[1]
+        try:
+            slots = int(slots)
+        except ValueError:
+            sys.exit(f"--hosts {path}:{no}: bad slot count in {line!r}")
+        hosts[host] = hosts.get(host, 0) + slots
+    if not hosts:
+        sys.exit(f"--hosts {path}: no hosts")
+    return list(hosts.items())
+
+
+def is_ssh(agent):
+    return os.path.basename(agent[0]) == "ssh"
+
+
+def probe_hosts(hosts, agent, timeout=15):
+    """One probe per host, in parallel, through the launch agent: its hostname
+    and CPU count. Exits naming every host that does not answer."""
+    opts = ["-o", "ConnectTimeout=5", "-o", "BatchMode=yes"] if is_ssh(agent) else []
+    procs = {}
+    for h, _ in hosts:
+        procs[h] = subprocess.Popen(agent + opts + [h, "hostname && nproc"], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    info, bad = {}, []
+    deadline = time.monotonic() + timeout
+    for h, p in procs.items():
+        try:
+            out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            bad.append(f"  {h}: no answer within {timeout} s")
+            continue
+        words = out.split()
+        if p.returncode != 0 or len(words) < 2:
+            why = (err.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+            bad.append(f"  {h}: {why}")
+            continue
+        info[h] = dict(hostname=words[0], nproc=int(words[1]) if words[1].isdigit() else words[1])
+    if bad:
+        sys.exit(f"--hosts: cannot reach {len(bad)} of {len(hosts)} hosts through "
+                 f"`{' '.join(agent)} HOST hostname`:\n" + "\n".join(bad)
+                 + "\n(is the cluster up? --launch-agent / $MCAST_LAUNCH_AGENT set?)")
+    return info
+
+
+def host_address(host, agent):
+    """The IPv4 address the agent reaches `host` at (ssh's HostName if the
+    agent is ssh), or None."""
+    import socket
+    name = host
+    if is_ssh(agent):
+        for line in sh(agent + ["-G", host]).splitlines():
+            if line.startswith("hostname "):
+                name = line.split(None, 1)[1]
+    try:
+        return socket.getaddrinfo(name, None, socket.AF_INET)[0][4][0]
+    except (OSError, IndexError):
+        return None
+
+
+def route_network(addr):
+    """The network (CIDR) of this machine's address on the route to `addr`."""
+    import ipaddress
+    words = sh(["ip", "-o", "route", "get", addr]).split()
+    if "dev" not in words or "src" not in words:
+        return None
+    dev, src = words[words.index("dev") + 1], words[words.index("src") + 1]
+    if dev == "lo":
+        return None
+    for line in sh(["ip", "-o", "-4", "addr", "show", "dev", dev]).splitlines():
+        w = line.split()
+        if "inet" in w:
+            iface = ipaddress.ip_interface(w[w.index("inet") + 1])
+            if str(iface.ip) == src:
+                return str(iface.network)
+    return None
+
+
+def read_loadavg():
+    try:
+        return [float(x) for x in open("/proc/loadavg").read().split()[:3]]
+    except (OSError, ValueError):
+        return [round(x, 2) for x in os.getloadavg()]
+
+
+def hosts_cmds(a, hostfile, agent, cidr, n):
+    """The three commands of a round, by series."""
+    common = ["-m", f"1:{a.max_size}"] + (["-i", "50", "-x", "5"] if a.quick else [])
+    ml = [MCLAUNCH, "--hostfile", hostfile, "--launch-agent", " ".join(agent), "-n", str(n)]
+    ml += (["--if", cidr] if cidr else []) + ["-x", "RUST_LOG=off"]
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    mpi_opts = ["--hostfile", hostfile, "--bind-to", "none",
+                "--mca", "plm_rsh_agent", " ".join(agent),
+                "--mca", "pml", "ob1", "--mca", "btl", a.ompi_btl]
+    if cidr:
+        mpi_opts += ["--mca", "btl_tcp_if_include", cidr, "--mca", "oob_tcp_if_include", cidr]
+    if not a.no_ompi_yield:
+        mpi_opts += ["--mca", "mpi_yield_when_idle", "1"]
+    return {
+        "auto": ml + [MCBENCH, "--json"] + common,
+        # mcbench's bcast takes its tree from --algo (default auto), not from
+        # MCAST_ALGORITHM (which only its collectives' inner bcasts read): both.
+        "kbin": ml + ["-x", "MCAST_ALGORITHM=kbinomial", MCBENCH, "--json", "--algo", "kbinomial"] + common,
+        "ompi": ["mpirun"] + root + mpi_opts + ["-n", str(n), OSU, "--json"] + common,
+    }, mpi_opts
+
+
+def main_hosts(a):
+    hostfile = os.path.abspath(a.hosts)
+    hosts = parse_hostfile(hostfile)
+    n = sum(sl for _, sl in hosts)
+    if n < 2 or a.rounds < 1 or a.max_size < 1:
+        sys.exit("need at least 2 slots in the hostfile, --rounds >= 1, --max-size >= 1")
+    agent_s = a.launch_agent or os.environ.get("MCAST_LAUNCH_AGENT") or "ssh"
+    import shlex
+    agent = shlex.split(agent_s)
+    out = a.out or os.path.join("bench", "results", "compare-mpi-hosts")
+    out_abs = out if os.path.isabs(out) else os.path.join(os.getcwd(), out)
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    t_start = time.monotonic()
+    log(f"probing {len(hosts)} hosts through `{agent_s}`")
+    info = probe_hosts(hosts, agent)
+    cidr = a.iface
+    if cidr is None:
+        addr = host_address(hosts[0][0], agent)
+        cidr = route_network(addr) if addr else None
+        if cidr is None:
+            sys.exit(f"cannot tell which network reaches {hosts[0][0]} (address {addr}): give --if CIDR")
+    log("hosts: " + ", ".join(f"{h} ({info[h]['hostname']}, {info[h]['nproc']} CPUs, {sl} slots)"
+                               for h, sl in hosts) + f"; network {cidr}")
+    ensure_openmpi(not a.no_install)
+    build(not a.no_build, only_bcast=True)
+    for exe in (MCLAUNCH, MCBENCH):
+        if not os.access(exe, os.X_OK):
+            sys.exit(f"{exe} missing (--bin-dir DIR, or cargo build --release --workspace)")
+    os.makedirs(out_abs, exist_ok=True)
+    cmds, mpi_opts = hosts_cmds(a, hostfile, agent, cidr, n)
+    t_measure = time.monotonic()
+
+    runs, raw = [], []
+    for rnd in range(1, a.rounds + 1):
+        # A B C, B C A, C A B, ...: interleaved, and each series takes each
+        # place in the order (after the idle probe, after another's run) in turn.
+        order = [HOST_SERIES[(i + rnd - 1) % len(HOST_SERIES)] for i in range(len(HOST_SERIES))]
+        for key in order:
+            env = dict(os.environ)
+            env.pop("MCAST_ALGORITHM", None)  # auto unless the command says otherwise
+            before = read_loadavg()
+            t0 = time.monotonic()
+            p = run(cmds[key], timeout=a.timeout, env=env)
+            secs = time.monotonic() - t0
+            after = read_loadavg()
+            try:
+                rep = json.loads(p.stdout[p.stdout.find("{"):])
+            except ValueError:
+                sys.exit(f"{HOST_LABEL[key]}: output is not JSON:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+            if rep.get("ranks") != n:
+                sys.exit(f"{HOST_LABEL[key]}: asked for {n} ranks, report says {rep.get('ranks')}")
+            want = {"auto": "auto", "kbin": "kbinomial"}.get(key)
+            if want and rep.get("algorithm") != want:
+                sys.exit(f"{HOST_LABEL[key]}: mcbench reports algorithm {rep.get('algorithm')!r}, not {want}")
+            if key != "ompi" and len(hosts) > 1 and rep.get("medium") != "network":
+                sys.exit(f"{HOST_LABEL[key]}: mcbench reports medium {rep.get('medium')!r}, not network")
+            rep.update(series=key, round=rnd, place=order.index(key) + 1, seconds=round(secs, 1), command=cmds[key],
+                       loadavg_before=before, loadavg_after=after, stderr=p.stderr[-2000:])
+            raw.append(rep)
+            log(f"round {rnd}/{a.rounds}: {HOST_LABEL[key]:15} -n {n}: {secs:.1f} s, "
+                f"load {before[0]:.2f} -> {after[0]:.2f}")
+            for r in rep["results"]:
+                runs.append(dict(series=key, round=rnd, size=r["size"], avg_us=r["avg_us"],
+                                 min_us=r["min_us"], max_us=r["max_us"], iterations=r["iterations"],
+                                 depth=r.get("depth", ""), load_before=before[0], load_after=after[0]))
+    t_end = time.monotonic()
+
+    its = {}
+    for r in runs:
+        its.setdefault(r["size"], {}).setdefault(r["series"], set()).add(r["iterations"])
+    bad = {k: v for k, v in its.items() if set(v) != set(HOST_SERIES) or len(set().union(*v.values())) != 1}
+    if bad:
+        sys.exit(f"sizes or iteration counts differ between the programs: {bad}")
+
+    summary = []
+    for s in sorted(its):
+        row = dict(ranks=n, size=s, iterations=next(iter(its[s]["auto"])))
+        for key in HOST_SERIES:
+            cell = sorted((r for r in runs if (r["series"], r["size"]) == (key, s)), key=lambda c: c["round"])
+            for stat in ("avg", "min", "max"):
+                row[f"{key}_{stat}_us"] = round(statistics.median(c[f"{stat}_us"] for c in cell), 3)
+            row[f"{key}_us"] = row[f"{key}_avg_us"]
+            row[f"{key}_rounds_us"] = " ".join(f"{c['avg_us']:.2f}" for c in cell)
+            if key != "ompi":
+                row[f"{key}_depth"] = cell[0]["depth"]
+        row["auto_vs_ompi"] = round(row["auto_us"] / row["ompi_us"], 3)
+        row["kbin_vs_ompi"] = round(row["kbin_us"] / row["ompi_us"], 3)
+        row["auto_vs_kbin"] = round(row["auto_us"] / row["kbin_us"], 3)
+        summary.append(row)
+
+    write_csv(os.path.join(out_abs, "runs.csv"),
+              ["series", "round", "size", "avg_us", "min_us", "max_us", "iterations", "depth",
+               "load_before", "load_after"], runs)
+    write_csv(os.path.join(out_abs, "summary.csv"),
+              ["ranks", "size", "iterations", "auto_us", "kbin_us", "ompi_us",
+               "auto_vs_ompi", "kbin_vs_ompi", "auto_vs_kbin", "auto_depth", "kbin_depth",
+               "auto_min_us", "auto_max_us", "kbin_min_us", "kbin_max_us", "ompi_min_us", "ompi_max_us",
+               "auto_rounds_us", "kbin_rounds_us", "ompi_rounds_us"], summary)
+
+    ompi_ver = sh(["mpirun", "--version"]).splitlines()
+    git = sh(["git", "-C", os.path.dirname(os.path.dirname(MCBENCH)), "rev-parse", "--short", "HEAD"]) \
+        or sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+    mc_env = {k: v for k, v in os.environ.items() if k.startswith("MCAST_") and not k.startswith("MCAST_CLUSTER")
+              and k != "MCAST_LAUNCH_AGENT"}
+    first = {k: next(r for r in raw if r["series"] == k) for k in HOST_SERIES}
+    packet = first["auto"].get("packet_bytes")
+    loads = [x for r in raw for x in (r["loadavg_before"][0], r["loadavg_after"][0])]
+    mcast_transport = ("TCP between hosts; Unix-domain sockets within a host, payloads of 16 KiB and more "
+                       "through shared memory (MCAST_TRANSPORT=auto, MCAST_SHM_BYTES default)")
+    btls = a.ompi_btl.split(",")
+    shm = [b for b in btls if b in ("vader", "sm")]
+    ompi_transport = (f"pml ob1, btl {a.ompi_btl}: " + ("tcp between hosts, " + shm[0] + " (shared memory) "
+                      "within a host" if shm else "tcp between hosts and within a host"))
+    meta = dict(
+        date_utc=started.strftime("%Y-%m-%d %H:%M UTC"),
+        command="python3 bench/compare-mpi/run.py " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
+        machine=platform.node(), kernel=platform.release(), nproc=os.cpu_count(),
+        cpu=next((l.split(":", 1)[1].strip() for l in sh(["lscpu"]).splitlines()
+                  if l.startswith("Model name")), platform.processor()),
+        hostfile=hostfile, hosts=[dict(host=h, slots=sl, **info[h]) for h, sl in hosts], ranks=n,
+        launch_agent=agent_s, network=cidr,
+        open_mpi=ompi_ver[0] if ompi_ver else "?", mpirun_options=" ".join(shlex.quote(x) for x in mpi_opts),
+        open_mpi_transport=ompi_transport,
+        mcast_commit=git, mcbench=MCBENCH, mclaunch=MCLAUNCH,
+        mcast_algorithms={k: first[k].get("algorithm") for k in ("auto", "kbin")},
+        mcast_medium=first["auto"].get("medium"), mcast_forwarding=first["auto"].get("forwarding"),
+        mcast_packet_bytes=packet, mcast_env=mc_env, mcast_transport=mcast_transport,
+        quick=a.quick, rounds=a.rounds,
+        seconds_total=round(t_end - t_start, 1), seconds_measuring=round(t_end - t_measure, 1),
+        loadavg=[dict(round=r["round"], series=r["series"], before=r["loadavg_before"],
+                      after=r["loadavg_after"], seconds=r["seconds"]) for r in raw],
+    )
+    with open(os.path.join(out_abs, "raw.json"), "w") as f:
+        json.dump(dict(meta=meta, runs=raw), f, indent=1)
+
+    hosts_s = ", ".join(f"{h} ({sl} slots)" for h, sl in hosts)
+    title = f"Broadcast, {n} ranks on {len(hosts)} hosts: mcast (TCP + UDS/shm) vs Open MPI ({'tcp + ' + shm[0] if shm else 'tcp'})"
+    svg_plot(os.path.join(out_abs, "latency.svg"), summary, [n], None, title,
+             series=[(k, HOST_LABEL[k], HOST_COLOUR[k]) for k in HOST_SERIES], legend_ranks=False)
+
+    mlcmd = f"mclaunch --hostfile {hostfile} --launch-agent \"{agent_s}\" -n {n} --if {cidr} -x RUST_LOG=off"
+    lines = [f"# mcast vs Open MPI broadcast across hosts ({meta['date_utc']})", "",
+             f"* command: `{meta['command']}`" + ("  (**--quick: 50 timed / 5 warm-up iterations at every "
+                                                  "size**)" if a.quick else ""),
+             f"* hosts: {hosts_s} from `{hostfile}`, {n} ranks (mapped by slot), reached through "
+             f"`{agent_s}`, network {cidr}; "
+             + ", ".join(f"{h} is `{info[h]['hostname']}` with {info[h]['nproc']} CPUs" for h, _ in hosts),
+             f"* machine running the driver: {meta['nproc']} CPUs ({meta['cpu']}), kernel {meta['kernel']}",
+             f"* mcast {git}: `{mlcmd} [-x MCAST_ALGORITHM=kbinomial] {MCBENCH} --json "
+             f"[--algo kbinomial] -m 1:{a.max_size}`; "
+             f"medium `{meta['mcast_medium']}`, forwarding {meta['mcast_forwarding']}, packet {packet} B"
+             + (", environment " + " ".join(f"{k}={v}" for k, v in sorted(mc_env.items())) if mc_env
+                else ", every other setting default"),
+             f"* mcast transports: {mcast_transport}",
+             f"* {meta['open_mpi']}: `mpirun {meta['mpirun_options']} -n {n} {OSU} --json -m 1:{a.max_size}`",
+             f"* Open MPI transports: {ompi_transport}",
+             f"* method: osu_bcast (warm-up, timed bcast + untimed barrier, per-rank average, "
+             f"average over ranks); medians over {a.rounds} interleaved rounds, the order rotating "
+             f"(auto kbinomial OMPI, kbinomial OMPI auto, OMPI auto kbinomial, ...)",
+             f"* duration: {meta['seconds_total']:.0f} s ({meta['seconds_measuring']:.0f} s measuring)", "",
+             "Load (1-minute load average from /proc/loadavg, before → after each run; "
+             f"{meta['nproc']} CPUs shared by every host): "
+             + f"{min(loads):.2f} to {max(loads):.2f} (it counts this benchmark's own {n} ranks too, "
+             "which poll while they wait).", "",
+             "| round | " + " | ".join(HOST_LABEL[k] for k in HOST_SERIES) + " |",
+             "|---:|" + "---|" * len(HOST_SERIES)]
+    for rnd in range(1, a.rounds + 1):
+        cells = []
+        for k in HOST_SERIES:
+            r = next(r for r in raw if (r["round"], r["series"]) == (rnd, k))
+            cells.append(f"{r['loadavg_before'][0]:.2f} → {r['loadavg_after'][0]:.2f} "
+                         f"({r['seconds']:.0f} s, run {r['place']})")
+        lines.append(f"| {rnd} | " + " | ".join(cells) + " |")
+    lines += ["",
+              "Latency in µs, average over ranks, median over rounds. Transports: mcast = TCP between "
+              "hosts, Unix sockets + shared memory within a host; Open MPI = "
+              + (f"tcp between hosts, {shm[0]} within a host" if shm else "tcp everywhere")
+              + ". auto / OMPI and kbin / OMPI = mcast / Open MPI (above 1: mcast slower); "
+              "auto / kbin = mcast auto / mcast kbinomial; depth = levels of the tree mcast used "
+              "(auto, kbinomial).", "",
+              "| size | mcast auto µs (TCP + UDS/shm) | mcast kbinomial µs (TCP + UDS/shm) | "
+              f"Open MPI µs ({'tcp + ' + shm[0] if shm else 'tcp'}) | auto / OMPI | kbin / OMPI | "
+              "auto / kbin | depth |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in summary:
+        lines.append(f"| {fmt_size(r['size'])} | {fmt_us(r['auto_us'])} | {fmt_us(r['kbin_us'])} | "
+                     f"{fmt_us(r['ompi_us'])} | {r['auto_vs_ompi']:.2f} | {r['kbin_vs_ompi']:.2f} | "
+                     f"{r['auto_vs_kbin']:.2f} | {r['auto_depth']}, {r['kbin_depth']} |")
+    lines.append("")
+    table = "\n".join(lines)
+    with open(os.path.join(out_abs, "table.md"), "w") as f:
+        f.write(table + "\n")
+    print(table)
+    log(f"wrote {', '.join(os.path.join(out, x) for x in ('table.md', 'summary.csv', 'runs.csv', 'latency.svg', 'raw.json'))}")
 
 
 if __name__ == "__main__":
