@@ -36,7 +36,7 @@ fn selftest(fabric: &str, n: usize, algos: &str) {
         ],
     );
     assert!(ok, "selftest through {fabric} failed:\n{out}\n{err}");
-    assert_eq!(out.matches(" ok (").count(), n, "{out}\n{err}");
+    assert_eq!(out.matches(" ok on host ").count(), n, "{out}\n{err}");
 }
 
 #[test]
