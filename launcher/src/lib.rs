@@ -31,6 +31,7 @@ pub mod proxy;
 mod remote;
 mod rendezvous;
 mod reports;
+pub mod slurm;
 pub mod spawn;
 pub mod spec;
 pub mod status;
