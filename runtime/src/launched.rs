@@ -77,6 +77,9 @@ pub fn detect(get: &impl Fn(&str) -> Option<String>) -> Result<Launch, Error> {
     if get("MCAST_RANK").is_some() {
         return Ok(Launch::Mclaunch);
     }
+    // Before Slurm's variables: under Slurm, Open MPI's daemons are srun
+    // tasks, and their processes inherit the daemons' step variables.
+    mpi_launcher(get, "OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun")?;
     let num = |k: &str| -> Result<Option<usize>, Error> {
         get(k)
             .map(|v| {
@@ -149,22 +152,22 @@ pub fn detect(get: &impl Fn(&str) -> Option<String>) -> Result<Launch, Error> {
             bootstrap,
         }));
     }
-    for (var, by) in [
-        ("OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun"),
-        ("PMI_SIZE", "mpiexec (PMI_SIZE is set)"),
-    ] {
-        // A value that is not a number is someone else's business: ignore it.
-        if let Some(n) = get(var).and_then(|v| v.trim().parse::<usize>().ok()) {
-            if n > 1 {
-                return Err(Error::InvalidArgument(format!(
-                    "mcast: started by {by} with {var}={n}: mcast programs do not \
-                     join MPI launchers' jobs; launch mcast programs with mclaunch or \
-                     srun --mpi=pmi2"
-                )));
-            }
-        }
-    }
+    mpi_launcher(get, "PMI_SIZE", "mpiexec (PMI_SIZE is set)")?;
     Ok(Launch::Single)
+}
+
+/// Refuse a start by an MPI launcher (`by`) whose size variable `var` says
+/// more than one process. A value that is not a number is someone else's
+/// business: ignored.
+fn mpi_launcher(get: &impl Fn(&str) -> Option<String>, var: &str, by: &str) -> Result<(), Error> {
+    match get(var).and_then(|v| v.trim().parse::<usize>().ok()) {
+        Some(n) if n > 1 => Err(Error::InvalidArgument(format!(
+            "mcast: started by {by} with {var}={n}: mcast programs do not \
+             join MPI launchers' jobs; launch mcast programs with mclaunch or \
+             srun --mpi=pmi2"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 impl SlurmStep {

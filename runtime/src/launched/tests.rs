@@ -130,9 +130,18 @@ fn mpirun_and_mpiexec_are_refused() {
     for env in [
         vec![("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "4")],
         vec![("PMI_RANK", "1"), ("PMI_SIZE", "4"), ("PMI_FD", "7")],
+        // mpirun inside salloc: its daemons are srun tasks, whose step
+        // variables its processes inherit (seen on the test cluster).
+        vec![
+            ("OMPI_COMM_WORLD_SIZE", "6"),
+            ("SLURM_STEP_ID", "0"),
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "3"),
+        ],
     ] {
         let e = detect_in(&env).unwrap_err().to_string();
         assert!(e.contains("launch mcast programs with mclaunch or"), "{e}");
+        assert!(!e.contains("srun with"), "{e}");
     }
     // One process is a single rank.
     assert_eq!(
