@@ -70,7 +70,7 @@ pub fn parse_counts(s: &str) -> Result<Vec<u32>, CountsError> {
         if out.len() as u64 + repeat > MAX_NODES {
             return Err(bad(&format!("more than {MAX_NODES} nodes")));
         }
-        out.extend(std::iter::repeat(count).take(repeat as usize));
+        out.extend(std::iter::repeat_n(count, repeat as usize));
     }
     Ok(out)
 }
@@ -130,19 +130,7 @@ pub fn allocation(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
-        move |k| {
-            pairs
-                .iter()
-                .find(|(a, _)| a == k)
-                .map(|(_, b)| OsString::from(b))
-        }
-    }
+    use crate::test_env as env;
 
     fn slots(hosts: &[HostSlots]) -> Vec<(&str, u32)> {
         hosts.iter().map(|h| (h.name.as_str(), h.slots)).collect()

@@ -274,19 +274,7 @@ pub fn parse_export(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
-        move |k| {
-            pairs
-                .iter()
-                .find(|(a, _)| a == k)
-                .map(|(_, b)| OsString::from(b))
-        }
-    }
+    use crate::test_env as env;
 
     #[test]
     fn exports() {
