@@ -19,6 +19,11 @@ rank its peers report lost is killed if it has not exited 2 s later. Rank 0's
 stdin is mclaunch's stdin unless that is a terminal; all other ranks read
 /dev/null. mclaunch warns when the ranks outnumber the cores.
 
+Inside a Slurm allocation (salloc, a batch script: SLURM_JOB_ID and
+SLURM_JOB_NODELIST set) with neither --hostfile nor --host, the ranks run on the
+allocation's nodes, as many on each as Slurm gave it tasks (SLURM_TASKS_PER_NODE),
+and each node's proxy is started with srun.
+
 Environment:
   MCAST_RENDEZVOUS_TIMEOUT_SECS   default for --rendezvous-timeout
 
@@ -82,7 +87,8 @@ pub struct Cli {
 
     /// The command that runs mclaunch's proxy on a remote host, with its
     /// arguments; the host name and the proxy command follow it
-    /// [default: $MCAST_LAUNCH_AGENT, else ssh].
+    /// [default: $MCAST_LAUNCH_AGENT, else srun for the hosts of a Slurm
+    /// allocation, else ssh].
     #[arg(long, value_name = "CMD")]
     pub launch_agent: Option<String>,
 

@@ -62,7 +62,8 @@ pub enum Placement {
     /// listens on loopback.
     #[default]
     Local,
-    /// Ranks on several hosts (`--hostfile`, `--host`): a host that is this
+    /// Ranks on several hosts (`--hostfile`, `--host`, a Slurm
+    /// allocation): a host that is this
     /// machine gets child processes, every other host a proxy started
     /// through the launch agent, and the rendezvous binds an address the
     /// hosts reach.
