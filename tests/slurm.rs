@@ -1,7 +1,9 @@
 //! mcast under Slurm, whole system: `srun --mpi=pmi2 -N3 -n6 mcast-selftest`
 //! on the test cluster (three hosts, network namespaces with a slurmd each;
 //! bench/cluster/up.sh) succeeds with every rank on the host Slurm put it
-//! on, and plain `srun` (no PMI) fails with the error that says what to do.
+//! on; so does plain `srun` (no PMI: task 0 serves the rendezvous); and
+//! `salloc -N3 -n6 mclaunch mcast-selftest` runs on the allocation's nodes,
+//! its proxies started with srun.
 //!
 //! Uses the running cluster, else brings one up with `bench/cluster/up.sh
 //! 3` (root only) and tears it down at the end (`tests/common/cluster.rs`).
@@ -26,7 +28,7 @@ impl Drop for Cancel<'_> {
 }
 
 #[test]
-fn srun_starts_mcast_jobs_through_pmi2_and_refuses_without_it() {
+fn srun_and_salloc_start_mcast_jobs() {
     let cluster = Cluster::ensure();
     let _cancel = Cancel(&cluster);
     let selftest = bin("mcast-selftest");
@@ -38,32 +40,72 @@ fn srun_starts_mcast_jobs_through_pmi2_and_refuses_without_it() {
         code, 0,
         "srun --mpi=pmi2 failed\nstdout:\n{so}\nstderr:\n{se}"
     );
-    let mut host = vec![String::new(); 6];
-    for (r, h) in host.iter_mut().enumerate() {
-        let line = so
-            .lines()
-            .find(|l| l.starts_with(&format!("selftest: rank {r} of 6 ok")))
-            .unwrap_or_else(|| panic!("rank {r} missing:\n{so}\n{se}"));
-        *h = line
-            .split_once(" on host ")
-            .and_then(|(_, h)| h.split_whitespace().next())
-            .map(String::from)
-            .unwrap_or_else(|| panic!("rank {r} names no host: {line}"));
+    two_per_host(&so, &se);
+
+    // 2. Plain srun (no PMI): task 0 serves the rendezvous on the first
+    //    node, at the port the job and step ids give; the same placement.
+    let (code, so, se) = cluster.srun(JOB_NAME, &["--mpi=none", "-N3", "-n6", selftest]);
+    assert_eq!(
+        code, 0,
+        "srun --mpi=none failed\nstdout:\n{so}\nstderr:\n{se}"
+    );
+    two_per_host(&so, &se);
+
+    // 3. mclaunch inside an allocation (no hostfile, no launch agent): the
+    //    allocation's nodes and tasks, proxies started with srun, ranks
+    //    placed by slot: 0 and 1 on the first node, and so on.
+    let mclaunch = common::mclaunch();
+    let (code, so, se) = cluster.salloc(
+        JOB_NAME,
+        &[
+            "-N3",
+            "-n6",
+            mclaunch.to_str().unwrap(),
+            "--tag-output",
+            selftest,
+        ],
+    );
+    assert_eq!(
+        code, 0,
+        "salloc mclaunch failed\nstdout:\n{so}\nstderr:\n{se}"
+    );
+    assert_eq!(
+        hosts_of_ranks(&so, &se),
+        ["h1", "h1", "h2", "h2", "h3", "h3"],
+        "stdout:\n{so}"
+    );
+    for r in 0..6 {
+        assert!(
+            so.contains(&format!("[{r}] selftest: rank {r} of 6 ok")),
+            "{so}"
+        );
     }
-    // Slurm's default (block) distribution: ranks 2i and 2i+1 on node i.
+}
+
+/// Slurm's default (block) distribution: ranks 2i and 2i+1 on node i, three
+/// nodes.
+fn two_per_host(so: &str, se: &str) {
+    let host = hosts_of_ranks(so, se);
     for i in 0..3 {
         assert_eq!(host[2 * i], host[2 * i + 1], "hosts {host:?}");
     }
     let distinct: BTreeSet<&String> = host.iter().collect();
     assert_eq!(distinct.len(), 3, "three hosts expected: {host:?}");
+}
 
-    // 2. Plain srun (no PMI): every task fails, saying what to do.
-    let (code, so, se) = cluster.srun(JOB_NAME, &["--mpi=none", "-N3", "-n6", selftest]);
-    assert_ne!(code, 0, "srun without PMI succeeded:\n{so}\n{se}");
-    assert!(
-        se.contains("started by srun with 6 tasks but without PMI-2 (PMI_FD is unset)")
-            && se.contains("srun --mpi=pmi2"),
-        "no clear error:\nstdout:\n{so}\nstderr:\n{se}"
-    );
-    assert!(!so.contains(" ok on host "), "a rank ran alone:\n{so}");
+/// The host each of the 6 ranks names in its line `selftest: rank R of 6
+/// ok on host H (...`.
+fn hosts_of_ranks(so: &str, se: &str) -> Vec<String> {
+    (0..6)
+        .map(|r| {
+            let line = so
+                .lines()
+                .find(|l| l.contains(&format!("selftest: rank {r} of 6 ok")))
+                .unwrap_or_else(|| panic!("rank {r} missing:\n{so}\n{se}"));
+            line.split_once(" on host ")
+                .and_then(|(_, h)| h.split_whitespace().next())
+                .map(String::from)
+                .unwrap_or_else(|| panic!("rank {r} names no host: {line}"))
+        })
+        .collect()
 }

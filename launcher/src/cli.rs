@@ -19,6 +19,11 @@ rank its peers report lost is killed if it has not exited 2 s later. Rank 0's
 stdin is mclaunch's stdin unless that is a terminal; all other ranks read
 /dev/null. mclaunch warns when the ranks outnumber the cores.
 
+Inside a Slurm allocation (salloc, a batch script: SLURM_JOB_ID and
+SLURM_JOB_NODELIST set) with neither --hostfile nor --host, the ranks run on the
+allocation's nodes, as many on each as Slurm gave it tasks (SLURM_TASKS_PER_NODE),
+and each node's proxy is started with srun.
+
 Environment:
   MCAST_RENDEZVOUS_TIMEOUT_SECS   default for --rendezvous-timeout
 
@@ -51,8 +56,8 @@ Example:
     after_help = AFTER_HELP
 )]
 pub struct Cli {
-    /// Number of ranks to start [default with --hostfile or --host: the
-    /// total number of slots].
+    /// Number of ranks to start [default with --hostfile or --host, or in
+    /// a Slurm allocation: the total number of slots].
     #[arg(
         short = 'n',
         long = "np",
@@ -82,7 +87,8 @@ pub struct Cli {
 
     /// The command that runs mclaunch's proxy on a remote host, with its
     /// arguments; the host name and the proxy command follow it
-    /// [default: $MCAST_LAUNCH_AGENT, else ssh].
+    /// [default: $MCAST_LAUNCH_AGENT, else srun for the hosts of a Slurm
+    /// allocation, else ssh].
     #[arg(long, value_name = "CMD")]
     pub launch_agent: Option<String>,
 
@@ -181,7 +187,7 @@ impl Cli {
             .iter()
             .map(|x| spec::parse_export(x, &lookup))
             .collect::<Result<Vec<_>, _>>()?;
-        let hosts = HostOptions {
+        let mut hosts = HostOptions {
             hostfile: self.hostfile.clone(),
             host: self.host.clone(),
             map_by: self.map_by,
@@ -191,7 +197,13 @@ impl Cli {
             iface: self.iface.clone().or_else(|| {
                 lookup(mcast::config::ENV_IF).map(|v| v.to_string_lossy().into_owned())
             }),
+            allocation: None,
         };
+        // Inside a Slurm allocation, with no host named, run on its nodes
+        // (as mpirun does); --fabric keeps every rank on this machine.
+        if !hosts.any() && self.fabric.is_none() {
+            hosts.allocation = crate::slurm::allocation(&lookup)?;
+        }
         let (np, placement) = if hosts.any() {
             if self.fabric.is_some() {
                 return Err(LaunchError::Usage(
@@ -209,7 +221,8 @@ impl Cli {
         } else {
             let np = self.np.ok_or_else(|| {
                 LaunchError::Usage(
-                    "give the number of ranks with -n N (or hosts with --hostfile or --host)"
+                    "give the number of ranks with -n N (or hosts with --hostfile or --host, \
+                     or run inside a Slurm allocation)"
                         .into(),
                 )
             })?;
@@ -325,6 +338,46 @@ mod tests {
         assert!(matches!(
             bad.into_spec_with(|_| None),
             Err(LaunchError::Usage(_))
+        ));
+    }
+
+    #[test]
+    fn a_slurm_allocation_gives_the_hosts_unless_named() {
+        let alloc = |k: &str| {
+            let v = match k {
+                "SLURM_JOB_ID" => "9",
+                "SLURM_JOB_NODELIST" => "localhost",
+                "SLURM_TASKS_PER_NODE" => "3",
+                _ => return None,
+            };
+            Some(OsString::from(v))
+        };
+        let spec = parse(&["prog"]).unwrap().into_spec_with(alloc).unwrap();
+        assert_eq!(spec.nranks, 3);
+        let plan = spec.placement.hosts().expect("the allocation's hosts");
+        assert_eq!(plan.agent, crate::spec::LaunchAgent::Srun);
+        assert_eq!(plan.hosts[0].name, "localhost");
+        // --host wins, and --fabric keeps every rank here.
+        let named = parse(&["--host", "localhost:2", "prog"]).unwrap();
+        let spec = named.into_spec_with(alloc).unwrap();
+        assert_eq!(spec.nranks, 2);
+        assert_ne!(
+            spec.placement.hosts().unwrap().agent,
+            crate::spec::LaunchAgent::Srun
+        );
+        let fabric = parse(&["-n", "4", "--fabric", "crossbar:4", "prog"]).unwrap();
+        assert_eq!(
+            fabric.into_spec_with(alloc).unwrap().placement,
+            Placement::Local
+        );
+        // A broken allocation says which variable.
+        let broken = |k: &str| match k {
+            "SLURM_TASKS_PER_NODE" => Some(OsString::from("2(x")),
+            other => alloc(other),
+        };
+        assert!(matches!(
+            parse(&["prog"]).unwrap().into_spec_with(broken),
+            Err(LaunchError::Usage(m)) if m.contains("SLURM_TASKS_PER_NODE")
         ));
     }
 

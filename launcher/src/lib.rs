@@ -31,6 +31,7 @@ pub mod proxy;
 mod remote;
 mod rendezvous;
 mod reports;
+pub mod slurm;
 pub mod spawn;
 pub mod spec;
 pub mod status;
@@ -46,4 +47,19 @@ pub use supervisor::{run, Outcome};
 pub fn note(msg: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "mclaunch: {msg}");
+}
+
+/// An environment lookup over `pairs`, for tests of code that reads one.
+#[cfg(test)]
+pub(crate) fn test_env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<std::ffi::OsString> {
+    let pairs: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    move |k| {
+        pairs
+            .iter()
+            .find(|(a, _)| a == k)
+            .map(|(_, b)| std::ffi::OsString::from(b))
+    }
 }

@@ -1,7 +1,8 @@
-//! `--hostfile` / `--host`: from the command line to a [`HostPlan`]: the
-//! hosts and their slots ([`crate::hosts`]), which rank runs where, which
-//! hosts are this machine, the launch agent, the mclaunch binary the remote
-//! hosts run as proxy, and the address the rendezvous binds.
+//! `--hostfile` / `--host`, or the hosts of a Slurm allocation
+//! ([`crate::slurm`]): from the command line to a [`HostPlan`]: the hosts
+//! and their slots ([`crate::hosts`]), which rank runs where, which hosts
+//! are this machine, the launch agent, the mclaunch binary the remote hosts
+//! run as proxy, and the address the rendezvous binds.
 
 use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
@@ -11,7 +12,7 @@ use mcast::netif::{self, IfSelector};
 
 use crate::error::LaunchError;
 use crate::hosts::{self, HostSlots, MapBy};
-use crate::spec::{HostPlan, PlannedHost};
+use crate::spec::{HostPlan, LaunchAgent, PlannedHost};
 
 /// Environment variable for the launch agent (`--launch-agent`).
 pub const ENV_LAUNCH_AGENT: &str = "MCAST_LAUNCH_AGENT";
@@ -33,11 +34,21 @@ pub struct HostOptions {
     pub prefix: Option<PathBuf>,
     /// `--if LIST`, else `MCAST_IF`.
     pub iface: Option<String>,
+    /// The hosts of the Slurm allocation mclaunch runs in
+    /// ([`crate::slurm::allocation`]); used when no host is named, and
+    /// then the proxies are started with srun.
+    pub allocation: Option<Vec<HostSlots>>,
 }
 
 impl HostOptions {
-    /// Whether any host was named.
+    /// Whether any host was named, or an allocation gives them.
     pub fn any(&self) -> bool {
+        self.named() || self.allocation.is_some()
+    }
+
+    /// Whether `--hostfile` or `--host` named hosts (they win over an
+    /// allocation).
+    fn named(&self) -> bool {
         self.hostfile.is_some() || self.host.is_some()
     }
 }
@@ -58,7 +69,10 @@ fn read_hosts(o: &HostOptions) -> Result<Vec<HostSlots>, LaunchError> {
         (None, Some(h)) => {
             hosts::parse_host_list(h).map_err(|e| LaunchError::Usage(format!("--host {h}: {e}")))
         }
-        (None, None) => Err(LaunchError::Usage("no hosts given".into())),
+        (None, None) => o
+            .allocation
+            .clone()
+            .ok_or_else(|| LaunchError::Usage("no hosts given".into())),
     }
 }
 
@@ -91,23 +105,26 @@ fn is_this_machine(name: &str, addrs: &[IpAddr], mine: &[netif::IfAddr]) -> bool
             .all(|a| netif::is_loopback(a) || mine.iter().any(|i| i.addr == *a))
 }
 
-/// The launch agent's words: the option, else `MCAST_LAUNCH_AGENT`, else
-/// `ssh`; split at whitespace (as Open MPI splits `plm_rsh_agent`).
+/// The launch agent: the option, else `MCAST_LAUNCH_AGENT` (split at
+/// whitespace, as Open MPI splits `plm_rsh_agent`), else srun for the hosts
+/// of an allocation, else `ssh`.
 fn agent(
     o: &HostOptions,
     lookup: &impl Fn(&str) -> Option<OsString>,
-) -> Result<Vec<String>, LaunchError> {
+) -> Result<LaunchAgent, LaunchError> {
     let cmd = match &o.launch_agent {
         Some(a) => a.clone(),
-        None => lookup(ENV_LAUNCH_AGENT)
-            .map(|v| v.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "ssh".into()),
+        None => match lookup(ENV_LAUNCH_AGENT) {
+            Some(v) => v.to_string_lossy().into_owned(),
+            None if o.allocation.is_some() && !o.named() => return Ok(LaunchAgent::Srun),
+            None => "ssh".into(),
+        },
     };
     let words: Vec<String> = cmd.split_whitespace().map(String::from).collect();
     if words.is_empty() {
         return Err(LaunchError::Usage("the launch agent is empty".into()));
     }
-    Ok(words)
+    Ok(LaunchAgent::Shell(words))
 }
 
 /// The mclaunch binary remote hosts run: `DIR/bin/mclaunch` with `--prefix
@@ -170,4 +187,42 @@ pub fn plan(
         bind,
     };
     Ok((plan.rank_host.len() as u32, plan))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alloc() -> Option<Vec<HostSlots>> {
+        Some(vec![HostSlots {
+            name: "h1".into(),
+            slots: 2,
+            explicit_slots: true,
+            max_slots: None,
+        }])
+    }
+
+    #[test]
+    fn srun_starts_the_proxies_of_an_allocation_unless_told_otherwise() {
+        let none = |_: &str| None;
+        let env = |k: &str| (k == ENV_LAUNCH_AGENT).then(|| OsString::from("rsh -x"));
+        let shell = |w: &[&str]| LaunchAgent::Shell(w.iter().map(|s| s.to_string()).collect());
+        let mut o = HostOptions::default();
+        assert_eq!(agent(&o, &none).unwrap(), shell(&["ssh"]));
+        assert_eq!(agent(&o, &env).unwrap(), shell(&["rsh", "-x"]));
+        o.allocation = alloc();
+        assert_eq!(agent(&o, &none).unwrap(), LaunchAgent::Srun);
+        assert_eq!(agent(&o, &env).unwrap(), shell(&["rsh", "-x"]));
+        o.launch_agent = Some("ssh -F cfg".into());
+        assert_eq!(agent(&o, &none).unwrap(), shell(&["ssh", "-F", "cfg"]));
+        // Hosts named on the command line are not the allocation's.
+        o.launch_agent = None;
+        o.host = Some("a,b".into());
+        assert_eq!(agent(&o, &none).unwrap(), shell(&["ssh"]));
+        assert_eq!(read_hosts(&o).unwrap().len(), 2);
+        o.host = None;
+        assert_eq!(read_hosts(&o).unwrap(), alloc().unwrap());
+        o.launch_agent = Some(" ".into());
+        assert!(agent(&o, &none).is_err());
+    }
 }

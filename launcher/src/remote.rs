@@ -1,4 +1,5 @@
-//! mclaunch's side of a remote host: the launch agent (`ssh HOST ...`)
+//! mclaunch's side of a remote host: the launch agent (`ssh HOST ...`,
+//! `srun --nodelist=HOST ...`)
 //! running `mclaunch --proxy` there, a writer thread that sends it
 //! [`Down`] frames and heartbeats, and a reader thread that turns its
 //! [`Up`] frames into the supervisor's events (exits, departure reports,
@@ -21,7 +22,7 @@ use mcast::bootstrap::{read_frame, write_frame};
 use crate::guardian::Guardian;
 use crate::proxy::wire::{Down, PollReader, ProxyJob, Up, HEARTBEAT};
 use crate::reports::Lost;
-use crate::spec::HostPlan;
+use crate::spec::{HostPlan, LaunchAgent};
 use crate::supervisor::Event;
 
 /// What a proxy said that the supervisor acts on (exits and reports come
@@ -63,12 +64,48 @@ pub(crate) fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// The agent's command line for `host`: `AGENT... HOST exec PROXY --proxy`.
+/// The options of the `srun` that starts a proxy: one task on the host,
+/// run directly. `--overlap`: the step may share the allocation's CPUs
+/// with other steps (Slurm 22.05 keeps a one-task step waiting while
+/// another step holds the node's CPUs). No `--cpu-bind=none` (Open MPI
+/// passes it so the ranks, the proxy's children, are not bound to its one
+/// CPU): srun warns about it on every cluster without CPU binding; where
+/// there is binding, `SLURM_CPU_BIND=none` in mclaunch's environment says
+/// the same. `--unbuffered`: slurmstepd would otherwise hold the proxy's output
+/// until a newline; srun then gives the proxy's stdout a pseudo-terminal,
+/// which the proxy makes raw ([`crate::proxy`]). stdin is forwarded to the
+/// one task as it is.
+const SRUN_OPTIONS: [&str; 7] = [
+    "--nodes=1",
+    "--ntasks=1",
+    "--kill-on-bad-exit=0",
+    "--quiet",
+    "--overlap",
+    "--unbuffered",
+    "--mpi=none",
+];
+
+/// The agent's command line for `host`: `AGENT... HOST 'exec PROXY
+/// --proxy'` for an ssh-like agent, `srun OPTIONS --nodelist=HOST PROXY
+/// --proxy` for srun.
 pub(crate) fn agent_command(plan: &HostPlan, host: &str) -> Vec<OsString> {
-    let mut argv: Vec<OsString> = plan.agent.iter().map(OsString::from).collect();
-    argv.push(host.into());
-    argv.push(format!("exec {} --proxy", shell_quote(&plan.proxy_program)).into());
-    argv
+    match &plan.agent {
+        LaunchAgent::Shell(words) => {
+            let mut argv: Vec<OsString> = words.iter().map(OsString::from).collect();
+            argv.push(host.into());
+            argv.push(format!("exec {} --proxy", shell_quote(&plan.proxy_program)).into());
+            argv
+        }
+        LaunchAgent::Srun => std::iter::once("srun".to_string())
+            .chain(SRUN_OPTIONS.map(String::from))
+            .chain([
+                format!("--nodelist={host}"),
+                plan.proxy_program.clone(),
+                "--proxy".into(),
+            ])
+            .map(OsString::from)
+            .collect(),
+    }
 }
 
 impl RemoteHost {
@@ -118,7 +155,7 @@ impl RemoteHost {
                 e.kind(),
                 format!(
                     "cannot run the launch agent {:?}: {e}",
-                    plan.agent.join(" ")
+                    plan.agent.to_string()
                 ),
             )
         })?;
@@ -317,10 +354,10 @@ mod tests {
 
     #[test]
     fn the_agent_command_puts_the_host_before_the_proxy() {
-        let plan = HostPlan {
+        let mut plan = HostPlan {
             hosts: vec![],
             rank_host: vec![],
-            agent: vec!["ssh".into(), "-F".into(), "cfg".into()],
+            agent: LaunchAgent::Shell(vec!["ssh".into(), "-F".into(), "cfg".into()]),
             proxy_program: "/opt/mcast dir/mclaunch".into(),
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
         };
@@ -336,5 +373,24 @@ mod tests {
             .map(OsString::from)
             .to_vec()
         );
+        // srun runs the proxy itself: no shell, so no quoting; one task
+        // on the host, unbuffered, sharing the allocation's CPUs.
+        plan.agent = LaunchAgent::Srun;
+        let argv = agent_command(&plan, "h2");
+        let tail = ["--nodelist=h2", "/opt/mcast dir/mclaunch", "--proxy"].map(OsString::from);
+        assert_eq!(argv[0], "srun");
+        assert!(argv.ends_with(&tail), "{argv:?}");
+        for opt in [
+            "--nodes=1",
+            "--ntasks=1",
+            "--unbuffered",
+            "--overlap",
+            "--mpi=none",
+        ] {
+            assert!(
+                argv.contains(&OsString::from(opt)),
+                "{opt} missing: {argv:?}"
+            );
+        }
     }
 }

@@ -62,7 +62,8 @@ pub enum Placement {
     /// listens on loopback.
     #[default]
     Local,
-    /// Ranks on several hosts (`--hostfile`, `--host`): a host that is this
+    /// Ranks on several hosts (`--hostfile`, `--host`, a Slurm
+    /// allocation): a host that is this
     /// machine gets child processes, every other host a proxy started
     /// through the launch agent, and the rendezvous binds an address the
     /// hosts reach.
@@ -76,13 +77,43 @@ pub struct HostPlan {
     pub hosts: Vec<PlannedHost>,
     /// Each rank's host: an index into `hosts`.
     pub rank_host: Vec<usize>,
-    /// The launch agent's program and arguments, before the host name
-    /// (`ssh`, `ssh -F cluster/ssh_config`).
-    pub agent: Vec<String>,
+    /// How the proxy is started on a remote host.
+    pub agent: LaunchAgent,
     /// The mclaunch binary the agent runs on a remote host, as `--proxy`.
     pub proxy_program: String,
     /// The address the rendezvous binds.
     pub bind: IpAddr,
+}
+
+/// What starts `mclaunch --proxy` on a remote host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LaunchAgent {
+    /// An ssh-like program and its arguments (`ssh`, `ssh -F
+    /// cluster/ssh_config`), to which the host name and a shell command are
+    /// appended.
+    Shell(Vec<String>),
+    /// Slurm's `srun`, inside an allocation: one step of one task on the
+    /// host, running the proxy directly (no shell).
+    Srun,
+}
+
+impl LaunchAgent {
+    /// The program the agent runs.
+    pub fn program(&self) -> &str {
+        match self {
+            LaunchAgent::Shell(words) => words.first().map_or("", String::as_str),
+            LaunchAgent::Srun => "srun",
+        }
+    }
+}
+
+impl std::fmt::Display for LaunchAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LaunchAgent::Shell(words) => f.write_str(&words.join(" ")),
+            LaunchAgent::Srun => f.write_str("srun"),
+        }
+    }
 }
 
 /// One host of a [`HostPlan`].
@@ -244,19 +275,7 @@ pub fn parse_export(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
-        move |k| {
-            pairs
-                .iter()
-                .find(|(a, _)| a == k)
-                .map(|(_, b)| OsString::from(b))
-        }
-    }
+    use crate::test_env as env;
 
     #[test]
     fn exports() {

@@ -2,7 +2,6 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::time::Duration;
 
 /// The conventional name of a signal (`"SIGKILL"`), or `None` for unusual numbers.
 pub fn signal_name(sig: i32) -> Option<&'static str> {
@@ -82,48 +81,7 @@ pub fn shell_exit_code(status: ExitStatus) -> u8 {
     }
 }
 
-/// Format a list of ranks compactly: `"0, 2, 5-9"`. The input need not be sorted.
-pub fn format_ranks(ranks: &[u32]) -> String {
-    let mut sorted = ranks.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        let mut end = start;
-        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
-            i += 1;
-            end = sorted[i];
-        }
-        parts.push(match end - start {
-            0 => format!("{start}"),
-            1 => format!("{start}, {end}"),
-            _ => format!("{start}-{end}"),
-        });
-        i += 1;
-    }
-    parts.join(", ")
-}
-
-/// `"rank 3"` or `"ranks 0, 2"`: a noun phrase for a rank set.
-pub fn ranks_phrase(ranks: &[u32]) -> String {
-    if ranks.len() == 1 {
-        format!("rank {}", ranks[0])
-    } else {
-        format!("ranks {}", format_ranks(ranks))
-    }
-}
-
-/// A duration for messages: `"30 s"`, `"1.5 s"`.
-pub fn format_secs(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s.fract() == 0.0 {
-        format!("{s:.0} s")
-    } else {
-        format!("{} s", (s * 1000.0).round() / 1000.0)
-    }
-}
+pub use mcast::rendezvous::{format_ranks, format_secs, ranks_phrase};
 
 #[cfg(test)]
 mod tests {
@@ -143,24 +101,5 @@ mod tests {
         assert_eq!(shell_exit_code(killed), 137);
         assert_eq!(shell_exit_code(from_raw(0)), 0);
         assert_eq!(describe_signal(61), "signal 61");
-    }
-
-    #[test]
-    fn rank_lists() {
-        assert_eq!(format_ranks(&[]), "");
-        assert_eq!(format_ranks(&[3]), "3");
-        assert_eq!(
-            format_ranks(&[5, 0, 1, 2, 3, 7, 8, 9, 11]),
-            "0-3, 5, 7-9, 11"
-        );
-        assert_eq!(format_ranks(&[1, 2]), "1, 2");
-        assert_eq!(ranks_phrase(&[2]), "rank 2");
-        assert_eq!(ranks_phrase(&[0, 1]), "ranks 0, 1");
-    }
-
-    #[test]
-    fn seconds() {
-        assert_eq!(format_secs(Duration::from_secs(30)), "30 s");
-        assert_eq!(format_secs(Duration::from_millis(1500)), "1.5 s");
     }
 }

@@ -577,7 +577,7 @@ impl Job<'_> {
                 Err(error) => {
                     return Some(Outcome::SpawnFailed {
                         rank: ranks[0],
-                        program: plan.agent.first().cloned().unwrap_or_default().into(),
+                        program: plan.agent.program().into(),
                         error,
                     })
                 }

@@ -23,14 +23,7 @@ fn to_hex(bytes: &[u8]) -> String {
     s
 }
 
-/// Compare two tokens in time independent of where they first differ.
-pub fn tokens_equal(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
+pub use mcast::bootstrap::tokens_equal;
 
 #[cfg(test)]
 mod tests {

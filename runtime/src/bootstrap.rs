@@ -95,6 +95,15 @@ pub fn job_id_from_token(token: &str) -> u32 {
     h
 }
 
+/// Compare two tokens in time independent of where they first differ.
+pub fn tokens_equal(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@
 //! | `MCAST_RANK` | this process's rank (set by mclaunch) | unset: a task of `srun --mpi=pmi2` joins its step through PMI-2 (`launched`), else a single rank |
 //! | `MCAST_SIZE` | number of ranks (set by mclaunch) | 1 |
 //! | `MCAST_RENDEZVOUS` | `host:port` of mclaunch's rendezvous (set by mclaunch) | — |
+//! | `MCAST_RENDEZVOUS_PORT` | under plain `srun` (no PMI), the port task 0 serves the rendezvous on, on the step's first node | `20000 + (16 × job + step) mod 12000` |
 //! | `MCAST_TOKEN` | per-job secret, hex (set by mclaunch) | — |
 //! | `MCAST_BIND` | IP address this rank listens on for peers | see `MCAST_IF` |
 //! | `MCAST_IF` | the interfaces a rank listens on when `MCAST_BIND` is unset: names or CIDRs, `^` to exclude (`eth0`, `10.0.0.0/8`, `^docker0,lo`; set by `mclaunch --if`); the first selected IPv4 address is used | unset: under srun, the address whose route reaches srun's host (`SLURM_LAUNCH_NODE_IPADDR`); under mclaunch, the address that routes to the rendezvous when that is on another host; else `127.0.0.1` |
@@ -144,7 +145,8 @@ impl std::fmt::Display for Transport {
 pub struct JobEnv {
     pub rank: usize,
     pub size: usize,
-    /// mclaunch's rendezvous (empty under Slurm).
+    /// The rendezvous: mclaunch's, or task 0's under plain srun (empty
+    /// under PMI-2).
     pub rendezvous: String,
     /// The job token (under Slurm, empty until the PMI-2 exchange).
     pub token: String,
@@ -355,18 +357,24 @@ impl Config {
         }
         let launch = launched::detect(&get)?;
         if let Launch::Slurm(step) = launch {
-            if matches!(step.bootstrap, Bootstrap::Pmi2 { .. }) {
+            if step.bootstrap != Bootstrap::Alone {
                 check_topology(&c, step.size)?;
                 if c.fabric.is_some() {
                     return Err(Error::InvalidArgument(format!(
                         "{ENV_FABRIC} needs mclaunch (mclaunch --fabric), not srun"
                     )));
                 }
+                let (rendezvous, token) = match &step.bootstrap {
+                    Bootstrap::Rendezvous { host, port, token } => {
+                        (format!("{host}:{port}"), token.clone())
+                    }
+                    _ => Default::default(),
+                };
                 c.job = Some(JobEnv {
                     rank: step.rank,
                     size: step.size,
-                    rendezvous: String::new(),
-                    token: String::new(),
+                    rendezvous,
+                    token,
                     bind_toward: get(ENV_BIND).is_none().then(|| step.toward()).flatten(),
                     slurm: Some(step),
                 });

@@ -14,9 +14,12 @@
 //!   - With `PMI_FD` (`srun --mpi=pmi2`: Slurm also sets `PMI_RANK`,
 //!     `PMI_SIZE`, `PMI_JOBID` such as `12.0`), the job meets through PMI-2
 //!     ([`Bootstrap::Pmi2`], `crate::pmi2`).
-//!   - Without it, a step of one task runs as a single rank; a step of more
-//!     fails here, naming what it tried: mcast has no rendezvous of its own
-//!     under plain `srun` yet, and N separate jobs of one rank would be wrong.
+//!   - Without it, a step of one task runs as a single rank; in a step of
+//!     more, task 0 serves a rendezvous on the step's first node at a port
+//!     derived from the job and step ids ([`rendezvous_port`];
+//!     `MCAST_RENDEZVOUS_PORT` overrides) and every task registers there
+//!     ([`Bootstrap::Rendezvous`]), with a token derived from the job, the
+//!     step and `SLURM_JOB_UID`: not secret.
 //! * **mpirun / mpiexec** (Open MPI's `OMPI_COMM_WORLD_SIZE`, or Hydra's
 //!   `PMI_SIZE` / `PMI_RANK` without a Slurm step) with more than one process:
 //!   refused with an error saying to use mclaunch or srun; never N jobs of
@@ -26,6 +29,9 @@
 use std::net::IpAddr;
 
 use crate::error::Error;
+
+/// The port of the rendezvous under plain `srun` (else [`rendezvous_port`]).
+pub const ENV_RENDEZVOUS_PORT: &str = "MCAST_RENDEZVOUS_PORT";
 
 /// How the ranks of a Slurm step meet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,8 +43,33 @@ pub enum Bootstrap {
         /// `PMI_JOBID` (Slurm: `JOB.STEP`).
         jobid: String,
     },
+    /// Without PMI, more than one task (plain `srun`): task 0 serves a
+    /// rendezvous (`crate::rendezvous`) at `host:port`, the step's first
+    /// node, and every task registers there with `token`.
+    Rendezvous {
+        host: String,
+        port: u16,
+        /// Derived from the job, the step and the job's uid: it tells jobs
+        /// apart, but it is not secret (`srun --mpi=pmi2` gives a random one).
+        token: String,
+    },
     /// A step of a single task: nobody to meet.
     Alone,
+}
+
+/// The rendezvous ports of plain `srun` steps: `BASE..BASE + SPAN`, below
+/// Linux's ephemeral ports (32768 on).
+const PORT_BASE: u64 = 20000;
+const PORT_SPAN: u64 = 12000;
+/// Steps of one job get distinct ports for this many step ids.
+const PORT_STEPS: u64 = 16;
+
+/// The port task 0 of step `step` of job `job` serves its rendezvous on,
+/// when `MCAST_RENDEZVOUS_PORT` does not say: `20000 + (16 job + step) mod
+/// 12000`, so consecutive jobs and a job's first 16 steps differ.
+pub fn rendezvous_port(job: u64, step: u64) -> u16 {
+    let k = job.wrapping_mul(PORT_STEPS).wrapping_add(step) % PORT_SPAN;
+    (PORT_BASE + k) as u16
 }
 
 /// Where this task sits in a Slurm job step.
@@ -77,6 +108,9 @@ pub fn detect(get: &impl Fn(&str) -> Option<String>) -> Result<Launch, Error> {
     if get("MCAST_RANK").is_some() {
         return Ok(Launch::Mclaunch);
     }
+    // Before Slurm's variables: under Slurm, Open MPI's daemons are srun
+    // tasks, and their processes inherit the daemons' step variables.
+    mpi_launcher(get, "OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun")?;
     let num = |k: &str| -> Result<Option<usize>, Error> {
         get(k)
             .map(|v| {
@@ -131,10 +165,8 @@ pub fn detect(get: &impl Fn(&str) -> Option<String>) -> Result<Launch, Error> {
             }
             None if size == 1 => Bootstrap::Alone,
             None => {
-                return Err(Error::InvalidArgument(format!(
-                    "mcast: started by srun with {size} tasks but without PMI-2 \
-                     (PMI_FD is unset): run srun --mpi=pmi2, or launch with mclaunch"
-                )))
+                let node = num("SLURM_NODEID")?.unwrap_or(0);
+                srun_rendezvous(get, &step_id, (rank, node), size, &nodes)?
             }
         };
         return Ok(Launch::Slurm(SlurmStep {
@@ -149,22 +181,76 @@ pub fn detect(get: &impl Fn(&str) -> Option<String>) -> Result<Launch, Error> {
             bootstrap,
         }));
     }
-    for (var, by) in [
-        ("OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun"),
-        ("PMI_SIZE", "mpiexec (PMI_SIZE is set)"),
-    ] {
-        // A value that is not a number is someone else's business: ignore it.
-        if let Some(n) = get(var).and_then(|v| v.trim().parse::<usize>().ok()) {
-            if n > 1 {
-                return Err(Error::InvalidArgument(format!(
-                    "mcast: started by {by} with {var}={n}: mcast programs do not \
-                     join MPI launchers' jobs; launch mcast programs with mclaunch or \
-                     srun --mpi=pmi2"
-                )));
-            }
-        }
-    }
+    mpi_launcher(get, "PMI_SIZE", "mpiexec (PMI_SIZE is set)")?;
     Ok(Launch::Single)
+}
+
+/// Plain `srun` with `size` tasks: the rendezvous task 0 serves on the
+/// step's first node (where Slurm puts task 0), at `MCAST_RENDEZVOUS_PORT`
+/// or [`rendezvous_port`]. Errors say what was tried.
+fn srun_rendezvous(
+    get: &impl Fn(&str) -> Option<String>,
+    step_id: &str,
+    (rank, node_index): (usize, usize),
+    size: usize,
+    nodes: &[String],
+) -> Result<Bootstrap, Error> {
+    let what = format!("mcast: started by srun with {size} tasks without PMI-2 (PMI_FD is unset)");
+    let job_id = get("SLURM_JOB_ID").unwrap_or_default();
+    let number = |k: &str, v: &str| {
+        v.trim().parse::<u64>().map_err(|_| {
+            Error::InvalidArgument(format!(
+                "{what}: {k}={v:?} is not a number, so no rendezvous port derives from it: \
+                 set {ENV_RENDEZVOUS_PORT}, or run srun --mpi=pmi2"
+            ))
+        })
+    };
+    let port = match get(ENV_RENDEZVOUS_PORT) {
+        Some(p) => p
+            .trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("{what}: {ENV_RENDEZVOUS_PORT}={p} is not a port"))
+            })?,
+        None => rendezvous_port(
+            number("SLURM_JOB_ID", &job_id)?,
+            number("SLURM_STEP_ID", step_id)?,
+        ),
+    };
+    let host = nodes.first().cloned().ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "{what}: SLURM_STEP_NODELIST is unset, so the step's first node (where task 0 \
+             serves the rendezvous) is unknown; run srun --mpi=pmi2"
+        ))
+    })?;
+    if rank == 0 && node_index != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: task 0 runs on node {node_index} of the step, not on its first node \
+             {host}, where the others look for its rendezvous; run srun --mpi=pmi2"
+        )));
+    }
+    let uid = get("SLURM_JOB_UID").unwrap_or_default();
+    Ok(Bootstrap::Rendezvous {
+        host,
+        port,
+        token: format!("srun-{job_id}.{step_id}-uid{uid}"),
+    })
+}
+
+/// Refuse a start by an MPI launcher (`by`) whose size variable `var` says
+/// more than one process. A value that is not a number is someone else's
+/// business: ignored.
+fn mpi_launcher(get: &impl Fn(&str) -> Option<String>, var: &str, by: &str) -> Result<(), Error> {
+    match get(var).and_then(|v| v.trim().parse::<usize>().ok()) {
+        Some(n) if n > 1 => Err(Error::InvalidArgument(format!(
+            "mcast: started by {by} with {var}={n}: mcast programs do not \
+             join MPI launchers' jobs; launch mcast programs with mclaunch or \
+             srun --mpi=pmi2"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 impl SlurmStep {

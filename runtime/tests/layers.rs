@@ -342,6 +342,9 @@ const BELOW: &[(&str, &[&str])] = &[
     ("drive", &[]),
     // Reads the OS's interfaces (so it is no leaf), but imports only leaves.
     ("netif", &[]),
+    // The rendezvous server (sockets and threads: driver level, not a
+    // leaf), shared by mclaunch and plain srun's task 0: only its protocol.
+    ("rendezvous", &["bootstrap"]),
 ];
 
 #[test]

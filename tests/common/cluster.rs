@@ -90,10 +90,23 @@ impl Cluster {
     /// `timeout 120 srun -J JOB ARGS` with the cluster's environment,
     /// bounded here too; returns (exit code, stdout, stderr).
     pub fn srun(&self, job: &str, args: &[&str]) -> (i32, String, String) {
+        self.client("srun", job, args)
+    }
+
+    /// `timeout 120 salloc -J JOB ARGS` (ARGS: salloc's options, then the
+    /// command it runs in the allocation), like [`Cluster::srun`], but
+    /// without the launch agent of `env.sh`, so mclaunch starts its
+    /// proxies with srun.
+    pub fn salloc(&self, job: &str, args: &[&str]) -> (i32, String, String) {
+        self.client("salloc", job, args)
+    }
+
+    fn client(&self, client: &str, job: &str, args: &[&str]) -> (i32, String, String) {
         let mut cmd = Command::new("timeout");
-        cmd.args(["120", "srun", "-J", job])
+        cmd.args(["120", client, "-J", job])
             .args(args)
             .envs(self.env())
+            .env_remove("MCAST_LAUNCH_AGENT")
             .env("MCAST_TIMEOUT_SECS", "60")
             .current_dir("/tmp");
         let out = run_bounded(cmd, Duration::from_secs(150));

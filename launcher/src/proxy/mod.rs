@@ -1,5 +1,5 @@
 //! `mclaunch --proxy`: one per remote host, like Open MPI's orted or
-//! Hydra's proxy. The launch agent (`ssh HOST`) starts it; it reads the job
+//! Hydra's proxy. The launch agent (`ssh HOST`, `srun`) starts it; it reads the job
 //! ([`wire::ProxyJob`]) from stdin, starts that host's ranks exactly as
 //! mclaunch starts local ones (`spawn::start_rank`: own process groups,
 //! `PR_SET_PDEATHSIG`, a guardian, the report pipe), and sends back on
@@ -41,6 +41,10 @@ const KILL_WAIT: Duration = Duration::from_secs(2);
 
 /// Run as a proxy; returns the exit code.
 pub fn serve() -> u8 {
+    if let Err(e) = raw_stdout() {
+        note(&format!("proxy: cannot make its terminal raw: {e}"));
+        return 1;
+    }
     // SAFETY: descriptor 0 is ours for the life of the process; the File
     // takes it over (nothing else reads stdin).
     let stdin = unsafe { File::from_raw_fd(0) };
@@ -69,6 +73,28 @@ pub fn serve() -> u8 {
     drop(up);
     let _ = writer.join();
     code
+}
+
+/// `srun --unbuffered` gives the proxy's stdout a pseudo-terminal: make it
+/// raw (no newline translation, no flow control), so that the frames pass
+/// byte for byte. A pipe or socket (ssh) is left alone.
+fn raw_stdout() -> io::Result<()> {
+    // SAFETY: isatty, tcgetattr, cfmakeraw and tcsetattr only read and
+    // write the termios struct we own, on descriptor 1.
+    unsafe {
+        if libc::isatty(1) != 1 {
+            return Ok(());
+        }
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(1, &mut t) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        libc::cfmakeraw(&mut t);
+        if libc::tcsetattr(1, libc::TCSANOW, &t) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 fn refuse(up: &Sender<Up>, reason: String) -> u8 {

@@ -55,17 +55,77 @@ fn mclaunch_wins_over_slurm() {
     assert_eq!(detect_in(&env).unwrap(), Launch::Mclaunch);
 }
 
-#[test]
-fn plain_srun_with_many_tasks_is_refused_with_what_to_do() {
-    let env: Vec<_> = SRUN_PMI2
+fn without_pmi(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let mut env: Vec<_> = SRUN_PMI2
         .iter()
         .copied()
         .filter(|(k, _)| !k.starts_with("PMI_"))
         .collect();
-    let e = detect_in(&env).unwrap_err().to_string();
-    assert!(e.contains("srun with 6 tasks but without PMI-2"), "{e}");
-    assert!(e.contains("srun --mpi=pmi2"), "{e}");
-    assert!(e.contains("mclaunch"), "{e}");
+    for (k, v) in extra {
+        env.retain(|(a, _)| a != k);
+        env.push((k, v));
+    }
+    env
+}
+
+#[test]
+fn plain_srun_with_many_tasks_meets_at_task_0s_rendezvous() {
+    let Launch::Slurm(s) = detect_in(&without_pmi(&[("SLURM_JOB_UID", "1000")])).unwrap() else {
+        panic!("not a Slurm step")
+    };
+    assert_eq!(
+        s.bootstrap,
+        Bootstrap::Rendezvous {
+            host: "h1".into(),
+            port: 20192,
+            token: "srun-12.0-uid1000".into()
+        }
+    );
+    let set = without_pmi(&[(ENV_RENDEZVOUS_PORT, "4242"), ("SLURM_JOB_ID", "x")]);
+    let Launch::Slurm(s) = detect_in(&set).unwrap() else {
+        panic!("not a Slurm step")
+    };
+    assert!(matches!(
+        s.bootstrap,
+        Bootstrap::Rendezvous { port: 4242, .. }
+    ));
+    // What cannot work says what was tried.
+    for (env, says) in [
+        (
+            without_pmi(&[(ENV_RENDEZVOUS_PORT, "0")]),
+            "MCAST_RENDEZVOUS_PORT=0",
+        ),
+        (without_pmi(&[("SLURM_JOB_ID", "x")]), "SLURM_JOB_ID=\"x\""),
+        (
+            without_pmi(&[("SLURM_PROCID", "0"), ("SLURM_NODEID", "1")]),
+            "not on its first node h1",
+        ),
+    ] {
+        let e = detect_in(&env).unwrap_err().to_string();
+        assert!(e.contains(says) && e.contains("srun with 6 tasks"), "{e}");
+    }
+    let mut no_nodes = without_pmi(&[]);
+    no_nodes.retain(|(k, _)| !k.ends_with("NODELIST"));
+    let e = detect_in(&no_nodes).unwrap_err().to_string();
+    assert!(e.contains("SLURM_STEP_NODELIST is unset"), "{e}");
+}
+
+#[test]
+fn rendezvous_ports_differ_by_job_and_step_and_avoid_ephemeral_ports() {
+    assert_eq!(rendezvous_port(0, 0), 20000);
+    assert_eq!(rendezvous_port(12, 0), 20192);
+    assert_eq!(rendezvous_port(12, 1), 20193);
+    assert_eq!(rendezvous_port(13, 0), 20208);
+    assert_eq!(rendezvous_port(750, 0), 20000); // 16 × 750 = 12000 wraps
+    for (job, step) in [
+        (1, 2),
+        (99_999, 15),
+        (u64::MAX, u64::MAX),
+        (4_294_967_295, 0),
+    ] {
+        let p = rendezvous_port(job, step);
+        assert!((20000..32000).contains(&p), "{job}.{step}: {p}");
+    }
 }
 
 #[test]
@@ -130,9 +190,18 @@ fn mpirun_and_mpiexec_are_refused() {
     for env in [
         vec![("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "4")],
         vec![("PMI_RANK", "1"), ("PMI_SIZE", "4"), ("PMI_FD", "7")],
+        // mpirun inside salloc: its daemons are srun tasks, whose step
+        // variables its processes inherit (seen on the test cluster).
+        vec![
+            ("OMPI_COMM_WORLD_SIZE", "6"),
+            ("SLURM_STEP_ID", "0"),
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "3"),
+        ],
     ] {
         let e = detect_in(&env).unwrap_err().to_string();
         assert!(e.contains("launch mcast programs with mclaunch or"), "{e}");
+        assert!(!e.contains("srun with"), "{e}");
     }
     // One process is a single rank.
     assert_eq!(
@@ -251,14 +320,15 @@ mod config {
     }
 
     #[test]
-    fn srun_without_pmi_or_with_a_fabric_is_refused() {
+    fn srun_without_pmi_meets_on_the_first_node_and_a_fabric_is_refused() {
         let env: Vec<_> = SRUN
             .iter()
             .copied()
             .filter(|(k, _)| !k.starts_with("PMI_"))
             .collect();
-        let e = cfg(&env).unwrap_err().to_string();
-        assert!(e.contains("without PMI-2"), "{e}");
+        let j = cfg(&env).unwrap().job.unwrap();
+        assert_eq!(j.rendezvous, "h1:20192");
+        assert_eq!(j.token, "srun-12.0-uid");
         let mut env = SRUN.to_vec();
         env.push((ENV_FABRIC, "127.0.0.1:1"));
         assert!(cfg(&env).is_err());

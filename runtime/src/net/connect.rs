@@ -26,6 +26,8 @@ use crate::pmi2;
 
 /// Largest handshake frame.
 const MAX_HELLO: usize = 4096;
+/// Pause between attempts to reach a rendezvous not yet listening.
+const RETRY_CONNECT: Duration = Duration::from_millis(100);
 /// How long an incoming connection may take to send its handshake.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -212,7 +214,15 @@ pub(crate) fn exchange(
     data_addr: &str,
     timeout: Duration,
 ) -> Result<(u32, Vec<String>, String), Error> {
-    let Some(Bootstrap::Pmi2 { fd, jobid }) = job.slurm.as_ref().map(|s| &s.bootstrap) else {
+    let bootstrap = job.slurm.as_ref().map(|s| &s.bootstrap);
+    let Some(Bootstrap::Pmi2 { fd, jobid }) = bootstrap else {
+        // Plain srun: task 0 serves the rendezvous while it registers too.
+        let _server = match bootstrap {
+            Some(Bootstrap::Rendezvous { port, token, .. }) if job.rank == 0 => Some(
+                crate::rendezvous::Server::serve_step(*port, job.size, token, timeout)?,
+            ),
+            _ => None,
+        };
         let (id, addrs) = rendezvous(job, data_addr, timeout)?;
         return Ok((id, addrs, job.token.clone()));
     };
@@ -258,8 +268,26 @@ pub(crate) fn rendezvous(
         .ok_or_else(|| {
             Error::InvalidArgument(format!("rendezvous {} has no address", job.rendezvous))
         })?;
-    let mut s = StdStream::connect_timeout(&addr, timeout)
-        .map_err(|e| io_err(&format!("connecting to rendezvous {addr}"), e))?;
+    // Under plain srun task 0 may not be listening yet: retry until the
+    // deadline (mclaunch's rendezvous is up before any rank starts).
+    let deadline = Instant::now() + timeout;
+    let mut s = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match StdStream::connect_timeout(&addr, left.max(Duration::from_millis(1))) {
+            Ok(s) => break s,
+            Err(e) if Instant::now() + RETRY_CONNECT < deadline => {
+                tracing::debug!("rendezvous {addr}: {e}; retrying");
+                std::thread::sleep(RETRY_CONNECT);
+            }
+            Err(e) => {
+                let what = format!(
+                    "connecting to rendezvous {} ({addr}, tried for {:?})",
+                    job.rendezvous, timeout
+                );
+                return Err(io_err(&what, e));
+            }
+        }
+    };
     s.set_read_timeout(Some(timeout))?;
     s.set_write_timeout(Some(timeout))?;
     bootstrap::write_frame(
