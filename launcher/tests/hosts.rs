@@ -17,12 +17,21 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
+/// How long the processes of remote hosts may take to go once mclaunch or
+/// a proxy is killed: the proxy's silence bound (5 s), the ranks' grace
+/// (2 s), the SIGKILL wait (2 s), and slack for a loaded machine.
+const REMOTE_GONE: Duration = Duration::from_secs(30);
+
 /// Write the fake agent and a hostfile of two 2-slot hosts into `dir`.
 fn setup(dir: &Path) -> (PathBuf, PathBuf) {
     let agent = dir.join("fake-agent");
     fs::write(
         &agent,
-        "#!/bin/sh\nFAKE_HOST=$1; export FAKE_HOST; shift\nexec setsid -w sh -c \"$1\"\n",
+        format!(
+            "#!/bin/sh\nFAKE_HOST=$1; FAKE_JOB='{}'; export FAKE_HOST FAKE_JOB; shift\n\
+             exec setsid -w sh -c \"$1\"\n",
+            dir.display()
+        ),
     )
     .unwrap();
     fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).unwrap();
@@ -123,8 +132,11 @@ fn a_missing_program_on_a_remote_host_is_reported() {
     let _ = fs::remove_dir_all(&dir);
 }
 
-/// The pid of the proxy serving `host` (its agent exported FAKE_HOST).
-fn proxy_of(host: &str, limit: Duration) -> i32 {
+/// The pid of the proxy serving `host` for the test whose scratch
+/// directory is `dir` (its agent exported FAKE_HOST and FAKE_JOB; tests run
+/// in parallel with the same host names).
+fn proxy_of(dir: &Path, host: &str, limit: Duration) -> i32 {
+    let job = format!("FAKE_JOB={}", dir.display());
     let end = Instant::now() + limit;
     loop {
         for e in fs::read_dir("/proc").unwrap().flatten() {
@@ -134,9 +146,9 @@ fn proxy_of(host: &str, limit: Duration) -> i32 {
             let cmd = fs::read(e.path().join("cmdline")).unwrap_or_default();
             let env = fs::read(e.path().join("environ")).unwrap_or_default();
             let is_proxy = cmd.split(|&b| b == 0).any(|a| a == b"--proxy");
-            let on_host = env
-                .split(|&b| b == 0)
-                .any(|kv| kv == format!("FAKE_HOST={host}").as_bytes());
+            let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
+            let on_host = vars.contains(&format!("FAKE_HOST={host}").as_bytes())
+                && vars.contains(&job.as_bytes());
             if is_proxy && on_host && alive(pid) {
                 return pid;
             }
@@ -159,8 +171,8 @@ fn the_token_never_reaches_a_command_line() {
     let token = token.trim();
     assert!(token.len() >= 16);
     for pid in [
-        proxy_of("203.0.113.1", LIMIT),
-        proxy_of("203.0.113.2", LIMIT),
+        proxy_of(&dir, "203.0.113.1", LIMIT),
+        proxy_of(&dir, "203.0.113.2", LIMIT),
     ] {
         let cmd = fs::read(format!("/proc/{pid}/cmdline")).unwrap();
         assert!(
@@ -181,10 +193,13 @@ fn sigkill_to_mclaunch_stops_the_remote_ranks() {
     let job =
         start(hosts_job(&dir).args(["sh", "-c", &format!("sleep 300 & {RECORD_PIDS}; wait")]));
     let mut pids = wait_for_pid_files(&dir, 4, LIMIT);
-    pids.push(proxy_of("203.0.113.1", LIMIT));
-    pids.push(proxy_of("203.0.113.2", LIMIT));
+    pids.push(proxy_of(&dir, "203.0.113.1", LIMIT));
+    pids.push(proxy_of(&dir, "203.0.113.2", LIMIT));
     job.signal(libc::SIGKILL);
-    assert_all_gone(&pids, PROMPT);
+    // Through a proxy: it sees end of file (or, failing that, 5 s of
+    // silence), then SIGTERM, up to 2 s of grace, SIGKILL: bounded by
+    // REMOTE_GONE, not by a local teardown's PROMPT.
+    assert_all_gone(&pids, REMOTE_GONE);
     let out = job.finish(PROMPT);
     assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{out:?}");
     let _ = fs::remove_dir_all(&dir);
@@ -196,14 +211,17 @@ fn a_killed_proxy_takes_its_ranks_and_is_named() {
     let job =
         start(hosts_job(&dir).args(["sh", "-c", &format!("sleep 300 & {RECORD_PIDS}; wait")]));
     let pids = wait_for_pid_files(&dir, 4, LIMIT);
-    let proxy = proxy_of("203.0.113.2", LIMIT);
+    let proxy = proxy_of(&dir, "203.0.113.2", LIMIT);
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(proxy, libc::SIGKILL) };
-    let out = job.finish(LIMIT);
+    // Bounded by REMOTE_GONE: mclaunch then tears down the other host
+    // through its proxy (grace, finish, output drain), slow when this
+    // file's tests load the machine together.
+    let out = job.finish(REMOTE_GONE);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(out.stderr.contains("lost host 203.0.113.2"), "{out:?}");
     assert!(out.stderr.contains("ranks 2, 3"), "{out:?}");
-    assert_all_gone(&pids, PROMPT);
+    assert_all_gone(&pids, REMOTE_GONE);
     let _ = fs::remove_dir_all(&dir);
 }
 
