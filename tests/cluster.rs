@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::cluster::{marked_on, Cluster};
+use common::cluster::{marked_on, netns_pids, Cluster};
 use common::{bin, mclaunch, run_bounded, text};
 
 const HOSTS: [&str; 3] = ["h1", "h2", "h3"];
@@ -56,19 +56,27 @@ fn marked(mark: &str) -> Vec<(String, i32)> {
 fn proxies() -> Vec<(String, i32)> {
     let mut found = Vec::new();
     for h in HOSTS {
-        let out = Command::new("ip")
-            .args(["netns", "pids", &format!("mc-{h}")])
-            .output()
-            .unwrap();
-        for p in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+        for p in netns_pids(h) {
             let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
             let args: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
             if args.contains(&&b"--proxy"[..]) && args[0].ends_with(b"mclaunch") {
-                found.push((h.to_string(), p.parse().unwrap()));
+                found.push((h.to_string(), p));
             }
         }
     }
     found
+}
+
+/// Within 30 s, no rank of the job marked `mark` and no proxy remains on
+/// any host (`context` goes into the failure message).
+fn assert_nothing_left(mark: &str, context: &str) {
+    assert!(
+        eventually(Duration::from_secs(30), || marked(mark).is_empty()
+            && proxies().is_empty()),
+        "left behind: ranks {:?}, proxies {:?}\n{context}",
+        marked(mark),
+        proxies()
+    );
 }
 
 /// Poll until `f` holds, for at most `limit`; false if it never did.
@@ -190,13 +198,7 @@ fn signals_leave_nothing_on_any_host(c: &Cluster) {
         unsafe { libc::kill(job.child.id() as i32, signal) };
         let (status, err) = job.finish(LIMIT);
         assert!(!status.success(), "{name}: {err}");
-        assert!(
-            eventually(Duration::from_secs(30), || marked(&mark).is_empty()
-                && proxies().is_empty()),
-            "{name}: left behind: ranks {:?}, proxies {:?}\n{err}",
-            marked(&mark),
-            proxies()
-        );
+        assert_nothing_left(&mark, &format!("{name}: {err}"));
     }
 }
 
@@ -224,13 +226,7 @@ fn a_cut_link_is_detected_and_the_host_named(c: &Cluster) {
     );
     assert!(err.contains("h3"), "{err}");
     assert!(took < Duration::from_secs(40), "took {took:?}: {err}");
-    assert!(
-        eventually(Duration::from_secs(30), || marked(&mark).is_empty()
-            && proxies().is_empty()),
-        "left behind: ranks {:?}, proxies {:?}\n{err}",
-        marked(&mark),
-        proxies()
-    );
+    assert_nothing_left(&mark, &err);
 }
 
 #[test]

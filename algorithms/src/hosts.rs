@@ -77,6 +77,12 @@ pub fn split_received(
     Ok(out)
 }
 
+/// `host_of` over a host table (a host index per rank); a rank beyond the
+/// table is a host of its own kind (`u32::MAX`), never a panic.
+pub fn in_table(table: &[u32]) -> impl Fn(usize) -> u32 + Copy + '_ {
+    move |r| table.get(r).copied().unwrap_or(u32::MAX)
+}
+
 /// The number of distinct hosts among `ranks`.
 pub fn host_count(ranks: impl IntoIterator<Item = usize>, host_of: impl Fn(usize) -> u32) -> usize {
     let mut seen: Vec<u32> = ranks.into_iter().map(host_of).collect();

@@ -131,24 +131,33 @@ def bench_cmd(impl, n, max_size, quick):
     return ["mpirun"] + root + MPIRUN_OPTS + ["-n", str(n), OSU, "--json"] + common
 
 
-def bench(impl, n, max_size, quick, timeout):
-    cmd = bench_cmd(impl, n, max_size, quick)
+def parse_report(p, label, n):
+    """The JSON report a benchmark run printed, checked for its rank count."""
+    try:
+        rep = json.loads(p.stdout[p.stdout.find("{"):])
+    except ValueError:
+        sys.exit(f"{label}: output is not JSON:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+    if rep.get("ranks") != n:
+        sys.exit(f"{label}: asked for {n} ranks, report says {rep.get('ranks')}")
+    return rep
+
+
+def run_report(cmd, impl, n, timeout):
+    """Run one benchmark command; its report with the time and command."""
     env = dict(os.environ)
     if impl == "mcast":
         env.setdefault("RUST_LOG", "off")
     t0 = time.monotonic()
     p = run(cmd, timeout=timeout, env=env)
     secs = time.monotonic() - t0
-    start = p.stdout.find("{")
-    try:
-        rep = json.loads(p.stdout[start:])
-    except ValueError:
-        sys.exit(f"{impl} -n {n}: output is not JSON:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
-    if rep.get("ranks") != n:
-        sys.exit(f"{impl}: asked for {n} ranks, report says {rep.get('ranks')}")
+    rep = parse_report(p, f"{impl} -n {n}", n)
     rep["seconds"] = secs
     rep["command"] = cmd
     return rep
+
+
+def bench(impl, n, max_size, quick, timeout):
+    return run_report(bench_cmd(impl, n, max_size, quick), impl, n, timeout)
 
 
 def floor_pair(server_cpu, client_cpu, iters, warmup):
@@ -337,6 +346,17 @@ def svg_plot(path, summary, ranks, floor_us, title, series=None, legend_ranks=Tr
 
 # ---------------------------------------------------------------- main
 
+def ranks_and_out(a):
+    """--ranks as a list (checked with --rounds and --max-size), and the
+    output directory, made absolute and created."""
+    ranks = [int(x) for x in a.ranks.split(",") if x.strip()]
+    if not ranks or min(ranks) < 2 or a.rounds < 1 or a.max_size < 1:
+        sys.exit("need --ranks >= 2, --rounds >= 1, --max-size >= 1")
+    out = a.out if os.path.isabs(a.out) else os.path.join(os.getcwd(), a.out)
+    os.makedirs(out, exist_ok=True)
+    return ranks, out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", default=None, help="rank counts, comma-separated (default 4,8; "
@@ -393,11 +413,7 @@ def main():
         sys.exit(f"--coll takes a comma-separated list of {', '.join(COLLS)}")
     if colls != ["bcast"]:
         return main_coll(a, colls)
-    ranks = [int(x) for x in a.ranks.split(",") if x.strip()]
-    if not ranks or min(ranks) < 2 or a.rounds < 1 or a.max_size < 1:
-        sys.exit("need --ranks >= 2, --rounds >= 1, --max-size >= 1")
-    out = a.out if os.path.isabs(a.out) else os.path.join(os.getcwd(), a.out)
-    os.makedirs(out, exist_ok=True)
+    ranks, out = ranks_and_out(a)
 
     started = datetime.datetime.now(datetime.timezone.utc)
     t_start = time.monotonic()
@@ -562,30 +578,8 @@ def coll_cmd(impl, coll, n, max_size, quick, mpi_opts):
     return ["mpirun"] + root + mpi_opts + ["-n", str(n)] + prog + ["--json"] + common
 
 
-def coll_bench(cmd, impl, n, timeout):
-    env = dict(os.environ)
-    if impl == "mcast":
-        env.setdefault("RUST_LOG", "off")
-    t0 = time.monotonic()
-    p = run(cmd, timeout=timeout, env=env)
-    secs = time.monotonic() - t0
-    try:
-        rep = json.loads(p.stdout[p.stdout.find("{"):])
-    except ValueError:
-        sys.exit(f"{impl} -n {n}: output is not JSON:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
-    if rep.get("ranks") != n:
-        sys.exit(f"{impl}: asked for {n} ranks, report says {rep.get('ranks')}")
-    rep["seconds"] = secs
-    rep["command"] = cmd
-    return rep
-
-
 def main_coll(a, colls):
-    ranks = [int(x) for x in a.ranks.split(",") if x.strip()]
-    if not ranks or min(ranks) < 2 or a.rounds < 1 or a.max_size < 1:
-        sys.exit("need --ranks >= 2, --rounds >= 1, --max-size >= 1")
-    out = a.out if os.path.isabs(a.out) else os.path.join(os.getcwd(), a.out)
-    os.makedirs(out, exist_ok=True)
+    ranks, out = ranks_and_out(a)
 
     started = datetime.datetime.now(datetime.timezone.utc)
     t_start = time.monotonic()
@@ -602,7 +596,7 @@ def main_coll(a, colls):
                 for impl in IMPLS:  # A B A B ...
                     loads.append(os.getloadavg()[0])
                     cmd = coll_cmd(impl, coll, n, a.max_size, a.quick, mpi_opts)
-                    rep = coll_bench(cmd, impl, n, a.timeout)
+                    rep = run_report(cmd, impl, n, a.timeout)
                     rep.update(impl=impl, round=rnd, coll=coll)
                     raw.append(rep)
                     if impl == "mcast":
@@ -892,12 +886,7 @@ def main_hosts(a):
             p = run(cmds[key], timeout=a.timeout, env=env)
             secs = time.monotonic() - t0
             after = read_loadavg()
-            try:
-                rep = json.loads(p.stdout[p.stdout.find("{"):])
-            except ValueError:
-                sys.exit(f"{HOST_LABEL[key]}: output is not JSON:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
-            if rep.get("ranks") != n:
-                sys.exit(f"{HOST_LABEL[key]}: asked for {n} ranks, report says {rep.get('ranks')}")
+            rep = parse_report(p, HOST_LABEL[key], n)
             want = {"auto": "auto", "kbin": "kbinomial"}.get(key)
             if want and rep.get("algorithm") != want:
                 sys.exit(f"{HOST_LABEL[key]}: mcbench reports algorithm {rep.get('algorithm')!r}, not {want}")

@@ -119,7 +119,7 @@ impl Resolved {
             }
             TreeKind::Hosts { k } => {
                 let hosts = hosts?;
-                let host_of = |r: usize| hosts.get(r).copied().unwrap_or(u32::MAX);
+                let host_of = mcast_algorithms::hosts::in_table(hosts);
                 let others: Vec<usize> = (1..size).map(|p| (root + p) % size).collect();
                 let d = mcast_algorithms::hosts::source_chain(root, &others, host_of);
                 follow(d, me, |d| {

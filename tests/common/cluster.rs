@@ -132,9 +132,8 @@ impl Drop for Cluster {
     }
 }
 
-/// The pids of the processes in host `h`'s namespace whose environment
-/// holds `var_eq`.
-pub fn marked_on(host: &str, var_eq: &str) -> Vec<i32> {
+/// The pids of the processes in host `host`'s network namespace.
+pub fn netns_pids(host: &str) -> Vec<i32> {
     let out = Command::new("ip")
         .args(["netns", "pids", &format!("mc-{host}")])
         .output()
@@ -142,6 +141,14 @@ pub fn marked_on(host: &str, var_eq: &str) -> Vec<i32> {
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
         .filter_map(|p| p.parse::<i32>().ok())
+        .collect()
+}
+
+/// The pids of the processes in host `host`'s namespace whose environment
+/// holds `var_eq`.
+pub fn marked_on(host: &str, var_eq: &str) -> Vec<i32> {
+    netns_pids(host)
+        .into_iter()
         .filter(|p| {
             std::fs::read(format!("/proc/{p}/environ"))
                 .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == var_eq.as_bytes()))

@@ -31,6 +31,7 @@ use crate::net::{Cmd, Net};
 use crate::wire::{Goodbye, Kind, Member};
 use crate::{Algorithm, Config, Error};
 pub use elem::{Element, Op};
+use mcast_algorithms::hosts as host_tree;
 pub use p2p::Message;
 
 mod coll;
@@ -199,9 +200,7 @@ impl Comm {
     fn medium_among(&self, ranks: impl IntoIterator<Item = usize>) -> Medium {
         match (self.medium(), self.hosts()) {
             (Medium::Hosts { .. }, Some(hosts)) => Medium::Hosts {
-                hosts: mcast_algorithms::hosts::host_count(ranks, |r| {
-                    hosts.get(r).copied().unwrap_or(u32::MAX)
-                }),
+                hosts: host_tree::host_count(ranks, host_tree::in_table(hosts)),
             },
             (medium, _) => medium,
         }

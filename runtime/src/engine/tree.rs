@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use mcast_algorithms::hosts as host_tree;
 use mcast_algorithms::trees;
 use mcast_algorithms::{split, Shape, Topology};
 
@@ -57,9 +58,7 @@ impl NiEngine {
             TreeKind::Hosts { k } => {
                 let hosts = self.hosts()?;
                 let d: Vec<usize> = members.iter().map(|m| m.rank as usize).collect();
-                let sends = mcast_algorithms::hosts::split_received(k, &d, |r| {
-                    hosts.get(r).copied().unwrap_or(u32::MAX)
-                })?;
+                let sends = host_tree::split_received(k, &d, host_tree::in_table(hosts))?;
                 Ok(list_routes(tree, members, sends))
             }
         }
@@ -115,9 +114,7 @@ impl NiEngine {
                     }
                     _ => {
                         let hosts = self.hosts()?;
-                        mcast_algorithms::hosts::source_chain(self.rank, &ranks, |r| {
-                            hosts.get(r).copied().unwrap_or(u32::MAX)
-                        })
+                        host_tree::source_chain(self.rank, &ranks, host_tree::in_table(hosts))
                     }
                 };
                 let ordinal: HashMap<u32, u32> =
