@@ -19,6 +19,7 @@
 //! | `MCAST_TRANSPORT` | `auto`: Unix-domain sockets to peers on the same host (same boot and network namespace), TCP to the others; `tcp`: TCP to every peer | `auto` |
 //! | `MCAST_SHM_PACKET_BYTES` | payload bytes per packet when every rank of the job shares one host's memory (descriptors cost per packet, not per byte, so packets are larger) | `MCAST_PACKET_BYTES` if that is set, else 262144 |
 //! | `MCAST_SHM_BYTES` | size of this rank's shared-memory arena for large payloads to ranks of the same host (Unix-domain links; pages are allocated when first used); 0 turns shared memory off | 67108864 |
+//! | `MCAST_RING_BYTES` | bytes of each shared-memory ring (one per pair of ranks, in the receiver's segment) that carries every packet between ranks when the whole job shares one host; a power of two from 4096 to 2³⁰; 0 turns the rings off (packets then go over Unix sockets) | 32 MiB / n², between 4 KiB and 256 KiB |
 //! | `MCAST_SPIN_US` | how long a host thread waiting in mcast, which drives the NI runtime itself, polls for packets (yielding the CPU between polls) before it sleeps in epoll; 0 never polls | 1000 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
 //! | `MCAST_FABRIC` | `ip:port` of this rank's host port on an emulated switch fabric (set by `mclaunch --fabric`): every packet then goes through the fabric, packets are the fabric's model packets, and messages carry model latency | none |
@@ -54,6 +55,7 @@ pub const ENV_MAX_MESSAGE_BYTES: &str = "MCAST_MAX_MESSAGE_BYTES";
 pub const ENV_SPIN_US: &str = "MCAST_SPIN_US";
 pub const ENV_TRANSPORT: &str = "MCAST_TRANSPORT";
 pub const ENV_SHM_BYTES: &str = "MCAST_SHM_BYTES";
+pub const ENV_RING_BYTES: &str = "MCAST_RING_BYTES";
 pub const ENV_SHM_PACKET_BYTES: &str = "MCAST_SHM_PACKET_BYTES";
 pub const ENV_FABRIC: &str = "MCAST_FABRIC";
 pub const ENV_FLOW_BYTES: &str = "MCAST_FLOW_BYTES";
@@ -188,6 +190,9 @@ pub struct Config {
     pub shm_bytes: usize,
     /// Payload bytes per packet when the job's medium is shared memory.
     pub shm_packet_bytes: usize,
+    /// Bytes per shared-memory ring (`None`: by the job's size; `Some(0)`:
+    /// no rings).
+    pub ring_bytes: Option<usize>,
     pub algorithm: Algorithm,
     /// The logical topology ranks are mapped onto (rank i is node i), if any.
     pub topology: Option<Topology>,
@@ -212,6 +217,7 @@ impl Default for Config {
             transport: Transport::Auto,
             shm_bytes: DEFAULT_SHM_BYTES,
             shm_packet_bytes: DEFAULT_SHM_PACKET_BYTES,
+            ring_bytes: None,
             algorithm: Algorithm::Auto,
             topology: None,
             fabric: None,
@@ -328,6 +334,18 @@ impl Config {
                 )));
             }
             c.shm_bytes = b;
+        }
+        if let Some(v) = get(ENV_RING_BYTES) {
+            let b: usize = parse(ENV_RING_BYTES, &v)?;
+            let range = crate::ring::MIN_RING_BYTES..=crate::ring::MAX_RING_BYTES;
+            if b != 0 && !(b.is_power_of_two() && range.contains(&b)) {
+                return Err(Error::InvalidArgument(format!(
+                    "{ENV_RING_BYTES}={b}: 0, or a power of two from {} to {}",
+                    range.start(),
+                    range.end()
+                )));
+            }
+            c.ring_bytes = Some(b);
         }
         if let Some(v) = get(ENV_SPIN_US) {
             let us: u64 = parse(ENV_SPIN_US, &v)?;
@@ -493,8 +511,10 @@ mod tests {
             (ENV_TRANSPORT, "TCP"),
             (ENV_SPIN_US, "0"),
             (ENV_SHM_BYTES, "0"),
+            (ENV_RING_BYTES, "0"),
         ])
         .unwrap();
+        assert_eq!(c.ring_bytes, Some(0));
         assert_eq!((c.packet_bytes, c.shm_packet_bytes), (4096, 1 << 20));
         assert_eq!(
             (c.transport, c.spin, c.shm_bytes),
@@ -503,6 +523,8 @@ mod tests {
         for bad in [
             (ENV_TRANSPORT, "quic"),
             (ENV_SPIN_US, "2000000"),
+            (ENV_RING_BYTES, "5000"),
+            (ENV_RING_BYTES, "1024"),
             (ENV_SPIN_US, "-1"),
             (ENV_SHM_BYTES, "lots"),
             (ENV_SHM_PACKET_BYTES, "0"),

@@ -21,7 +21,8 @@
 //! correct).
 
 use std::future::Future;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
@@ -31,6 +32,31 @@ use tokio::sync::Notify;
 /// takes over the NI. A packet that arrives meanwhile waits at most this
 /// long to be forwarded.
 pub(crate) const GRACE: Duration = Duration::from_millis(1);
+
+/// How long a thread that drives the NI sleeps on a ring doorbell at most
+/// before it lets the runtime look at its sockets and timers (heartbeats,
+/// a peer's closed connection): the bound on noticing a death while asleep.
+pub(crate) const NAP: Duration = Duration::from_millis(50);
+
+/// With a poller, the longest the runtime goes without looking at its
+/// sockets and timers while it is driven.
+pub(crate) const TURN: Duration = Duration::from_millis(1);
+
+/// Packets that arrive outside the runtime's sockets (the shared-memory
+/// rings): whoever drives the NI polls them, and sleeps on their doorbell
+/// rather than in epoll.
+pub(crate) trait Poller: Send + Sync {
+    /// Take what arrived and append what waited for room; whether anything
+    /// moved.
+    fn poll(&self) -> bool;
+    /// Sleep until something arrives (since the last `poll` looked) or
+    /// `max` passes.
+    fn park(&self, max: Duration);
+    /// Wake whoever parks.
+    fn wake(&self);
+    /// More ranks than cores share this host: yield the CPU between polls.
+    fn crowded(&self) -> bool;
+}
 
 #[derive(Debug)]
 struct State {
@@ -51,6 +77,14 @@ pub(crate) struct Drive {
     cv: Condvar,
     /// Tells the background thread to leave `block_on`.
     host_wants: Notify,
+    /// The same, for a background thread parked on the poller.
+    host_asks: AtomicBool,
+    poller: Option<Arc<dyn Poller>>,
+    /// When the runtime last looked at its sockets and timers (µs since
+    /// `born`): with a poller, a wait can end before the runtime ever
+    /// parks, so heartbeats would starve without a turn now and then.
+    turned: AtomicU64,
+    born: Instant,
 }
 
 impl std::fmt::Debug for Drive {
@@ -72,7 +106,22 @@ impl Drive {
             }),
             cv: Condvar::new(),
             host_wants: Notify::new(),
+            host_asks: AtomicBool::new(false),
+            poller: None,
+            turned: AtomicU64::new(0),
+            born: Instant::now(),
         }
+    }
+
+    /// Poll `p` (and sleep on its doorbell) wherever the NI is driven.
+    pub(crate) fn with_poller(mut self, p: Option<Arc<dyn Poller>>) -> Drive {
+        self.poller = p;
+        self
+    }
+
+    /// The packets to poll besides the runtime's sockets, if any.
+    pub(crate) fn poller(&self) -> Option<&Arc<dyn Poller>> {
+        self.poller.as_ref()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -105,18 +154,47 @@ impl Drive {
             let mut st = self.lock();
             st.host = true;
             if st.bg_in {
+                self.host_asks.store(true, Ordering::SeqCst);
                 self.host_wants.notify_one();
+                if let Some(p) = &self.poller {
+                    p.wake();
+                }
             }
         }
         let rt = self
             .rt
             .as_ref()
             .expect("the runtime lives as long as Drive");
-        let out = rt.block_on(fut);
+        let out = match &self.poller {
+            Some(_) if self.turn_due() => rt.block_on(async {
+                self.turn().await;
+                fut.await
+            }),
+            _ => rt.block_on(fut),
+        };
         let mut st = self.lock();
         st.host = false;
         st.last_exit = Instant::now();
         out
+    }
+
+    fn now_us(&self) -> u64 {
+        self.born.elapsed().as_micros() as u64
+    }
+
+    /// Whether the runtime has not looked at its sockets and timers for
+    /// `TURN`.
+    pub(crate) fn turn_due(&self) -> bool {
+        self.now_us()
+            .saturating_sub(self.turned.load(Ordering::Relaxed))
+            >= TURN.as_micros() as u64
+    }
+
+    /// Give the runtime's other tasks, sockets and timers a turn (inside
+    /// `run`).
+    pub(crate) async fn turn(&self) {
+        self.turned.store(self.now_us(), Ordering::Relaxed);
+        tokio::task::yield_now().await;
     }
 
     /// After the host queued packets: let the writers put them on the wire
@@ -125,7 +203,12 @@ impl Drive {
         if self.lock().bg_in {
             return;
         }
-        self.run(tokio::task::yield_now());
+        self.run(async {
+            if let Some(p) = &self.poller {
+                p.poll();
+            }
+            tokio::task::yield_now().await
+        });
     }
 
     /// The background thread's loop: drive the runtime whenever the host has
@@ -155,8 +238,26 @@ impl Drive {
                 }
                 st.bg_in = true;
             }
-            rt.block_on(self.host_wants.notified());
+            match &self.poller {
+                None => rt.block_on(self.host_wants.notified()),
+                Some(p) => rt.block_on(self.background_poll(p)),
+            }
             self.lock().bg_in = false;
+        }
+    }
+
+    /// The background thread's turn with a poller: take packets as they
+    /// come, sleeping on the doorbell (a nap at a time, so that sockets and
+    /// timers get their turn), until the host asks for the runtime back.
+    async fn background_poll(&self, p: &Arc<dyn Poller>) {
+        while !self.host_asks.swap(false, Ordering::SeqCst) {
+            if self.lock().shutdown {
+                return;
+            }
+            if !p.poll() {
+                p.park(NAP);
+            }
+            self.turn().await;
         }
     }
 
@@ -166,6 +267,9 @@ impl Drive {
         st.shutdown = true;
         if st.bg_in {
             self.host_wants.notify_one();
+            if let Some(p) = &self.poller {
+                p.wake();
+            }
         }
         self.cv.notify_all();
     }

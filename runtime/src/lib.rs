@@ -36,6 +36,7 @@ mod outq;
 pub mod pmi2;
 pub mod rendezvous;
 mod report;
+pub mod ring;
 mod shm;
 mod sync;
 mod tree_kind;

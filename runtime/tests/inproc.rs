@@ -335,7 +335,7 @@ fn same_host_peers_use_unix_sockets_unless_told_tcp() {
             },
             move |comm| {
                 let want = match transport {
-                    mcast::Transport::Auto => mcast::Link::Unix,
+                    mcast::Transport::Auto => mcast::Link::Ring,
                     mcast::Transport::Tcp => mcast::Link::Tcp,
                 };
                 let medium = match transport {

@@ -298,6 +298,7 @@ fn the_engine_is_sans_io() {
         "net",
         "inbox",
         "shm",
+        "ring",
         "drive",
         "outq",
         "bootstrap",
@@ -321,7 +322,7 @@ fn the_engine_is_sans_io() {
 fn the_inbox_knows_no_sockets() {
     let c = runtime();
     let inbox = imports(&c, "inbox");
-    for m in ["net", "outq", "shm", "bootstrap", "config", "comm"] {
+    for m in ["net", "outq", "shm", "ring", "bootstrap", "config", "comm"] {
         assert!(!inbox.contains(m), "the inbox imports {m}");
     }
     let code = &c.code["inbox"];
@@ -339,6 +340,8 @@ const BELOW: &[(&str, &[&str])] = &[
     ("control", &["wire", "worms"]),
     ("engine", &["wire"]),
     ("shm", &["wire"]),
+    // Shared-memory rings and their doorbells: bytes and futexes, no sockets.
+    ("ring", &["wire"]),
     ("drive", &[]),
     // Reads the OS's interfaces (so it is no leaf), but imports only leaves.
     ("netif", &[]),

@@ -9,12 +9,16 @@ use bytes::Bytes;
 
 use super::flow::{packet_cost, Class};
 use super::{BcastPackets, Inbox, Stamp, State};
+use crate::drive::{Drive, Poller, NAP};
 use crate::error::Error;
 
 impl Inbox {
     /// Drive the NI (on the caller's thread) until the pulse moves from
     /// `pulse` or `dur` passes; poll for the first `spin` of it.
-    async fn until_pulse(&self, pulse: u64, dur: Duration, spin: Duration) {
+    async fn until_pulse(&self, d: &Drive, pulse: u64, dur: Duration, spin: Duration) {
+        if let Some(p) = d.poller() {
+            return self.until_pulse_polling(d, &**p, pulse, dur, spin).await;
+        }
         let start = Instant::now();
         let spin = spin.min(dur);
         while start.elapsed() < spin {
@@ -33,6 +37,55 @@ impl Inbox {
         let _ = tokio::time::timeout(left, self.notify.notified()).await;
     }
 
+    /// `until_pulse` with packets to poll besides the sockets (the
+    /// shared-memory rings): poll them in a tight loop for `spin` (yielding
+    /// the CPU now and then, at every poll when ranks outnumber cores, and
+    /// letting the runtime look at its sockets every few dozen polls), then
+    /// sleep on their doorbell, a nap at a time.
+    async fn until_pulse_polling(
+        &self,
+        d: &Drive,
+        p: &dyn Poller,
+        pulse: u64,
+        dur: Duration,
+        spin: Duration,
+    ) {
+        let moved = || self.pulse.load(Ordering::Acquire) != pulse;
+        let start = Instant::now();
+        let spin = spin.min(dur);
+        let yield_every = if p.crowded() { 1 } else { 16 };
+        let mut idle = 0u32;
+        loop {
+            if moved() {
+                return;
+            }
+            if p.poll() {
+                if d.turn_due() {
+                    d.turn().await;
+                }
+                continue;
+            }
+            let spent = start.elapsed();
+            if spent >= dur {
+                return;
+            }
+            idle = idle.wrapping_add(1);
+            if spent < spin {
+                if idle % yield_every == 0 {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+                if idle % 64 == 0 {
+                    d.turn().await;
+                }
+                continue;
+            }
+            p.park((dur - spent).min(NAP));
+            d.turn().await;
+        }
+    }
+
     /// Wait until `ready` returns `Some`, or it fails, or `timeout` passes
     /// without progress (`progress`, a counter, not moving). `stall` runs
     /// once, `stall_after` into the wait if it has not finished by then.
@@ -49,7 +102,9 @@ impl Inbox {
         let start = Instant::now();
         let mut deadline = start + timeout;
         let mut seen = progress(&st);
-        let mut spun_at = None;
+        // Poll until this long after the last progress, then sleep.
+        let spin = driver.as_ref().map_or(Duration::ZERO, |d| d.spin());
+        let mut spin_until = start + spin;
         loop {
             if let Some(v) = ready(&mut st)? {
                 return Ok(v);
@@ -60,6 +115,7 @@ impl Inbox {
             if now_at != seen {
                 seen = now_at;
                 deadline = now + timeout;
+                spin_until = now + spin;
             }
             if now >= deadline {
                 let (op, detail) = what();
@@ -85,15 +141,10 @@ impl Inbox {
                 }
             }
             if let Some(d) = &driver {
-                let spin = if spun_at != Some(seen) {
-                    spun_at = Some(seen);
-                    d.spin()
-                } else {
-                    Duration::ZERO
-                };
+                let spin = spin_until.saturating_duration_since(now);
                 let pulse = self.pulse.load(Ordering::Acquire);
                 drop(st);
-                d.run(self.until_pulse(pulse, wake - now, spin));
+                d.run(self.until_pulse(d, pulse, wake - now, spin));
                 st = self.lock();
                 continue;
             }

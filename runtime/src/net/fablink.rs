@@ -366,6 +366,7 @@ pub(crate) fn join<'a>(
         topology,
         links,
         tasks: vec![writer],
+        poller: None,
         connect: Box::new(move |rt: &Runtime, host: Arc<dyn Host>| {
             let intake = Intake::new(host, job_id, size, job.rank);
             let _guard = rt.enter();

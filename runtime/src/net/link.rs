@@ -48,6 +48,9 @@ pub enum Link {
     Unix,
     /// Through the emulated switch fabric (`mclaunch --fabric`).
     Fabric,
+    /// A shared-memory ring (the whole job on one host); the Unix-domain
+    /// socket beside it carries heartbeats and the goodbye.
+    Ring,
 }
 
 impl std::fmt::Display for Link {
@@ -56,6 +59,7 @@ impl std::fmt::Display for Link {
             Link::Tcp => "tcp",
             Link::Unix => "unix",
             Link::Fabric => "fabric",
+            Link::Ring => "ring",
         })
     }
 }
@@ -179,6 +183,8 @@ pub(crate) struct Joined<'a> {
     pub(crate) links: Arc<dyn Links>,
     /// Writer tasks already running.
     pub(crate) tasks: Vec<JoinHandle<()>>,
+    /// Packets to poll besides the runtime's sockets (the rings).
+    pub(crate) poller: Option<Arc<dyn crate::drive::Poller>>,
     pub(crate) connect: Connect<'a>,
 }
 

@@ -20,11 +20,13 @@ use super::connect::{self, Conn, Listeners, Reach};
 use super::intake::{self, Host, Intake};
 use super::link::{io_err, Ambient, Connected, Joined, Link, Links, SHUTDOWN_FLUSH};
 use super::read::{self, Rd, ReadFail, Silence, Stop};
+use super::rings::Rings;
 use crate::algorithm::Medium;
 use crate::config::{Config, JobEnv, Transport};
 use crate::error::Error;
 use crate::inbox::Inbox;
 use crate::outq::Out;
+use crate::ring::{self, Segment};
 use crate::shm::{Arena, Shm};
 use crate::wire::{Goodbye, Kind, Packet, ShmDesc, FLAG_SHM};
 
@@ -41,6 +43,8 @@ pub(crate) struct Mesh {
     writers: OnceLock<Vec<Option<Arc<Out>>>>,
     /// The host's shared-memory arenas (none without Unix sockets).
     shm: Option<Arc<Shm>>,
+    /// The shared-memory rings, when the whole job shares this host.
+    rings: Option<Arc<Rings>>,
 }
 
 impl Mesh {
@@ -51,13 +55,20 @@ impl Mesh {
 
 impl Links for Mesh {
     fn send(&self, to: usize, p: Packet, _amb: Ambient) {
-        if let Some(Some(out)) = self.writers.get().and_then(|w| w.get(to)) {
+        if let Some(r) = self.rings.as_ref().filter(|r| r.has(to)) {
+            if let Err(e) = r.send(to, &p) {
+                self.broken(
+                    to,
+                    format!("protocol violation in its shared-memory ring: {e}"),
+                );
+            }
+        } else if let Some(Some(out)) = self.writers.get().and_then(|w| w.get(to)) {
             out.send(p);
         }
     }
 
     fn flushed(&self) -> bool {
-        self.writers().all(|o| o.is_flushed())
+        self.rings.as_ref().is_none_or(|r| r.flushed()) && self.writers().all(|o| o.is_flushed())
     }
 
     fn close(&self, bye: &Goodbye) {
@@ -79,6 +90,9 @@ impl Links for Mesh {
             return;
         }
         self.inbox.lost(peer, why.clone());
+        if let Some(r) = &self.rings {
+            r.lost(peer);
+        }
         if let Some(Some(out)) = self.writers.get().and_then(|w| w.get(peer)) {
             let expel = Goodbye::Expelled { reason: why };
             out.close(intake::bye(self.job, self.me, &expel));
@@ -117,6 +131,24 @@ pub(crate) fn join<'a>(
         },
         _ => None,
     };
+    // Our ring segment beside the arena (sparse: pages come with use), made
+    // before the exchange so that peers can map it as soon as they learn
+    // of it. It is used only if the whole job turns out to share this host.
+    let ring_bytes = cfg
+        .ring_bytes
+        .unwrap_or_else(|| ring::auto_ring_bytes(job.size));
+    let own_rings = match &arena {
+        Some((_, path)) if ring_bytes > 0 && job.size > 1 => {
+            match Segment::create(&ring::segment_path(path), job.size, ring_bytes) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!("no shared-memory rings, packets go over sockets: {e}");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let reach = Reach {
         tcp: data_addr.clone(),
         unix: unix.as_ref().map(|(_, n, h)| (n.clone(), h.clone())),
@@ -152,6 +184,13 @@ pub(crate) fn join<'a>(
         Some((own, _)) => Some(Arc::new(open_arenas(job.rank, own, &addrs, mine)?)),
         None => None,
     };
+    let rings = match own_rings {
+        Some(own) if medium == Medium::SharedMemory => {
+            let r = open_rings(job.rank, own, &addrs, shm.clone(), inbox.clone())?;
+            Some(Arc::new(r))
+        }
+        _ => None,
+    };
     let listeners = Listeners {
         tcp: listener,
         unix: unix_listener,
@@ -163,6 +202,7 @@ pub(crate) fn join<'a>(
         inbox: inbox.clone(),
         writers: OnceLock::new(),
         shm,
+        rings: rings.clone(),
     });
     let links = mesh.clone();
     Ok(Joined {
@@ -174,13 +214,21 @@ pub(crate) fn join<'a>(
         topology: cfg.topology.clone(),
         links,
         tasks: Vec::new(),
+        poller: rings.map(|r| r as Arc<dyn crate::drive::Poller>),
         connect: Box::new(move |rt: &Runtime, host: Arc<dyn Host>| {
             // Connect on this thread; the tasks then wait for whoever drives.
             let intake = Intake::new(host, job_id, job.size, job.rank);
+            if let Some(r) = &mesh.rings {
+                r.set_intake(intake.clone());
+            }
             let connected = rt.block_on(setup(cfg, &job, listeners, &addrs, &mesh, intake))?;
-            // Every peer opened every arena before its handshake with us.
+            // Every peer opened every arena and ring segment before its
+            // handshake with us.
             if let Some(shm) = &mesh.shm {
                 shm.unlink_own();
+            }
+            if let Some(r) = &mesh.rings {
+                r.unlink_own();
             }
             Ok(connected)
         }),
@@ -240,6 +288,41 @@ fn open_arenas(me: usize, own: Arena, addrs: &[Reach], host: Option<&str>) -> Re
     Ok(Shm::new(me, arenas))
 }
 
+/// Map the ring segment of every rank (the whole job is on this host, each
+/// with an arena, so each made one beside it).
+fn open_rings(
+    me: usize,
+    own: Segment,
+    addrs: &[Reach],
+    shm: Option<Arc<Shm>>,
+    inbox: Arc<Inbox>,
+) -> Result<Rings, Error> {
+    let own = Arc::new(own);
+    let mut segs = Vec::with_capacity(addrs.len());
+    for (r, a) in addrs.iter().enumerate() {
+        if r == me {
+            segs.push(Some(own.clone()));
+            continue;
+        }
+        let Some(path) = &a.shm else {
+            segs.push(None);
+            continue;
+        };
+        let seg = Segment::open(&ring::segment_path(path), addrs.len()).map_err(|e| {
+            Error::Io(std::io::Error::new(
+                e.kind(),
+                format!(
+                    "mapping rank {r}'s shared-memory rings: {e} \
+                     (MCAST_RING_BYTES=0 turns the rings off)"
+                ),
+            ))
+        })?;
+        segs.push(Some(Arc::new(seg)));
+    }
+    segs[me] = None;
+    Rings::new(me, own, segs, shm, inbox).map_err(Error::Protocol)
+}
+
 /// Connect to every peer, then start the gatekeeper, and a reader and a
 /// writer per peer. Returns the links and the writers' tasks.
 async fn setup(
@@ -278,6 +361,7 @@ async fn setup(
         .map(|c| {
             c.as_ref().map(|c| match c {
                 Conn::Tcp(_) => Link::Tcp,
+                Conn::Unix(_) if links.rings.is_some() => Link::Ring,
                 Conn::Unix(_) => Link::Unix,
             })
         })
@@ -335,7 +419,12 @@ async fn reader(
     let mut silence = Silence::new(failure_timeout).until_first(first);
     loop {
         let check = |h: &_| intake.check(h, Some(peer));
-        let (from, packet, flags) = match read::next_packet(&mut r, &mut silence, check).await {
+        let next = read::next_packet(&mut r, &mut silence, check).await;
+        // What the peer put in its ring came before anything its socket says.
+        if let Some(rings) = &links.rings {
+            rings.drain_from(peer);
+        }
+        let (from, packet, flags) = match next {
             Ok(x) => x,
             Err(Stop::Violation(what)) => return violation(what),
             Err(Stop::Read(f)) => {
@@ -381,7 +470,7 @@ async fn reader(
 
 /// Turn a packet whose payload is a shared-memory descriptor back into one
 /// with the payload itself (pointing into the owner's arena).
-fn open_shm(mut p: Packet, shm: Option<&Arc<Shm>>) -> Result<Packet, String> {
+pub(super) fn open_shm(mut p: Packet, shm: Option<&Arc<Shm>>) -> Result<Packet, String> {
     let h = &mut p.header;
     let b = match shm {
         Some(s) => ShmDesc::decode(&p.payload)

@@ -29,6 +29,7 @@ mod intake;
 mod link;
 mod mesh;
 mod read;
+mod rings;
 
 use std::sync::{Arc, Mutex};
 
@@ -137,9 +138,10 @@ impl Net {
             links: joined.links,
         });
         let mut writer_tasks = joined.tasks;
+        let poller = joined.poller;
         let (links, tasks) = (joined.connect)(&rt, sh.clone())?;
         writer_tasks.extend(tasks);
-        let drive = Arc::new(Drive::new(rt, cfg.spin));
+        let drive = Arc::new(Drive::new(rt, cfg.spin).with_poller(poller));
         let bg = drive.clone();
         let thread = std::thread::Builder::new()
             .name(format!("mcast-ni-{}", job.rank))
@@ -308,6 +310,20 @@ impl Net {
     pub(crate) fn shutdown_with(&mut self, bye: Goodbye) {
         if std::mem::replace(&mut self.closed, true) {
             return;
+        }
+        // What waits for room in a ring goes before the goodbye (which
+        // takes the socket): the peers are draining their rings.
+        if let Some(p) = self.drive.poller().cloned() {
+            let links = self.sh.links.clone();
+            self.drive.run(async move {
+                let end = std::time::Instant::now() + SHUTDOWN_FLUSH;
+                while !links.flushed() && std::time::Instant::now() < end {
+                    if !p.poll() {
+                        p.park(std::time::Duration::from_millis(1));
+                    }
+                    tokio::task::yield_now().await;
+                }
+            });
         }
         // Every writer flushes what it has, sends the goodbye, and shuts
         // its half of the connection down.

@@ -1,0 +1,263 @@
+//! The socket mesh's shared-memory rings (`crate::ring`) between the ranks
+//! of one host: when every rank of the job shares this host, every packet
+//! to a peer goes through the peer's ring for this rank instead of the Unix
+//! socket (which then carries only heartbeats, the goodbye, and by closing,
+//! the news of a death).
+//!
+//! Sending writes into the peer's ring on the sender's thread, whoever that
+//! is (the host posting, or the NI forwarding), under a per-peer lock:
+//! no writer task, no system call unless the peer sleeps. Receiving is
+//! [`Rings::poll`], called by whoever drives the NI (`drive::Poller`): the
+//! host polling while it waits, or the background thread while the host is
+//! away. Each packet goes through the mesh's intake, as a socket's would.
+//!
+//! Order with the socket: a peer writes its last ring bytes before its
+//! goodbye or its exit closes the socket, so the socket reader drains the
+//! peer's ring ([`Rings::drain_from`]) before it acts on anything the
+//! socket says.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use super::intake::Intake;
+use super::link::Ambient;
+use crate::drive::Poller;
+use crate::inbox::Inbox;
+use crate::ring::{Rx, Segment, Sent, Tx};
+use crate::shm::Shm;
+use crate::sync::lock;
+use crate::wire::{Kind, Packet, FLAG_SHM};
+
+/// The rings of this rank: its own segment (inbound) and its peers'.
+pub(crate) struct Rings {
+    me: usize,
+    own: Arc<Segment>,
+    /// Each peer's segment (`None` for this rank).
+    segs: Vec<Option<Arc<Segment>>>,
+    tx: Vec<Option<Mutex<Tx>>>,
+    rx: Mutex<Vec<Rx>>,
+    /// Peers whose rings are given up (lost, or broke the protocol).
+    dead: Vec<AtomicBool>,
+    /// Peers with bytes waiting for room in their ring.
+    pending: AtomicUsize,
+    /// The bell's value when the inbound rings were last drained.
+    seen: AtomicU32,
+    intake: OnceLock<Intake>,
+    shm: Option<Arc<Shm>>,
+    inbox: Arc<Inbox>,
+    /// More ranks on this host than cores: yield the CPU at every poll.
+    crowded: bool,
+}
+
+impl Rings {
+    /// Rings over `own` (this rank's segment) and the peers' `segs`.
+    pub(crate) fn new(
+        me: usize,
+        own: Arc<Segment>,
+        segs: Vec<Option<Arc<Segment>>>,
+        shm: Option<Arc<Shm>>,
+        inbox: Arc<Inbox>,
+    ) -> Result<Rings, String> {
+        let n = segs.len();
+        let mut tx = Vec::with_capacity(n);
+        for s in &segs {
+            tx.push(match s {
+                Some(s) => Some(Mutex::new(Tx::new(me, s)?)),
+                None => None,
+            });
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        Ok(Rings {
+            me,
+            seen: AtomicU32::new(own.bell_now().wrapping_sub(1)),
+            own,
+            segs,
+            tx,
+            rx: Mutex::new((0..n).map(|_| Rx::default()).collect()),
+            dead: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            pending: AtomicUsize::new(0),
+            intake: OnceLock::new(),
+            shm,
+            inbox,
+            crowded: n > cores,
+        })
+    }
+
+    /// Where packets go once the mesh is connected.
+    pub(crate) fn set_intake(&self, intake: Intake) {
+        let _ = self.intake.set(intake);
+    }
+
+    /// Remove this rank's segment file (every peer has it mapped).
+    pub(crate) fn unlink_own(&self) {
+        self.own.unlink();
+    }
+
+    /// Whether `peer` is reached through a ring.
+    pub(crate) fn has(&self, peer: usize) -> bool {
+        self.tx.get(peer).is_some_and(|t| t.is_some())
+    }
+
+    /// Send `p` to `peer` through its ring. `Err`: the peer's ring index is
+    /// impossible (it broke the protocol).
+    pub(crate) fn send(&self, peer: usize, p: &Packet) -> Result<(), String> {
+        let (Some(Some(tx)), Some(Some(seg))) = (self.tx.get(peer), self.segs.get(peer)) else {
+            return Ok(());
+        };
+        if self.dead[peer].load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let desc = self.shm.as_ref().and_then(|s| s.describe(&p.payload));
+        let mut t = lock(tx);
+        let had = t.pending();
+        let sent = t.send(seg, p, desc.as_ref())?;
+        if !had && sent == Sent::Pending {
+            self.pending.fetch_add(1, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    /// Whether nothing waits for room (in the rings of living peers).
+    pub(crate) fn flushed(&self) -> bool {
+        if self.pending.load(Ordering::Acquire) == 0 {
+            return true;
+        }
+        let lost = self.inbox.lost_ranks();
+        self.tx.iter().enumerate().all(|(p, t)| {
+            t.as_ref()
+                .is_none_or(|t| !lock(t).pending() || lost.contains(&p) || self.is_dead(p))
+        })
+    }
+
+    fn is_dead(&self, p: usize) -> bool {
+        self.dead[p].load(Ordering::Relaxed)
+    }
+
+    /// Append what waits for room, where there is room now.
+    fn flush(&self) -> bool {
+        let mut moved = false;
+        for (peer, t) in self.tx.iter().enumerate() {
+            let (Some(t), Some(Some(seg))) = (t, self.segs.get(peer)) else {
+                continue;
+            };
+            let mut t = lock(t);
+            if !t.pending() {
+                continue;
+            }
+            if self.is_dead(peer) {
+                t.drop_pending();
+                self.pending.fetch_sub(1, Ordering::AcqRel);
+                continue;
+            }
+            match t.flush(seg) {
+                Ok(Sent::All) => {
+                    moved = true;
+                    self.pending.fetch_sub(1, Ordering::AcqRel);
+                }
+                Ok(Sent::Pending) => {}
+                Err(e) => {
+                    drop(t);
+                    self.violation(peer, e);
+                }
+            }
+        }
+        moved
+    }
+
+    /// `peer` is lost: give up its rings.
+    pub(crate) fn lost(&self, peer: usize) {
+        if let Some(d) = self.dead.get(peer) {
+            d.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn violation(&self, peer: usize, what: String) {
+        self.lost(peer);
+        self.inbox.lost(
+            peer,
+            format!("protocol violation in its shared-memory ring: {what}"),
+        );
+    }
+
+    /// Take what `peer`'s ring holds (before acting on its socket).
+    pub(crate) fn drain_from(&self, peer: usize) {
+        let mut rx = lock(&self.rx);
+        self.drain_one(&mut rx, peer);
+    }
+
+    fn drain_one(&self, rx: &mut [Rx], from: usize) -> bool {
+        let (Some(intake), Some(r)) = (self.intake.get(), rx.get_mut(from)) else {
+            return false;
+        };
+        if self.segs.get(from).is_none_or(|s| s.is_none()) || self.is_dead(from) {
+            return false;
+        }
+        let shm = self.shm.as_ref();
+        let mut check = |h: &_| intake.check(h, Some(from)).map(|_| ());
+        let mut out = |(p, flags): (Packet, u8)| -> Result<(), String> {
+            let data = |host: &dyn super::intake::Host, p: Packet| {
+                let p = if flags == FLAG_SHM {
+                    super::mesh::open_shm(p, shm)?
+                } else {
+                    p
+                };
+                host.engine_in(from, p, Ambient::Idle)
+                    .map_err(|e| format!("bad packet: {e}"))
+            };
+            match intake.dispatch(from, p, data)? {
+                Kind::Bye => Err("a goodbye in a ring (goodbyes go on the socket)".into()),
+                _ => Ok(()),
+            }
+        };
+        match r.drain(&self.own, from, &mut check, &mut out) {
+            Ok((took, ask)) => {
+                if ask {
+                    if let Some(Some(seg)) = self.segs.get(from) {
+                        seg.ring_bell();
+                    }
+                }
+                took
+            }
+            Err(e) => {
+                self.violation(from, e);
+                true
+            }
+        }
+    }
+}
+
+impl Poller for Rings {
+    fn poll(&self) -> bool {
+        let mut progress = false;
+        if self.pending.load(Ordering::Acquire) > 0 {
+            progress |= self.flush();
+        }
+        let bell = self.own.bell_now();
+        if bell == self.seen.load(Ordering::Acquire) {
+            return progress;
+        }
+        let Ok(mut rx) = self.rx.try_lock() else {
+            return progress;
+        };
+        self.seen.store(bell, Ordering::Release);
+        for from in 0..rx.len() {
+            if from != self.me {
+                progress |= self.drain_one(&mut rx, from);
+            }
+        }
+        progress
+    }
+
+    fn park(&self, max: Duration) {
+        self.own.sleep(self.seen.load(Ordering::Acquire), max);
+    }
+
+    fn wake(&self) {
+        self.own.ring_bell();
+    }
+
+    fn crowded(&self) -> bool {
+        self.crowded
+    }
+}

@@ -1,0 +1,229 @@
+use super::*;
+use crate::wire::{Header, Kind, Packet, Route, ShmDesc};
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+fn packet(source: u32, seq: u64, len: usize) -> Packet {
+    let payload: Vec<u8> = (0..len).map(|i| (i as u64 + seq) as u8).collect();
+    let mut header = Header::new(Kind::P2p, 7, seq, source, source, len as u64);
+    header.payload_len = len as u32;
+    Packet {
+        header,
+        route: Route::None,
+        payload: Bytes::from(payload),
+    }
+}
+
+/// Drain ring `from`, collecting packets.
+fn take(rx: &mut Rx, seg: &Segment, from: usize) -> Result<(Vec<Taken>, bool), String> {
+    let mut got = Vec::new();
+    let (_, ask) = rx.drain(seg, from, &mut |_| Ok(()), &mut |t| {
+        got.push(t);
+        Ok(())
+    })?;
+    Ok((got, ask))
+}
+
+#[test]
+fn packets_wrap_around_the_ring_in_order() {
+    let seg = Segment::heap(2, MIN_RING_BYTES);
+    let mut tx = Tx::new(1, &seg).unwrap();
+    let mut rx = Rx::default();
+    // Sizes that do not divide the ring: every position of the wrap is hit.
+    let mut sent = 0u64;
+    let mut got = 0u64;
+    for round in 0..400u64 {
+        let len = (round as usize * 37) % 700;
+        assert_eq!(tx.send(&seg, &packet(1, round, len), None), Ok(Sent::All));
+        sent += 1;
+        if round % 3 == 2 {
+            let (ps, _) = take(&mut rx, &seg, 1).unwrap();
+            for (p, flags) in ps {
+                assert_eq!(flags, 0);
+                assert_eq!(p, packet(1, got, (got as usize * 37) % 700));
+                got += 1;
+            }
+        }
+    }
+    let (ps, _) = take(&mut rx, &seg, 1).unwrap();
+    got += ps.len() as u64;
+    assert_eq!(got, sent);
+    assert!(seg.tail(1).load(Ordering::Relaxed) > 20 * MIN_RING_BYTES as u64);
+    assert_eq!(seg.unread(1), 0);
+}
+
+#[test]
+fn a_full_ring_keeps_the_rest_and_the_reader_asks_for_more() {
+    let seg = Segment::heap(2, MIN_RING_BYTES);
+    let mut tx = Tx::new(0, &seg).unwrap();
+    let mut rx = Rx::default();
+    // Three packets of 1900 bytes: the third does not fit whole.
+    let ps: Vec<Packet> = (0..3).map(|i| packet(0, i, 1900)).collect();
+    assert_eq!(tx.send(&seg, &ps[0], None), Ok(Sent::All));
+    assert_eq!(tx.send(&seg, &ps[1], None), Ok(Sent::All));
+    assert_eq!(tx.send(&seg, &ps[2], None), Ok(Sent::Pending));
+    assert!(tx.pending());
+    assert_eq!(seg.unread(0), MIN_RING_BYTES as u64, "the ring is full");
+    // The reader takes the two whole ones and the start of the third, and
+    // is asked to ring the sender's bell.
+    let (got, ask) = take(&mut rx, &seg, 0).unwrap();
+    assert_eq!(got.len(), 2);
+    assert!(ask);
+    // More sends queue behind the pending bytes, in order.
+    assert_eq!(tx.send(&seg, &packet(0, 3, 10), None), Ok(Sent::All));
+    assert!(!tx.pending());
+    let (got, ask) = take(&mut rx, &seg, 0).unwrap();
+    assert!(!ask);
+    let got: Vec<Packet> = got.into_iter().map(|(p, _)| p).collect();
+    assert_eq!(got, vec![ps[2].clone(), packet(0, 3, 10)]);
+}
+
+#[test]
+fn a_packet_larger_than_the_ring_streams_through() {
+    let seg = Segment::heap(2, MIN_RING_BYTES);
+    let mut tx = Tx::new(1, &seg).unwrap();
+    let mut rx = Rx::default();
+    let big = packet(1, 9, 100_000);
+    assert_eq!(tx.send(&seg, &big, None), Ok(Sent::Pending));
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        let (ps, _) = take(&mut rx, &seg, 1).unwrap();
+        got.extend(ps);
+        if tx.flush(&seg).unwrap() == Sent::All && seg.unread(1) == 0 && !got.is_empty() {
+            break;
+        }
+    }
+    let (ps, _) = take(&mut rx, &seg, 1).unwrap();
+    got.extend(ps);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, big);
+}
+
+#[test]
+fn a_slow_reader_on_another_thread_gets_everything_in_order() {
+    let seg = Arc::new(Segment::heap(3, MIN_RING_BYTES));
+    let reader = {
+        let seg = seg.clone();
+        std::thread::spawn(move || {
+            let mut rx = Rx::default();
+            let mut next = 0u64;
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while next < 2000 && Instant::now() < deadline {
+                let seen = seg.bell_now();
+                let (ps, _) = take(&mut rx, &seg, 2).expect("valid stream");
+                for (p, _) in ps {
+                    assert_eq!(p, packet(2, next, (next as usize * 13) % 900));
+                    next += 1;
+                }
+                if next % 7 == 0 {
+                    std::thread::sleep(Duration::from_micros(200)); // slow on purpose
+                }
+                seg.sleep(seen, Duration::from_millis(5));
+            }
+            next
+        })
+    };
+    let mut tx = Tx::new(2, &seg).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for i in 0..2000u64 {
+        let _ = tx
+            .send(&seg, &packet(2, i, (i as usize * 13) % 900), None)
+            .unwrap();
+    }
+    while tx.pending() && Instant::now() < deadline {
+        let _ = tx.flush(&seg).unwrap();
+        std::thread::yield_now();
+    }
+    assert_eq!(reader.join().unwrap(), 2000);
+}
+
+#[test]
+fn impossible_indices_and_bytes_are_errors_not_reads() {
+    let seg = Segment::heap(2, MIN_RING_BYTES);
+    // A tail too far ahead.
+    seg.tail(1)
+        .store(MIN_RING_BYTES as u64 + 1, Ordering::Relaxed);
+    assert!(take(&mut Rx::default(), &seg, 1).is_err());
+    // A head the sender cannot have left behind.
+    seg.tail(1).store(0, Ordering::Relaxed);
+    seg.head(1).store(5, Ordering::Relaxed);
+    let mut tx = Tx::new(1, &seg).unwrap();
+    assert!(tx.send(&seg, &packet(1, 0, 3), None).is_err());
+    // Garbage where a header should be.
+    let seg = Segment::heap(2, MIN_RING_BYTES);
+    seg.put(0, 0, &[0xAB; 200]);
+    seg.tail(0).store(200, Ordering::Relaxed);
+    assert!(take(&mut Rx::default(), &seg, 0).is_err());
+    // No ring for that rank.
+    assert!(take(&mut Rx::default(), &seg, 2).is_err());
+    assert!(Tx::new(2, &seg).is_err());
+    // A header the check refuses.
+    let seg = Segment::heap(2, MIN_RING_BYTES);
+    let mut tx = Tx::new(0, &seg).unwrap();
+    tx.send(&seg, &packet(0, 1, 5), None).unwrap();
+    let r = Rx::default().drain(&seg, 0, &mut |_| Err("no".into()), &mut |_| Ok(()));
+    assert_eq!(r, Err("no".into()));
+}
+
+#[test]
+fn descriptors_travel_flagged() {
+    let seg = Segment::heap(2, MIN_RING_BYTES);
+    let mut tx = Tx::new(0, &seg).unwrap();
+    let p = packet(0, 1, 50_000);
+    let d = ShmDesc {
+        owner: 0,
+        len: 50_000,
+        slot: 0,
+        data: 64,
+    };
+    assert_eq!(tx.send(&seg, &p, Some(&d)), Ok(Sent::All));
+    let (got, _) = take(&mut Rx::default(), &seg, 0).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].1, crate::wire::FLAG_SHM);
+    assert_eq!(ShmDesc::decode(&got[0].0.payload).unwrap(), d);
+}
+
+#[test]
+fn the_doorbell_wakes_a_sleeper_and_a_quiet_one_times_out() {
+    let seg = Arc::new(Segment::heap(2, MIN_RING_BYTES));
+    let seen = seg.bell_now();
+    let t0 = Instant::now();
+    seg.sleep(seen, Duration::from_millis(20));
+    assert!(t0.elapsed() >= Duration::from_millis(15), "slept its time");
+    let sleeper = {
+        let seg = seg.clone();
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            seg.sleep(seen, Duration::from_secs(30));
+            t0.elapsed()
+        })
+    };
+    // Ring until the sleeper is gone (a ring before it sleeps also counts:
+    // the bell has moved, so it does not sleep at all).
+    let mut tx = Tx::new(1, &seg).unwrap();
+    tx.send(&seg, &packet(1, 0, 1), None).unwrap();
+    assert!(sleeper.join().unwrap() < Duration::from_secs(30));
+}
+
+#[test]
+fn segments_in_files_open_checked() {
+    let path = format!("/dev/shm/mcast-test-ring-{}", std::process::id());
+    let own = Segment::create(&path, 3, 8192).expect("create");
+    let peer = Segment::open(&path, 3).expect("open");
+    assert!(Segment::open(&path, 4).is_err(), "wrong rank count");
+    own.unlink();
+    assert!(Segment::open(&path, 3).is_err(), "unlinked");
+    let mut tx = Tx::new(2, &peer).unwrap();
+    tx.send(&peer, &packet(2, 4, 100), None).unwrap();
+    let (got, _) = take(&mut Rx::default(), &own, 2).unwrap();
+    assert_eq!(got[0].0, packet(2, 4, 100));
+    assert!(
+        Segment::create(&path, 3, 5000).is_err(),
+        "not a power of two"
+    );
+    assert_eq!(auto_ring_bytes(4), 256 << 10);
+    assert_eq!(auto_ring_bytes(64), 8 << 10);
+    assert_eq!(auto_ring_bytes(1000), MIN_RING_BYTES);
+}
