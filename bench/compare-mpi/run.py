@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""Compare mcast's broadcast latency with Open MPI's MPI_Bcast (issue 8).
+"""Compare mcast's broadcast latency with Open MPI's MPI_Bcast (issues 8, 17).
 
-Both are measured the osu_bcast way (warm-up, then timed bcast + untimed
+All are measured the osu_bcast way (warm-up, then timed bcast + untimed
 barrier per iteration, per-rank average, avg/min/max over ranks) by programs
 that share the method, the iteration counts and the data check: mcast's
-`mcbench --json` and our `osu_bcast_lite.c` under Open MPI's `mpirun` on its
-TCP transport over loopback. Runs interleave A B A B over several rounds so
-that machine drift cancels; each round also measures the loopback TCP
-ping-pong floor. Prints the table of medians over rounds and writes CSV, an
-SVG plot and the table (see README.md beside this file).
+`mcbench --json` and our `osu_bcast_lite.c` under Open MPI's `mpirun`, on one
+host, three ways: mcast (Unix sockets + shared-memory arenas), Open MPI on its
+default one-host transport (pml ob1, btl vader,self: shared memory) and Open
+MPI on its TCP transport over loopback (btl tcp,self). Runs interleave
+A B C A B C over several rounds (default 5) so that machine drift cancels;
+each round also measures the loopback TCP ping-pong floor. Prints two tables
+of medians over rounds (mcast vs Open MPI vader, mcast vs Open MPI TCP) and
+writes CSV, an SVG plot and the tables (see README.md beside this file).
 
-    python3 bench/compare-mpi/run.py [--ranks 4,8] [--rounds 3] [--quick]
+    python3 bench/compare-mpi/run.py [--ranks 4,8] [--rounds 5] [--quick]
+                                     [--ompi-transports vader,tcp]
                                      [--out bench/results/compare-mpi]
 
 With --coll allreduce,allgather,alltoall (any of bcast,allreduce,allgather,
@@ -34,6 +38,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -52,13 +57,32 @@ MPI_FN = {"bcast": "MPI_Bcast", "allreduce": "MPI_Allreduce", "allgather": "MPI_
           "alltoall": "MPI_Alltoall"}
 PINGPONG = os.path.join(BUILD, "tcp_pingpong")
 LARGE_MESSAGE = 8192  # osu_bcast's small/large threshold (iteration counts)
-IMPLS = ("mcast", "ompi")
+IMPLS = ("mcast", "ompi")  # --coll: mcast and Open MPI (shared memory)
 LABEL = {"mcast": "mcast", "ompi": "Open MPI"}
 
+# The one-host broadcast comparison (the default mode): mcast and Open MPI on
+# each transport of --ompi-transports, in the order each round runs them
+# (A B C A B C ...). Keys name the columns of summary.csv (f"{key}_us", ...).
+BCAST_SERIES = ("mcast", "ompi_vader", "ompi_tcp")
+OMPI_TRANSPORTS = {"vader": "ompi_vader", "tcp": "ompi_tcp"}  # --ompi-transports → series
+BCAST_LABEL = {"mcast": "mcast", "ompi_vader": "Open MPI vader", "ompi_tcp": "Open MPI tcp"}
+BCAST_COLOUR = {"mcast": ["#1f77b4", "#0b3d6b"], "ompi_vader": ["#ff7f0e", "#a0410a"],
+                "ompi_tcp": ["#2ca02c", "#145214"]}
+
+# What mcast's ranks talk over, as the tables say it: the `transport` of
+# mcbench's --json report if it has one; else this text for the `medium` it
+# reports (mcast::Medium: every rank on one host's shared memory, or not);
+# else MCAST_TRANSPORT_DEFAULT. Change the words here, in one place.
+MCAST_TRANSPORT_BY_MEDIUM = {
+    "shared-memory": "Unix sockets + shared-memory arenas",
+    "network": "TCP",
+}
+MCAST_TRANSPORT_DEFAULT = "Unix sockets + shared-memory arenas"
+
 # Open MPI on its TCP transport, over loopback only, 8 ranks on 2 cores.
-MPIRUN_OPTS = ["--oversubscribe", "--bind-to", "none",
-               "--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
-               "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"]
+MPIRUN_TCP_OPTS = ["--oversubscribe", "--bind-to", "none",
+                   "--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
+                   "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"]
 
 
 def log(msg):
@@ -121,14 +145,65 @@ def build(cargo, only_bcast=False):
 
 # ---------------------------------------------------------------- measurements
 
-def bench_cmd(impl, n, max_size, quick):
+def bench_cmd(impl, n, max_size, quick, mpi_opts=None):
     # The same sizes (every power of two, as osu_bcast) and iteration counts for
-    # both; --quick cuts them to 50 timed / 5 warm-up at every size.
+    # all; --quick cuts them to 50 timed / 5 warm-up at every size.
     common = ["-m", f"1:{max_size}"] + (["-i", "50", "-x", "5"] if quick else [])
     if impl == "mcast":
         return [MCBENCH, "-n", str(n), "--json"] + common
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    return ["mpirun"] + root + MPIRUN_OPTS + ["-n", str(n), OSU, "--json"] + common
+    return ["mpirun"] + root + mpi_opts + ["-n", str(n), OSU, "--json"] + common
+
+
+def ompi_opts(key):
+    """mpirun's options for an Open MPI series of the one-host comparison.
+    ompi_vader: what a plain `mpirun --oversubscribe -n N` gives on one host
+    (pml ob1, the shared-memory BTL to every other rank, self to itself;
+    ranks unbound when oversubscribed), named explicitly so that neither ucx
+    nor tcp can be picked; see README.md for the evidence. ompi_tcp: the TCP
+    BTL over loopback."""
+    return mpirun_shm_opts() if key == "ompi_vader" else list(MPIRUN_TCP_OPTS)
+
+
+def ompi_probe(key, opts, n):
+    """What Open MPI does under `opts` with n ranks, in its own words: one
+    tiny run (1 B, 1 iteration) with --report-bindings, mpi_show_mca_params
+    and the PML/BTL selection verbose. Exits if it is not the transport the
+    series is named after (pml ob1; the BTLs of the series, to every peer)."""
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    cmd = (["mpirun"] + root + opts + ["--report-bindings", "--mca", "mpi_show_mca_params", "all",
+                                       "--mca", "pml_base_verbose", "100", "--mca", "btl_base_verbose", "100",
+                                       "-n", str(n), OSU, "--json", "-m", "1:1", "-i", "1", "-x", "0"])
+    p = run(cmd, timeout=120)
+    text = p.stdout + "\n" + p.stderr
+    pml = sorted(set(re.findall(r"selected (\w+) best priority", text)))
+    btls = sorted(set(re.findall(r"bml: Using (\w+) btl for send to", text)))
+    y = re.search(r"mpi_yield_when_idle=(\w+) \(([^)]*)\)", text)
+    over = re.search(r"mpi_oversubscribe=(\w+)", text)
+    unbound = len(re.findall(r"MCW rank \d+ is not bound", text))
+    bound = len(re.findall(r"MCW rank \d+ bound to", text))
+    want = {"self", shm_btl()} if key == "ompi_vader" else {"self", "tcp"}
+    if pml != ["ob1"] or not btls or not set(btls) <= want or want - {"self"} - set(btls):
+        sys.exit(f"{BCAST_LABEL[key]} -n {n}: Open MPI selected pml {pml}, btls {btls}; "
+                 f"expected ob1 and {sorted(want)}\n{' '.join(cmd)}")
+    return dict(ranks=n, pml=pml[0], btls=btls,
+                yield_when_idle=y.group(1) if y else "?", yield_when_idle_source=y.group(2) if y else "?",
+                oversubscribed=over.group(1) if over else "?",
+                ranks_unbound=unbound, ranks_bound=bound, command=cmd)
+
+
+def probe_text(key, probe):
+    """One line of what ompi_probe found, for the table."""
+    others = [b for b in probe["btls"] if b != "self"]
+    y = probe["yield_when_idle"]
+    why = (" (Open MPI's own default: it turns it on when the node is oversubscribed)"
+           if y == "true" and probe["yield_when_idle_source"] == "default" else
+           f" ({probe['yield_when_idle_source']})")
+    bind = ("ranks not bound" if probe["ranks_bound"] == 0 else
+            f"{probe['ranks_bound']} ranks bound, {probe['ranks_unbound']} not")
+    return (f"{probe['ranks']} ranks: pml {probe['pml']}, btl {'/'.join(others)} to the other ranks"
+            f"{' and self to itself' if 'self' in probe['btls'] else ''}, "
+            f"mpi_yield_when_idle={y}{why}, {bind}")
 
 
 def parse_report(p, label, n):
@@ -154,10 +229,6 @@ def run_report(cmd, impl, n, timeout):
     rep["seconds"] = secs
     rep["command"] = cmd
     return rep
-
-
-def bench(impl, n, max_size, quick, timeout):
-    return run_report(bench_cmd(impl, n, max_size, quick), impl, n, timeout)
 
 
 def floor_pair(server_cpu, client_cpu, iters, warmup):
@@ -248,19 +319,22 @@ def write_csv(path, header, rows):
             f.write(",".join(str(r[h]) for h in header) + "\n")
 
 
-def svg_plot(path, summary, ranks, floor_us, title, series=None, legend_ranks=True):
+def svg_plot(path, summary, ranks, floor_us, title, series=None, legend_ranks=True, subtitle=None):
     """Latency against size, log-log. `series`: (key, label, [colour per rank
     count]) for the columns f"{key}_us" of `summary` (default mcast and Open
     MPI); `floor_us` None draws no floor lines; legend_ranks False leaves the
-    rank count out of the legend (say it in the title). Above 12 sizes, every
-    other size is labelled."""
+    rank count out of the legend (say it in the title); `subtitle`, a smaller
+    line under the title. Above 12 sizes, every other size is labelled."""
     colour = {"mcast": ["#1f77b4", "#0b3d6b"], "ompi": ["#ff7f0e", "#a0410a"]}
     if series is None:
         series = [(impl, LABEL[impl], colour[impl]) for impl in IMPLS]
-    W, H = 760, 520
-    L, R, T, B = 70, 190, 40, 55
+    # The legend's width follows its longest label (about 6.6 px a character).
+    longest = max(len(label) + (len(", 16 ranks") if legend_ranks else 0) for _, label, _ in series)
+    L, R, T, B = 70, max(190, 48 + int(6.6 * longest)), 40 if subtitle is None else 50, 55
+    W, H = L + 500 + R, 520
     sizes = sorted({r["size"] for r in summary})
-    vals = [r[f"{k}_us"] for r in summary for k, _, _ in series] + ([floor_us] if floor_us else [])
+    vals = [r[f"{k}_us"] for r in summary for k, _, _ in series]
+    vals += [floor_us * max(1, depth(n, 1, 1 << 16)) for n in ranks] if floor_us else []
     ylo = 10 ** math.floor(math.log10(min(vals)))
     yhi = 10 ** math.ceil(math.log10(max(vals)))
     xlo, xhi = math.log2(sizes[0]), math.log2(sizes[-1])
@@ -277,6 +351,9 @@ def svg_plot(path, summary, ranks, floor_us, title, series=None, legend_ranks=Tr
          f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">',
          f'<rect width="{W}" height="{H}" fill="white"/>',
          f'<text x="{(L + W - R) / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>']
+    if subtitle:
+        o.append(f'<text x="{(L + W - R) / 2}" y="39" text-anchor="middle" font-size="11" '
+                 f'fill="#444">{subtitle}</text>')
     # grid and ticks
     d = ylo
     while d <= yhi * 1.0001:
@@ -361,7 +438,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", default=None, help="rank counts, comma-separated (default 4,8; "
                     "not with --hosts, which runs one rank per slot of the hostfile)")
-    ap.add_argument("--rounds", type=int, default=3, help="A B rounds; medians over them (default 3)")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="interleaved rounds; medians over them (default 5; 3 with --coll or --hosts)")
     ap.add_argument("--quick", action="store_true",
                     help="development: 50 timed / 5 warm-up iterations at every size, shorter floor")
     ap.add_argument("--out", default=None,
@@ -373,8 +451,11 @@ def main():
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per benchmark run")
     ap.add_argument("--coll", default="bcast",
                     help="collectives, comma-separated, from " + ",".join(COLLS) + " (default bcast: "
-                    "the broadcast comparison over TCP with the floor; anything else: every listed "
-                    "collective, both sides on shared memory)")
+                    "the broadcast comparison with Open MPI on vader and on TCP, and the floor; anything "
+                    "else: every listed collective, both sides on shared memory)")
+    ap.add_argument("--ompi-transports", default="vader,tcp",
+                    help="the broadcast comparison's Open MPI series, comma-separated: vader (its default "
+                    "on one host, shared memory) and/or tcp (TCP over loopback) (default vader,tcp)")
     ap.add_argument("--bin-dir", default=None,
                     help="take mcbench and mclaunch from DIR instead of target/release (no cargo build)")
     hg = ap.add_argument_group("hosts mode (bcast across hosts; see README.md)")
@@ -398,11 +479,19 @@ def main():
         MCBENCH = os.path.join(os.path.abspath(a.bin_dir), "mcbench")
         MCLAUNCH = os.path.join(os.path.abspath(a.bin_dir), "mclaunch")
         a.no_build = True
+    transports = [t.strip() for t in a.ompi_transports.split(",") if t.strip()]
+    if not transports or any(t not in OMPI_TRANSPORTS for t in transports) or len(set(transports)) < len(transports):
+        sys.exit("--ompi-transports takes vader, tcp or vader,tcp")
+    custom_transports = a.ompi_transports != "vader,tcp"
     if a.hosts:
         if a.ranks is not None:
             sys.exit("--ranks does not go with --hosts: the hostfile's slots are the ranks")
         if a.coll != "bcast":
             sys.exit("--hosts compares bcast only (no --coll)")
+        if custom_transports:
+            sys.exit("--ompi-transports is for the one-host bcast comparison (with --hosts: --ompi-btl)")
+        if a.rounds is None:
+            a.rounds = 3
         return main_hosts(a)
     if a.ranks is None:
         a.ranks = "4,8"
@@ -412,13 +501,42 @@ def main():
     if not colls or any(c not in COLLS for c in colls):
         sys.exit(f"--coll takes a comma-separated list of {', '.join(COLLS)}")
     if colls != ["bcast"]:
+        if custom_transports:
+            sys.exit("--ompi-transports is for the bcast comparison (--coll runs Open MPI on shared memory)")
+        if a.rounds is None:
+            a.rounds = 3
         return main_coll(a, colls)
+    if a.rounds is None:
+        a.rounds = 5
+    return main_bcast(a, [t for t in OMPI_TRANSPORTS if t in transports])
+
+
+def mcast_transport_text(rep):
+    """What mcast's ranks talked over, from mcbench's report (see
+    MCAST_TRANSPORT_BY_MEDIUM)."""
+    if rep.get("transport"):
+        return str(rep["transport"])
+    return MCAST_TRANSPORT_BY_MEDIUM.get(rep.get("medium"), MCAST_TRANSPORT_DEFAULT)
+
+
+def main_bcast(a, transports):
+    """The one-host broadcast comparison: mcast, Open MPI on its default
+    transport (vader) and on TCP, interleaved, with the loopback floor."""
     ranks, out = ranks_and_out(a)
+    keys = ["mcast"] + [OMPI_TRANSPORTS[t] for t in transports]
+    ompi_keys = keys[1:]
 
     started = datetime.datetime.now(datetime.timezone.utc)
     t_start = time.monotonic()
     ensure_openmpi(not a.no_install)
     build(not a.no_build)
+    opts = {k: ompi_opts(k) for k in ompi_keys}
+    # What Open MPI really does under those options, per rank count: checked
+    # (pml, BTLs) and recorded (yield, binding).
+    probes = {k: [ompi_probe(k, opts[k], n) for n in ranks] for k in ompi_keys}
+    for k in ompi_keys:
+        for pr in probes[k]:
+            log(f"{BCAST_LABEL[k]}: {probe_text(k, pr)}")
     t_measure = time.monotonic()
 
     floor_iters, floor_warm = (5000, 500) if a.quick else (20000, 2000)
@@ -428,27 +546,32 @@ def main():
         floor_rounds.append(fl)
         log(f"round {rnd}/{a.rounds}: floor " + ", ".join(f"{k} {v['median_us']:.2f} µs" for k, v in fl.items()))
         for n in ranks:
-            for impl in IMPLS:  # A B A B ...
+            for key in keys:  # A B C A B C ...
                 loads.append(os.getloadavg()[0])
-                rep = bench(impl, n, a.max_size, a.quick, a.timeout)
-                rep.update(impl=impl, round=rnd)
+                rep = run_report(bench_cmd(key, n, a.max_size, a.quick, opts.get(key)), key, n, a.timeout)
+                rep.update(impl=key, round=rnd)
                 raw.append(rep)
-                log(f"round {rnd}/{a.rounds}: {LABEL[impl]:8} -n {n}: {rep['seconds']:.1f} s")
+                log(f"round {rnd}/{a.rounds}: {BCAST_LABEL[key]:14} -n {n}: {rep['seconds']:.1f} s")
                 for r in rep["results"]:
-                    runs.append(dict(impl=impl, ranks=n, round=rnd, size=r["size"],
+                    runs.append(dict(impl=key, ranks=n, round=rnd, size=r["size"],
                                      avg_us=r["avg_us"], min_us=r["min_us"], max_us=r["max_us"],
                                      iterations=r["iterations"], depth=r.get("depth")))
     t_end = time.monotonic()
 
-    # Both programs must have run the same iteration counts at every size.
+    # Every program must have run the same sizes and iteration counts.
     its = {}
     for r in runs:
-        its.setdefault((r["ranks"], r["size"]), set()).add(r["iterations"])
-    bad = {k: v for k, v in its.items() if len(v) != 1}
+        its.setdefault((r["ranks"], r["size"]), {}).setdefault(r["impl"], set()).add(r["iterations"])
+    bad = {k: v for k, v in its.items() if set(v) != set(keys) or len(set().union(*v.values())) != 1}
     if bad:
-        sys.exit(f"iteration counts differ between the programs: {bad}")
+        sys.exit(f"sizes or iteration counts differ between the programs: {bad}")
 
-    packet = next(r.get("packet_bytes", 65536) for r in raw if r["impl"] == "mcast")
+    mc_raw = [r for r in raw if r["impl"] == "mcast"]
+    packet = mc_raw[0].get("packet_bytes", 65536)
+    mediums = sorted({r.get("medium", "?") for r in mc_raw})
+    mc_transport = " / ".join(sorted({mcast_transport_text(r) for r in mc_raw}))
+    shm = shm_btl()
+    ompi_transport = {"ompi_vader": f"{shm}, shared memory", "ompi_tcp": "tcp, loopback"}
     floor_kinds = list(floor_rounds[0])
     floor_med = {k: statistics.median(f[k]["median_us"] for f in floor_rounds) for k in floor_kinds}
     floor = floor_med["unpinned"]
@@ -461,32 +584,35 @@ def main():
     summary = []
     for n in ranks:
         for s in sizes:
-            row = dict(ranks=n, size=s, iterations=next(iter(its[(n, s)])))
-            for impl in IMPLS:
-                cell = [r for r in runs if (r["impl"], r["ranks"], r["size"]) == (impl, n, s)]
+            row = dict(ranks=n, size=s, iterations=next(iter(its[(n, s)]["mcast"])))
+            for key in keys:
+                cell = sorted((r for r in runs if (r["impl"], r["ranks"], r["size"]) == (key, n, s)),
+                              key=lambda c: c["round"])
                 for stat in ("avg", "min", "max"):
-                    row[f"{impl}_{stat}_us"] = round(statistics.median(c[f"{stat}_us"] for c in cell), 3)
-                row[f"{impl}_us"] = row[f"{impl}_avg_us"]
-                row[f"{impl}_rounds_us"] = " ".join(f"{c['avg_us']:.2f}" for c in sorted(cell, key=lambda c: c["round"]))
-            row["ratio"] = round(row["mcast_us"] / row["ompi_us"], 3)
+                    row[f"{key}_{stat}_us"] = round(statistics.median(c[f"{stat}_us"] for c in cell), 3)
+                row[f"{key}_us"] = row[f"{key}_avg_us"]
+                row[f"{key}_rounds_us"] = " ".join(f"{c['avg_us']:.2f}" for c in cell)
+            for t in transports:
+                row[f"mcast_vs_{t}"] = round(row["mcast_us"] / row[f"{OMPI_TRANSPORTS[t]}_us"], 3)
             # mcbench reports the depth of the tree it used (shared memory
             # makes `auto` pick the binomial tree); older ones did not.
             reported = [r.get("depth") for r in runs
                         if (r["impl"], r["ranks"], r["size"]) == ("mcast", n, s) and r.get("depth")]
             row["depth"] = reported[0] if reported else depth(n, s, packet)
             small = s < LARGE_MESSAGE
-            for impl in IMPLS:
-                row[f"{impl}_x_depth_floor"] = round(row[f"{impl}_us"] / (row["depth"] * floor), 2) if small else ""
+            for key in keys:
+                row[f"{key}_x_depth_floor"] = round(row[f"{key}_us"] / (row["depth"] * floor), 2) if small else ""
             summary.append(row)
 
     # ---- outputs
     write_csv(os.path.join(out, "runs.csv"),
               ["impl", "ranks", "round", "size", "avg_us", "min_us", "max_us", "iterations"], runs)
     write_csv(os.path.join(out, "summary.csv"),
-              ["ranks", "size", "iterations", "mcast_us", "ompi_us", "ratio", "depth",
-               "mcast_x_depth_floor", "ompi_x_depth_floor",
-               "mcast_min_us", "mcast_max_us", "ompi_min_us", "ompi_max_us",
-               "mcast_rounds_us", "ompi_rounds_us"], summary)
+              ["ranks", "size", "iterations"] + [f"{k}_us" for k in keys]
+              + [f"mcast_vs_{t}" for t in transports] + ["depth"]
+              + [f"{k}_x_depth_floor" for k in keys]
+              + [f"{k}_{st}_us" for k in keys for st in ("min", "max")]
+              + [f"{k}_rounds_us" for k in keys], summary)
     frows = []
     for rnd, f in enumerate(floor_rounds, 1):
         for k, v in f.items():
@@ -495,19 +621,26 @@ def main():
               ["round", "pinning", "iterations", "median_us", "mean_us", "p10_us", "p90_us"], frows)
 
     ompi_ver = sh(["mpirun", "--version"]).splitlines()
-    git = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+    git = sh(["git", "-C", os.path.dirname(os.path.dirname(MCBENCH)), "rev-parse", "--short", "HEAD"]) \
+        or sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
     dirty = " (with uncommitted changes)" if sh(["git", "-C", ROOT, "status", "--porcelain", "--", "runtime",
                                                "algorithms", "launcher", "src", "Cargo.toml", "Cargo.lock"]) else ""
+    if a.bin_dir:
+        dirty = f" (binaries from {os.path.abspath(a.bin_dir)})"
+    mc_env = {k: v for k, v in os.environ.items() if k.startswith("MCAST_")}
     meta = dict(
         date_utc=started.strftime("%Y-%m-%d %H:%M UTC"),
         command="python3 bench/compare-mpi/run.py " + " ".join(sys.argv[1:]),
         host=platform.node(), kernel=platform.release(), nproc=os.cpu_count(),
         cpu=next((l.split(":", 1)[1].strip() for l in sh(["lscpu"]).splitlines()
                   if l.startswith("Model name")), platform.processor()),
-        open_mpi=ompi_ver[0] if ompi_ver else "?", mcast_commit=git + dirty,
-        mcast_algorithm=raw[0].get("algorithm") if raw else "?",
-        mcast_packet_bytes=packet,
-        mpirun_options=" ".join(MPIRUN_OPTS),
+        open_mpi=ompi_ver[0] if ompi_ver else "?", mcast_commit=git + dirty, mcbench=MCBENCH,
+        mcast_algorithm=mc_raw[0].get("algorithm", "?"),
+        mcast_packet_bytes=packet, mcast_medium=mediums, mcast_transport=mc_transport, mcast_env=mc_env,
+        series=keys, ompi_transports=transports,
+        open_mpi_transport={k: ompi_transport[k] for k in ompi_keys},
+        mpirun_options={k: " ".join(opts[k]) for k in ompi_keys},
+        open_mpi_probes=probes,
         quick=a.quick, rounds=a.rounds, ranks=ranks,
         seconds_total=round(t_end - t_start, 1), seconds_measuring=round(t_end - t_measure, 1),
         load_average_1min_before_runs=[round(x, 2) for x in loads],
@@ -516,36 +649,68 @@ def main():
     with open(os.path.join(out, "raw.json"), "w") as f:
         json.dump(dict(meta=meta, floors=floor_rounds, runs=raw), f, indent=1)
 
-    title = f"Broadcast latency on {os.cpu_count()} cores: mcast vs Open MPI (TCP, loopback)"
-    svg_plot(os.path.join(out, "latency.svg"), summary, ranks, floor, title)
+    title = f"Broadcast latency on one host, {os.cpu_count()} cores: mcast vs Open MPI"
+    subtitle = (f"mcast: {mc_transport}; Open MPI: " + " and ".join(
+        {"ompi_vader": f"{shm} (shared memory)", "ompi_tcp": "tcp (loopback)"}[k] for k in ompi_keys))
+    svg_plot(os.path.join(out, "latency.svg"), summary, ranks, floor, title, subtitle=subtitle,
+             series=[(k, BCAST_LABEL[k] if k == "mcast" else
+                      f"Open MPI {'tcp' if k == 'ompi_tcp' else shm}", BCAST_COLOUR[k]) for k in keys])
 
-    lines = [f"# mcast vs Open MPI broadcast latency ({meta['date_utc']})", "",
+    order = " ".join(("mcast", *[{"ompi_vader": shm, "ompi_tcp": "tcp"}[k] for k in ompi_keys]))
+    lines = [f"# mcast vs Open MPI broadcast latency, one host ({meta['date_utc']})", "",
              f"* command: `{meta['command']}`" + ("  (**--quick: development numbers**)" if a.quick else ""),
              f"* machine: {meta['nproc']} CPUs ({meta['cpu']}), kernel {meta['kernel']}",
-             f"* {meta['open_mpi']}, `mpirun {meta['mpirun_options']}`; "
-             f"mcast {meta['mcast_commit']}, algorithm {meta['mcast_algorithm']}, packet {packet} B",
-             f"* method: osu_bcast (warm-up, timed bcast + untimed barrier, per-rank average, "
-             f"average over ranks); medians over {a.rounds} interleaved rounds (A B A B)",
-             f"* 1-minute load average before each run: "
-             f"{min(loads):.1f} to {max(loads):.1f}" if loads else "",
-             f"* duration: {meta['seconds_total']:.0f} s ({meta['seconds_measuring']:.0f} s measuring)", "",
-             "Loopback TCP one-hop floor (1-byte ping-pong round trip / 2, median over rounds of the per-run medians): "
-             + ", ".join(f"{k} {v:.2f} µs" for k, v in floor_med.items()) + ".", "",
-             f"Latency in µs (average over ranks; median over rounds). ratio = mcast / Open MPI "
-             f"(above 1: mcast slower). ×floor = latency / (depth × {floor:.2f} µs unpinned floor), "
-             f"for messages below {LARGE_MESSAGE} B; depth = steps of mcast's tree "
-             f"(as mcbench reports it: `auto` takes the binomial tree when every rank shares "
-             f"one host's memory, else the optimal k-binomial tree; ⌈log2 N⌉ for one packet).", ""]
-    for n in ranks:
-        lines += [f"### {n} ranks", "",
-                  "| size | mcast µs | Open MPI µs | ratio | depth | mcast ×floor | Open MPI ×floor |",
-                  "|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in summary:
-            if r["ranks"] != n:
-                continue
-            lines.append(f"| {fmt_size(r['size'])} | {fmt_us(r['mcast_us'])} | {fmt_us(r['ompi_us'])} | "
-                         f"{r['ratio']:.2f} | {r['depth']} | {r['mcast_x_depth_floor']} | {r['ompi_x_depth_floor']} |")
-        lines.append("")
+             f"* mcast {meta['mcast_commit']}: `{MCBENCH} -n N --json -m 1:{a.max_size}"
+             + (" -i 50 -x 5" if a.quick else "") + f"`; algorithm {meta['mcast_algorithm']}, packet {packet} B, "
+             f"medium {', '.join(f'`{m}`' for m in mediums)} (as mcbench reports it)"
+             + (", environment " + " ".join(f"{k}={v}" for k, v in sorted(mc_env.items())) if mc_env else ""),
+             f"* {meta['open_mpi']}: `osu_bcast_lite` (`MPI_Bcast`) under"]
+    for k in ompi_keys:
+        lines.append(f"  * {ompi_transport[k]}: `mpirun {meta['mpirun_options'][k]} -n N {OSU} --json "
+                     f"-m 1:{a.max_size}" + (" -i 50 -x 5" if a.quick else "") + "`; "
+                     "Open MPI's own report (probe run): " + "; ".join(probe_text(k, pr) for pr in probes[k]))
+    lines += [f"* method: osu_bcast (warm-up, timed bcast + untimed barrier, per-rank average, "
+              f"average over ranks); medians over {a.rounds} interleaved round{'s' * (a.rounds != 1)} "
+              f"({order}, {order}, ...)",
+              f"* 1-minute load average before each run: "
+              f"{min(loads):.1f} to {max(loads):.1f}" if loads else "",
+              f"* duration: {meta['seconds_total']:.0f} s ({meta['seconds_measuring']:.0f} s measuring)", "",
+              "Loopback TCP one-hop floor (1-byte ping-pong round trip / 2, median over rounds of the per-run "
+              "medians): " + ", ".join(f"{k} {v:.2f} µs" for k, v in floor_med.items()) + ".", "",
+              "Latency in µs (average over ranks; median over rounds). mcast / OMPI = mcast / Open MPI "
+              "(above 1: mcast slower); depth = steps of mcast's tree (as mcbench reports it: `auto` takes "
+              "the binomial tree when every rank shares one host's memory, else the optimal k-binomial "
+              "tree; ⌈log2 N⌉ for one packet).", ""]
+    for t, key in ((t, OMPI_TRANSPORTS[t]) for t in transports):
+        ratio = f"mcast_vs_{t}"
+        if key == "ompi_vader":
+            lines += [f"## mcast vs Open MPI default transport ({shm}, shared memory)", "",
+                      f"Transports: mcast **{mc_transport}**; Open MPI **{ompi_transport[key]}** "
+                      "(pml ob1; its default on one host).", ""]
+            floor_cols = False
+        else:
+            lines += ["## mcast vs Open MPI TCP", "",
+                      f"Transports: mcast **{mc_transport}**; Open MPI **{ompi_transport[key]}** "
+                      "(pml ob1, btl tcp,self; for the across-hosts story). ×floor = latency / "
+                      f"(depth × {floor:.2f} µs unpinned floor), for messages below {LARGE_MESSAGE} B.", ""]
+            floor_cols = True
+        olabel = {"ompi_vader": shm, "ompi_tcp": "tcp"}[key]
+        for n in ranks:
+            lines += [f"### {n} ranks", "",
+                      f"| size | mcast µs ({mc_transport}) | Open MPI µs ({ompi_transport[key]}) | "
+                      f"mcast / OMPI {olabel} | depth |" + (" mcast ×floor | Open MPI ×floor |" if floor_cols else ""),
+                      "|---:|---:|---:|---:|---:|" + ("---:|---:|" if floor_cols else "")]
+            for r in summary:
+                if r["ranks"] != n:
+                    continue
+                lines.append(f"| {fmt_size(r['size'])} | {fmt_us(r['mcast_us'])} | {fmt_us(r[f'{key}_us'])} | "
+                             f"{r[ratio]:.2f} | {r['depth']} |"
+                             + (f" {r['mcast_x_depth_floor']} | {r[f'{key}_x_depth_floor']} |" if floor_cols else ""))
+            lines.append("")
+        worst = max(summary, key=lambda r: r[ratio])
+        above = [r for r in summary if r[ratio] > 1.0]
+        lines += [f"mcast / Open MPI {olabel} ≤ 1.00 in {len(summary) - len(above)} of {len(summary)} cells; "
+                  f"largest {worst[ratio]:.2f} ({worst['ranks']} ranks, {fmt_size(worst['size'])}).", ""]
     table = "\n".join(l for l in lines if l is not None)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(table + "\n")
@@ -555,10 +720,15 @@ def main():
 
 # ---------------------------------------------------------------- --coll: collectives on shared memory
 
+_SHM_BTL = []
+
+
 def shm_btl():
     """Open MPI's shared-memory BTL: vader (4.x) or sm (5.x)."""
-    info = sh(["ompi_info", "--parsable", "--all"]) or sh(["ompi_info"])
-    return "vader" if "btl:vader" in info.replace(" ", "") else "sm"
+    if not _SHM_BTL:
+        info = sh(["ompi_info", "--parsable", "--all"]) or sh(["ompi_info"])
+        _SHM_BTL.append("vader" if "btl:vader" in info.replace(" ", "") else "sm")
+    return _SHM_BTL[0]
 
 
 def mpirun_shm_opts():
