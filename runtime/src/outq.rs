@@ -126,8 +126,12 @@ impl Out {
     /// Queue `p` (a payload already in a host arena goes as a descriptor)
     /// and, if nothing was queued before it, write it now.
     pub(crate) fn send(&self, p: Packet) {
-        self.push(
-            |st| match self.shm.as_ref().and_then(|s| s.describe(&p.payload)) {
+        self.push(|st| {
+            match self
+                .shm
+                .as_ref()
+                .and_then(|s| s.describe(&p.payload, self.peer))
+            {
                 Some(d) => {
                     p.encode_head_shm(&mut st.head, &d);
                     let head = st.head.split().freeze();
@@ -141,8 +145,8 @@ impl Out {
                         st.queue.push_back(p.payload);
                     }
                 }
-            },
-        );
+            }
+        });
     }
 
     /// Queue `p` behind `prefix` (a fabric frame's prefix, which counts

@@ -93,6 +93,9 @@ impl Links for Mesh {
         if let Some(r) = &self.rings {
             r.lost(peer);
         }
+        if let Some(s) = &self.shm {
+            s.holder_lost(peer);
+        }
         if let Some(Some(out)) = self.writers.get().and_then(|w| w.get(peer)) {
             let expel = Goodbye::Expelled { reason: why };
             out.close(intake::bye(self.job, self.me, &expel));

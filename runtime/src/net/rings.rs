@@ -108,7 +108,7 @@ impl Rings {
         if self.dead[peer].load(Ordering::Relaxed) {
             return Ok(());
         }
-        let desc = self.shm.as_ref().and_then(|s| s.describe(&p.payload));
+        let desc = self.shm.as_ref().and_then(|s| s.describe(&p.payload, peer));
         let mut t = lock(tx);
         let had = t.pending();
         let sent = t.send(seg, p, desc.as_ref())?;
@@ -174,6 +174,9 @@ impl Rings {
 
     fn violation(&self, peer: usize, what: String) {
         self.lost(peer);
+        if let Some(s) = &self.shm {
+            s.holder_lost(peer);
+        }
         self.inbox.lost(
             peer,
             format!("protocol violation in its shared-memory ring: {what}"),
