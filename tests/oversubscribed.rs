@@ -15,8 +15,9 @@ use common::{bin, mclaunch, run_bounded, text};
 static ONE_JOB: Mutex<()> = Mutex::new(());
 
 /// Run `mclaunch -n N mcast-selftest ARGS`; it must succeed on every rank
-/// with no rank reported lost or hung. Returns how long it took.
-fn selftest_without_losses(n: usize, args: &[&str], limit: Duration) -> Duration {
+/// with no rank reported lost or hung. Returns how long it took, and its
+/// standard output.
+fn selftest_without_losses(n: usize, args: &[&str], limit: Duration) -> (Duration, String) {
     let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
     let mut cmd = Command::new(mclaunch());
     cmd.args([
@@ -55,7 +56,7 @@ fn selftest_without_losses(n: usize, args: &[&str], limit: Duration) -> Duration
         );
     }
     eprintln!("{n} ranks: {took:?}");
-    took
+    (took, so.to_string())
 }
 
 /// 256 ranks (128 per core on a 2-core machine): before issue 15 they
@@ -77,6 +78,36 @@ fn selftest_256_ranks_reports_no_loss() {
         ],
         Duration::from_secs(240),
     );
+}
+
+/// 64 ranks on one host (32 per core here) talk through shared-memory
+/// rings (issue 17): every rank's packets to every peer go through one,
+/// and the job starts, runs bcasts from several roots and multicasts, and
+/// ends with nobody lost.
+#[test]
+fn selftest_64_ranks_on_rings() {
+    let so = selftest_without_losses(
+        64,
+        &[
+            "--sizes",
+            "0,1,P+1,70000",
+            "--algos",
+            "auto",
+            "--roots",
+            "4",
+            "--multicast-rounds",
+            "3",
+        ],
+        Duration::from_secs(180),
+    )
+    .1;
+    for r in 0..64 {
+        let line = so
+            .lines()
+            .find(|l| l.contains(&format!("rank {r} of 64 ok")))
+            .unwrap_or_default();
+        assert!(line.ends_with("links ring)"), "rank {r}: {line}");
+    }
 }
 
 /// An idle job lives on heartbeats alone: 8 ranks stay out of mcast for

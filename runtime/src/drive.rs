@@ -38,6 +38,10 @@ pub(crate) const GRACE: Duration = Duration::from_millis(1);
 /// a peer's closed connection): the bound on noticing a death while asleep.
 pub(crate) const NAP: Duration = Duration::from_millis(50);
 
+/// How long the background thread sleeps while the host sleeps in a wait
+/// (the host's exit wakes it sooner).
+const LONG_NAP: Duration = Duration::from_secs(1);
+
 /// With a poller, the longest the runtime goes without looking at its
 /// sockets and timers while it is driven.
 pub(crate) const TURN: Duration = Duration::from_millis(1);
@@ -67,6 +71,12 @@ struct State {
     /// When the host last stopped driving.
     last_exit: Instant,
     shutdown: bool,
+    /// The host sleeps in a wait (its poll budget spent): the background
+    /// thread, not needed, sleeps too instead of checking every `GRACE`.
+    host_asleep: bool,
+    /// The background thread sleeps for long: the host's next exit wakes
+    /// it (once; later exits find it back on its `GRACE` watch).
+    bg_long: bool,
 }
 
 /// The NI runtime and the hand-over between host and background thread.
@@ -103,6 +113,8 @@ impl Drive {
                 bg_in: false,
                 last_exit: Instant::now(),
                 shutdown: false,
+                host_asleep: false,
+                bg_long: false,
             }),
             cv: Condvar::new(),
             host_wants: Notify::new(),
@@ -175,7 +187,16 @@ impl Drive {
         let mut st = self.lock();
         st.host = false;
         st.last_exit = Instant::now();
+        if st.bg_long {
+            st.bg_long = false;
+            self.cv.notify_all();
+        }
         out
+    }
+
+    /// The host is about to sleep in a wait (`true`), or woke (`false`).
+    pub(crate) fn host_sleeps(&self, asleep: bool) {
+        self.lock().host_asleep = asleep;
     }
 
     fn now_us(&self) -> u64 {
@@ -229,7 +250,14 @@ impl Drive {
                     if !st.host && idle >= GRACE {
                         break;
                     }
-                    let nap = if st.host { GRACE } else { GRACE - idle };
+                    // While the host sleeps in a wait, only its exit (or
+                    // shutdown) can need us.
+                    st.bg_long = st.host && st.host_asleep;
+                    let nap = match (st.bg_long, st.host) {
+                        (true, _) => LONG_NAP,
+                        (false, true) => GRACE,
+                        (false, false) => GRACE - idle,
+                    };
                     st = self
                         .cv
                         .wait_timeout(st, nap)

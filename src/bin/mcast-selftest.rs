@@ -276,13 +276,25 @@ fn run(args: &Args) -> Result<String> {
         next[r.source] += 1;
         mcasts += 1;
     }
+    // What carried the packets to the peers: ring, unix, tcp, fabric.
+    let mut links: Vec<String> = (0..n)
+        .filter_map(|p| comm.link_to(p))
+        .map(|l| l.to_string())
+        .collect();
+    links.sort();
+    links.dedup();
     comm.finalize()?;
     Ok(format!(
         "selftest: rank {rank} of {n} ok on host {} ({case} bcasts, {mcasts} multicasts \
-         received; start-up {:.1} s, all {:.1} s)",
+         received; start-up {:.1} s, all {:.1} s; links {})",
         mcast::netif::hostname(),
         startup.as_secs_f64(),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        if links.is_empty() {
+            "none".into()
+        } else {
+            links.join(",")
+        }
     ))
 }
 

@@ -34,7 +34,9 @@ impl Inbox {
             return;
         }
         let left = dur.saturating_sub(start.elapsed());
+        d.host_sleeps(true);
         let _ = tokio::time::timeout(left, self.notify.notified()).await;
+        d.host_sleeps(false);
     }
 
     /// `until_pulse` with packets to poll besides the sockets (the
@@ -81,7 +83,9 @@ impl Inbox {
                 }
                 continue;
             }
+            d.host_sleeps(true);
             p.park((dur - spent).min(NAP));
+            d.host_sleeps(false);
             d.turn().await;
         }
     }
