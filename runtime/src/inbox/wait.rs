@@ -55,7 +55,7 @@ impl Inbox {
         let moved = || self.pulse.load(Ordering::Acquire) != pulse;
         let start = Instant::now();
         let spin = spin.min(dur);
-        let yield_every = if p.crowded() { 1 } else { 16 };
+        let crowded = p.crowded();
         let mut idle = 0u32;
         loop {
             if moved() {
@@ -67,18 +67,25 @@ impl Inbox {
                 }
                 continue;
             }
+            // The clock, a system call and the runtime's turn cost more
+            // than a poll: look at them only every few polls.
+            idle = idle.wrapping_add(1);
+            if crowded {
+                // Ranks outnumber cores: let the others run (they are
+                // likely the ones this rank waits for).
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+                if idle % 32 != 0 {
+                    continue;
+                }
+            }
             let spent = start.elapsed();
             if spent >= dur {
                 return;
             }
-            idle = idle.wrapping_add(1);
             if spent < spin {
-                if idle % yield_every == 0 {
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
-                if idle % 64 == 0 {
+                if d.turn_due() {
                     d.turn().await;
                 }
                 continue;
