@@ -78,6 +78,12 @@ MCAST_TRANSPORT_BY_MEDIUM = {
     "network": "TCP",
 }
 MCAST_TRANSPORT_DEFAULT = "Unix sockets + shared-memory arenas"
+# mcbench's "links" (what carried the packets to the peers) when it reports them.
+MCAST_TRANSPORT_BY_LINKS = {
+    "ring": "shared-memory rings (+ arenas from 16 KiB)",
+    "unix": "Unix sockets + shared-memory arenas",
+    "tcp": "TCP",
+}
 
 # Open MPI on its TCP transport, over loopback only, 8 ranks on 2 cores.
 MPIRUN_TCP_OPTS = ["--oversubscribe", "--bind-to", "none",
@@ -516,6 +522,9 @@ def mcast_transport_text(rep):
     MCAST_TRANSPORT_BY_MEDIUM)."""
     if rep.get("transport"):
         return str(rep["transport"])
+    links = rep.get("links")
+    if links in MCAST_TRANSPORT_BY_LINKS:
+        return MCAST_TRANSPORT_BY_LINKS[links]
     return MCAST_TRANSPORT_BY_MEDIUM.get(rep.get("medium"), MCAST_TRANSPORT_DEFAULT)
 
 

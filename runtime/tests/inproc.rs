@@ -277,16 +277,23 @@ fn different_collectives_are_reported_everywhere() {
 
 #[test]
 fn same_tree_under_different_names_is_not_a_mismatch() {
-    // `auto` on 4 ranks and 1 packet resolves to a k-binomial tree; naming
+    // `auto` on 4 ranks and 10 bytes resolves to some tree (on one host's
+    // shared-memory rings the flat tree, else a k-binomial tree); naming
     // that tree explicitly is the same call.
     run(
         4,
         |_| {},
         |comm| {
-            let auto = Algorithm::Auto.resolve(4, 1, None)?;
+            let auto = comm
+                .algorithm_for(Algorithm::Auto, 4, 10)
+                .resolve_for(4, 1, None, comm.medium())?
+                .tree();
             let named = match auto {
-                mcast::algorithm::TreeKind::Chain(mcast_algorithms::Shape::KBinomial { k }) => {
-                    Algorithm::KBinomial { k: Some(k) }
+                Some(mcast::algorithm::TreeKind::Chain(mcast_algorithms::Shape::KBinomial {
+                    k,
+                })) => Algorithm::KBinomial { k: Some(k) },
+                Some(mcast::algorithm::TreeKind::Chain(mcast_algorithms::Shape::Flat)) => {
+                    Algorithm::Flat
                 }
                 other => panic!("auto resolved to {other:?}"),
             };

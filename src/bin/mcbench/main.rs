@@ -122,6 +122,9 @@ struct Report {
     op: Option<&'static str>,
     /// `network` or `shared-memory` (see `mcast::Medium`).
     medium: String,
+    /// What carried the packets to the peers (`ring`, `unix`, `tcp`,
+    /// `fabric`; several, comma-separated, across hosts).
+    links: String,
     /// The emulated fabric (`mclaunch --fabric`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     fabric: Option<String>,
@@ -236,7 +239,8 @@ fn check(buf: &[u8], size: usize, iter: usize) -> Option<usize> {
 fn tree_depth(comm: &Comm, algo: Algorithm, size: usize) -> Option<usize> {
     let n = comm.size();
     let m = size.div_ceil(comm.packet_bytes()).max(1);
-    let tree = algo
+    let tree = comm
+        .algorithm_for(algo, n, size)
         .resolve_for(n, m, comm.config().topology.as_ref(), comm.medium())
         .ok()?
         .tree()?;
@@ -512,9 +516,16 @@ fn report_of(comm: &Comm, root: usize, algorithm: String, hosts: Vec<HostRanks>)
             mcast::Medium::Hosts { hosts } => format!("hosts:{hosts}"),
         },
         fabric: comm.fabric().map(str::to_string),
+        links: links_of(comm),
         hosts,
         results: Vec::new(),
     }
+}
+
+/// The kinds of link this rank has to its peers, comma-separated.
+fn links_of(comm: &Comm) -> String {
+    let kinds: Vec<String> = comm.link_kinds().iter().map(|l| l.to_string()).collect();
+    kinds.join(",")
 }
 
 /// `--throughput`: see [`Args::throughput`].
