@@ -76,7 +76,7 @@ impl Inbox {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
-                if idle % 32 != 0 {
+                if !idle.is_multiple_of(32) {
                     continue;
                 }
             }

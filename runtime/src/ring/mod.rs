@@ -240,13 +240,13 @@ impl Segment {
     }
 
     fn word32(&self, off: usize) -> &AtomicU32 {
-        assert!(off + 4 <= self.len && off % 4 == 0);
+        assert!(off + 4 <= self.len && off.is_multiple_of(4));
         // SAFETY: in bounds (checked) and aligned within an aligned mapping.
         unsafe { &*(self.base.add(off) as *const AtomicU32) }
     }
 
     fn word64(&self, off: usize) -> &AtomicU64 {
-        assert!(off + 8 <= self.len && off % 8 == 0);
+        assert!(off + 8 <= self.len && off.is_multiple_of(8));
         // SAFETY: as above.
         unsafe { &*(self.base.add(off) as *const AtomicU64) }
     }

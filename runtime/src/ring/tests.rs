@@ -117,7 +117,7 @@ fn a_slow_reader_on_another_thread_gets_everything_in_order() {
                     assert_eq!(p, packet(2, next, (next as usize * 13) % 900));
                     next += 1;
                 }
-                if next % 7 == 0 {
+                if next.is_multiple_of(7) {
                     std::thread::sleep(Duration::from_micros(200)); // slow on purpose
                 }
                 seg.sleep(seen, Duration::from_millis(5));
