@@ -60,6 +60,19 @@ pub(crate) trait Poller: Send + Sync {
     fn wake(&self);
     /// More ranks than cores share this host: yield the CPU between polls.
     fn crowded(&self) -> bool;
+    /// Sleep in the runtime (epoll) rather than in `park`: some packets
+    /// come through the runtime's sockets (peers on other hosts), and the
+    /// poller's senders poke a sleeper through them.
+    fn in_runtime(&self) -> bool {
+        false
+    }
+    /// About to sleep in the runtime: `false` if something arrived since
+    /// the last `poll` (do not sleep).
+    fn sleep_begin(&self) -> bool {
+        true
+    }
+    /// Awake again after `sleep_begin`.
+    fn sleep_end(&self) {}
 }
 
 #[derive(Debug)]
@@ -283,7 +296,17 @@ impl Drive {
                 return;
             }
             if !p.poll() {
-                p.park(NAP);
+                if p.in_runtime() {
+                    if p.sleep_begin() {
+                        tokio::select! {
+                            _ = self.host_wants.notified() => {}
+                            _ = tokio::time::sleep(NAP) => {}
+                        }
+                    }
+                    p.sleep_end();
+                } else {
+                    p.park(NAP);
+                }
             }
             self.turn().await;
         }

@@ -19,7 +19,8 @@ impl Comm {
     /// computes the same (the length and the links are the same for all).
     pub fn algorithm_for(&self, algo: Algorithm, n: usize, len: usize) -> Algorithm {
         const FLAT_RANKS: usize = 16;
-        let ring = self.link_to((self.rank + 1) % self.size) == Some(Link::Ring);
+        let ring = self.medium() == crate::algorithm::Medium::SharedMemory
+            && self.link_to((self.rank + 1) % self.size) == Some(Link::Ring);
         if algo == Algorithm::Auto
             && ring
             && n <= FLAT_RANKS

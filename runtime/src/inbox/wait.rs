@@ -56,6 +56,7 @@ impl Inbox {
         let start = Instant::now();
         let spin = spin.min(dur);
         let crowded = p.crowded();
+        let in_runtime = p.in_runtime();
         let mut idle = 0u32;
         loop {
             if moved() {
@@ -74,7 +75,12 @@ impl Inbox {
                 // Ranks outnumber cores: let the others run (they are
                 // likely the ones this rank waits for).
                 std::thread::yield_now();
-            } else {
+            }
+            if in_runtime {
+                // Peers on other hosts: their sockets need the runtime as
+                // often as the rings need polling.
+                d.turn().await;
+            } else if !crowded {
                 std::hint::spin_loop();
                 if !idle.is_multiple_of(32) {
                     continue;
@@ -91,7 +97,14 @@ impl Inbox {
                 continue;
             }
             d.host_sleeps(true);
-            p.park((dur - spent).min(NAP));
+            if !in_runtime {
+                p.park((dur - spent).min(NAP));
+            } else if p.sleep_begin() {
+                // A local peer that publishes now pokes this rank's socket;
+                // the reader drains the ring and the delivery notifies.
+                let _ = tokio::time::timeout(dur - spent, self.notify.notified()).await;
+            }
+            p.sleep_end();
             d.host_sleeps(false);
             d.turn().await;
         }

@@ -187,9 +187,15 @@ pub(crate) fn join<'a>(
         Some((own, _)) => Some(Arc::new(open_arenas(job.rank, own, &addrs, mine)?)),
         None => None,
     };
+    // Rings to every other rank of this host that made a segment (all of
+    // them, if any: each with an arena made one).
+    let neighbours = addrs
+        .iter()
+        .enumerate()
+        .any(|(r, a)| r != job.rank && a.unix_on(mine).is_some() && a.shm.is_some());
     let rings = match own_rings {
-        Some(own) if medium == Medium::SharedMemory => {
-            let r = open_rings(job.rank, own, &addrs, shm.clone(), inbox.clone())?;
+        Some(own) if neighbours => {
+            let r = open_rings(job.rank, own, &addrs, mine, shm.clone(), inbox.clone())?;
             Some(Arc::new(r))
         }
         _ => None,
@@ -291,12 +297,13 @@ fn open_arenas(me: usize, own: Arena, addrs: &[Reach], host: Option<&str>) -> Re
     Ok(Shm::new(me, arenas))
 }
 
-/// Map the ring segment of every rank (the whole job is on this host, each
-/// with an arena, so each made one beside it).
+/// Map the ring segment of every other rank of this host with an arena
+/// (each made one beside it); ranks of other hosts get none.
 fn open_rings(
     me: usize,
     own: Segment,
     addrs: &[Reach],
+    host: Option<&str>,
     shm: Option<Arc<Shm>>,
     inbox: Arc<Inbox>,
 ) -> Result<Rings, Error> {
@@ -307,7 +314,7 @@ fn open_rings(
             segs.push(Some(own.clone()));
             continue;
         }
-        let Some(path) = &a.shm else {
+        let Some(path) = a.shm.as_ref().filter(|_| a.unix_on(host).is_some()) else {
             segs.push(None);
             continue;
         };
@@ -395,6 +402,9 @@ async fn setup(
         let (links, intake) = (links.clone(), intake.clone());
         let first = cfg.timeout.max(silence);
         tokio::spawn(reader(peer, rd, links, intake, (silence, first), shm));
+    }
+    if let Some(r) = &links.rings {
+        r.set_pokers(writers.clone(), heartbeat.clone());
     }
     // Readers forward only once the runtime is driven, after this.
     let _ = links.writers.set(writers);

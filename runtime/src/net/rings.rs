@@ -1,8 +1,10 @@
 //! The socket mesh's shared-memory rings (`crate::ring`) between the ranks
-//! of one host: when every rank of the job shares this host, every packet
-//! to a peer goes through the peer's ring for this rank instead of the Unix
-//! socket (which then carries only heartbeats, the goodbye, and by closing,
-//! the news of a death).
+//! of one host: every packet to a peer of this host goes through the peer's
+//! ring for this rank instead of the Unix socket (which then carries only
+//! heartbeats, the goodbye, pokes, and by closing, the news of a death).
+//! Peers on other hosts stay on TCP; with any, a rank sleeps in its runtime
+//! (epoll) rather than on the futex, and its local peers poke it with a
+//! heartbeat on its socket when they publish while it sleeps.
 //!
 //! Sending writes into the peer's ring on the sender's thread, whoever that
 //! is (the host posting, or the NI forwarding), under a per-peer lock:
@@ -20,11 +22,14 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use super::intake::Intake;
 use super::link::Ambient;
 use crate::drive::Poller;
 use crate::inbox::Inbox;
-use crate::ring::{Rx, Segment, Sent, Tx};
+use crate::outq::Out;
+use crate::ring::{Bell, Rx, Segment, Sent, Tx};
 use crate::shm::Shm;
 use crate::sync::lock;
 use crate::wire::{Kind, Packet, FLAG_SHM};
@@ -48,6 +53,13 @@ pub(crate) struct Rings {
     inbox: Arc<Inbox>,
     /// More ranks on this host than cores: yield the CPU at every poll.
     crowded: bool,
+    /// Some peers are on other hosts: sleep in the runtime (epoll), where
+    /// their sockets can wake this rank too, and have local peers poke it
+    /// through its Unix socket, rather than sleep on the futex.
+    in_runtime: bool,
+    /// The socket writers to poke peers through, and the heartbeat packet
+    /// that pokes (set once the mesh is connected).
+    pokers: OnceLock<(Vec<Option<Arc<Out>>>, Bytes)>,
 }
 
 impl Rings {
@@ -68,6 +80,7 @@ impl Rings {
             });
         }
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        let local = segs.iter().filter(|s| s.is_some()).count() + 1;
         Ok(Rings {
             me,
             seen: AtomicU32::new(own.bell_now().wrapping_sub(1)),
@@ -80,13 +93,29 @@ impl Rings {
             intake: OnceLock::new(),
             shm,
             inbox,
-            crowded: n > cores,
+            crowded: local > cores,
+            in_runtime: local < n,
+            pokers: OnceLock::new(),
         })
     }
 
     /// Where packets go once the mesh is connected.
     pub(crate) fn set_intake(&self, intake: Intake) {
         let _ = self.intake.set(intake);
+    }
+
+    /// How to poke a peer that sleeps in its runtime: a heartbeat on its
+    /// socket.
+    pub(crate) fn set_pokers(&self, writers: Vec<Option<Arc<Out>>>, heartbeat: Bytes) {
+        let _ = self.pokers.set((writers, heartbeat));
+    }
+
+    fn poke(&self, peer: usize) {
+        if let Some((writers, beat)) = self.pokers.get() {
+            if let Some(Some(out)) = writers.get(peer) {
+                out.send_raw(beat.clone());
+            }
+        }
     }
 
     /// Remove this rank's segment file (every peer has it mapped).
@@ -114,6 +143,10 @@ impl Rings {
         let sent = t.send(seg, p, desc.as_ref())?;
         if !had && sent == Sent::Pending {
             self.pending.fetch_add(1, Ordering::AcqRel);
+        }
+        if t.take_poke() {
+            drop(t);
+            self.poke(peer);
         }
         Ok(())
     }
@@ -150,16 +183,19 @@ impl Rings {
                 self.pending.fetch_sub(1, Ordering::AcqRel);
                 continue;
             }
-            match t.flush(seg) {
+            let r = t.flush(seg);
+            let poke = t.take_poke();
+            drop(t);
+            if poke {
+                self.poke(peer);
+            }
+            match r {
                 Ok(Sent::All) => {
                     moved = true;
                     self.pending.fetch_sub(1, Ordering::AcqRel);
                 }
                 Ok(Sent::Pending) => {}
-                Err(e) => {
-                    drop(t);
-                    self.violation(peer, e);
-                }
+                Err(e) => self.violation(peer, e),
             }
         }
         moved
@@ -183,10 +219,17 @@ impl Rings {
         );
     }
 
-    /// Take what `peer`'s ring holds (before acting on its socket).
+    /// Take what `peer`'s ring holds (before acting on its socket), and
+    /// append what waits for room: a poke on the socket may be a peer
+    /// saying it freed room in its ring.
     pub(crate) fn drain_from(&self, peer: usize) {
-        let mut rx = lock(&self.rx);
-        self.drain_one(&mut rx, peer);
+        {
+            let mut rx = lock(&self.rx);
+            self.drain_one(&mut rx, peer);
+        }
+        if self.pending.load(Ordering::Acquire) > 0 {
+            self.flush();
+        }
     }
 
     fn drain_one(&self, rx: &mut [Rx], from: usize) -> bool {
@@ -217,7 +260,9 @@ impl Rings {
             Ok((took, ask)) => {
                 if ask {
                     if let Some(Some(seg)) = self.segs.get(from) {
-                        seg.ring_bell();
+                        if seg.ring_bell() == Bell::Poke {
+                            self.poke(from);
+                        }
                     }
                 }
                 took
@@ -257,10 +302,23 @@ impl Poller for Rings {
     }
 
     fn wake(&self) {
-        self.own.ring_bell();
+        // Asleep in the runtime, the owner is woken by the runtime itself.
+        let _ = self.own.ring_bell();
     }
 
     fn crowded(&self) -> bool {
         self.crowded
+    }
+
+    fn in_runtime(&self) -> bool {
+        self.in_runtime
+    }
+
+    fn sleep_begin(&self) -> bool {
+        self.own.sleep_in_runtime(self.seen.load(Ordering::Acquire))
+    }
+
+    fn sleep_end(&self) {
+        self.own.awake();
     }
 }

@@ -27,7 +27,9 @@
 //!
 //! Doorbell: after publishing bytes, a sender increments the owner's bell
 //! and, only if the owner said it sleeps, wakes it with `FUTEX_WAKE` (futexes
-//! work across processes on shared memory). The owner polls its bell (one
+//! work across processes on shared memory) — or, when the owner has sockets
+//! to other hosts to watch as well and so sleeps in epoll, pokes it with a
+//! heartbeat on its Unix socket (`Bell::Poke`; the caller sends it). The owner polls its bell (one
 //! cache line for all senders), then sleeps with `FUTEX_WAIT` on the value it
 //! last drained at; the sender's increment (sequentially consistent, as is
 //! the owner's `sleeping` store) makes that wait return at once if it came
@@ -46,6 +48,19 @@ use std::time::Duration;
 
 mod stream;
 pub use stream::{Rx, Sent, Taken, Tx};
+
+/// What ringing a doorbell asks of the ringer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bell {
+    /// Done (the owner was awake, or is woken from its futex).
+    Rung,
+    /// The owner sleeps in its runtime: poke it through its socket.
+    Poke,
+}
+
+/// `sleeping` values: the owner sleeps on the futex, or in its runtime.
+const SLEEPS_ON_FUTEX: u32 = 1;
+const SLEEPS_IN_RUNTIME: u32 = 2;
 
 /// Segment header magic ("MCRINGS1").
 const MAGIC: u64 = u64::from_le_bytes(*b"MCRINGS1");
@@ -311,11 +326,19 @@ impl Segment {
     }
 
     /// Ring this segment's doorbell (a sender published bytes, or room came
-    /// free): wake the owner if it sleeps.
-    pub fn ring_bell(&self) {
+    /// free): wake the owner if it sleeps on the futex. Returns
+    /// [`Bell::Poke`] if the owner sleeps in its runtime instead (it has
+    /// sockets to other hosts to watch too): the caller must then poke it
+    /// through its socket.
+    pub fn ring_bell(&self) -> Bell {
         self.bell().fetch_add(1, Ordering::SeqCst);
-        if self.sleeping().load(Ordering::SeqCst) != 0 {
-            futex_wake(self.bell());
+        match self.sleeping().load(Ordering::SeqCst) {
+            0 => Bell::Rung,
+            SLEEPS_IN_RUNTIME => Bell::Poke,
+            _ => {
+                futex_wake(self.bell());
+                Bell::Rung
+            }
         }
     }
 
@@ -327,10 +350,23 @@ impl Segment {
     /// Sleep until the bell moves from `seen` or `max` passes (returns at
     /// once if it has moved already).
     pub fn sleep(&self, seen: u32, max: Duration) {
-        self.sleeping().store(1, Ordering::SeqCst);
+        self.sleeping().store(SLEEPS_ON_FUTEX, Ordering::SeqCst);
         if self.bell().load(Ordering::SeqCst) == seen {
             futex_wait(self.bell(), seen, max);
         }
+        self.sleeping().store(0, Ordering::SeqCst);
+    }
+
+    /// The owner is about to sleep in its runtime (epoll), where a poke on
+    /// its socket wakes it: say so. Returns `false` if the bell has moved
+    /// from `seen` already (do not sleep). [`Segment::awake`] undoes it.
+    pub fn sleep_in_runtime(&self, seen: u32) -> bool {
+        self.sleeping().store(SLEEPS_IN_RUNTIME, Ordering::SeqCst);
+        self.bell().load(Ordering::SeqCst) == seen
+    }
+
+    /// The owner is awake (after [`Segment::sleep_in_runtime`]).
+    pub fn awake(&self) {
         self.sleeping().store(0, Ordering::SeqCst);
     }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::{Bytes, BytesMut};
 
-use super::Segment;
+use super::{Bell, Segment};
 use crate::wire::{Header, Packet, Route, HEADER_LEN};
 
 /// The sending end of the ring `me` writes in a peer's segment.
@@ -16,6 +16,8 @@ pub struct Tx {
     /// Bytes not yet in the ring, oldest first.
     pending: std::collections::VecDeque<Bytes>,
     scratch: BytesMut,
+    /// The owner asked for a poke on its socket (see [`Bell::Poke`]).
+    poke: bool,
 }
 
 /// What a send left behind.
@@ -42,6 +44,7 @@ impl Tx {
             tail: seg.tail(me).load(Ordering::Acquire),
             pending: Default::default(),
             scratch: BytesMut::new(),
+            poke: false,
         })
     }
 
@@ -138,7 +141,7 @@ impl Tx {
         };
         if self.tail != before {
             seg.tail(self.me).store(self.tail, Ordering::Release);
-            seg.ring_bell();
+            self.poke |= seg.ring_bell() == Bell::Poke;
         }
         Ok(sent)
     }
@@ -173,6 +176,11 @@ impl Tx {
             return Ok(Sent::All);
         }
         self.push(seg, [&[], &[]], [None, None])
+    }
+
+    /// Whether the owner must be poked through its socket (once).
+    pub fn take_poke(&mut self) -> bool {
+        std::mem::take(&mut self.poke)
     }
 
     /// Forget what waits (the owner is gone).
