@@ -71,9 +71,13 @@ impl Inbox {
             // The clock, a system call and the runtime's turn cost more
             // than a poll: look at them only every few polls.
             idle = idle.wrapping_add(1);
-            if crowded {
+            if crowded || in_runtime {
                 // Ranks outnumber cores: let the others run (they are
-                // likely the ones this rank waits for).
+                // likely the ones this rank waits for). With peers on other
+                // hosts, as on sockets alone: the cores may be shared with
+                // more than this host's ranks (hosts in containers or
+                // namespaces), and a hop over the network costs more than
+                // the yield anyway.
                 std::thread::yield_now();
             }
             if in_runtime {
