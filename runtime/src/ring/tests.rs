@@ -227,3 +227,24 @@ fn segments_in_files_open_checked() {
     assert_eq!(auto_ring_bytes(64), 8 << 10);
     assert_eq!(auto_ring_bytes(1000), MIN_RING_BYTES);
 }
+
+#[test]
+fn an_owner_asleep_in_its_runtime_asks_to_be_poked() {
+    let seg = Segment::heap(2, MIN_RING_BYTES);
+    let mut tx = Tx::new(1, &seg).unwrap();
+    // Awake: a send rings the bell and asks nothing more.
+    tx.send(&seg, &packet(1, 0, 3), None).unwrap();
+    assert!(!tx.take_poke());
+    let seen = seg.bell_now();
+    let _ = take(&mut Rx::default(), &seg, 1).unwrap();
+    // Asleep in the runtime: the next send asks for a poke, once.
+    assert!(seg.sleep_in_runtime(seen), "nothing new since `seen`");
+    tx.send(&seg, &packet(1, 1, 3), None).unwrap();
+    assert!(tx.take_poke());
+    assert!(!tx.take_poke());
+    seg.awake();
+    // A bell that moved before the owner went to sleep keeps it awake.
+    assert!(!seg.sleep_in_runtime(seen));
+    seg.awake();
+    assert_eq!(seg.ring_bell(), Bell::Rung);
+}
