@@ -134,7 +134,10 @@ impl Drive {
             host_asks: AtomicBool::new(false),
             poller: None,
             turned: AtomicU64::new(0),
-            born: Instant::now(),
+            // The first drive takes a turn.
+            born: Instant::now()
+                .checked_sub(TURN)
+                .unwrap_or_else(Instant::now),
         }
     }
 

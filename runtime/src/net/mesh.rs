@@ -390,6 +390,11 @@ async fn setup(
         let shm_out = shm.clone().filter(|_| addrs[peer].shm.is_some());
         let (rd, half) = conn.split();
         let out = Arc::new(Out::new(peer, half, shm_out));
+        // Our first heartbeat now, from this thread: the peer holds us to
+        // the silence bound only from our first packet on, and with the
+        // rings carrying the data, our socket may carry nothing else before
+        // the writer task first runs.
+        out.send_raw(heartbeat.clone());
         writers[peer] = Some(out.clone());
         writer_tasks.push(tokio::spawn(out.run(
             links.inbox.clone(),
