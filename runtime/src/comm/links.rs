@@ -18,12 +18,8 @@ impl Comm {
     /// from 16 KiB the binomial tree is level or better). Every rank
     /// computes the same (the length and the links are the same for all).
     pub fn algorithm_for(&self, algo: Algorithm, n: usize, len: usize) -> Algorithm {
-        const FLAT_RANKS: usize = 16;
-        let ring = self.medium() == crate::algorithm::Medium::SharedMemory
-            && self.link_to((self.rank + 1) % self.size) == Some(Link::Ring);
         if algo == Algorithm::Auto
-            && ring
-            && n <= FLAT_RANKS
+            && self.few_on_rings(n)
             && len < crate::shm::SHM_MIN_PAYLOAD
             && self.cfg.topology.is_none()
         {
@@ -31,6 +27,17 @@ impl Comm {
         } else {
             algo
         }
+    }
+
+    /// Whether the job is on one host's shared-memory rings and `n` ranks
+    /// are few enough (at most `FLAT_RANKS`) for one hop from one rank to
+    /// all the others to beat ⌈log2 n⌉ hops (see [`Comm::algorithm_for`]).
+    /// Every rank computes the same.
+    pub(crate) fn few_on_rings(&self, n: usize) -> bool {
+        const FLAT_RANKS: usize = 16;
+        n <= FLAT_RANKS
+            && self.medium() == crate::algorithm::Medium::SharedMemory
+            && self.link_to((self.rank + 1) % self.size) == Some(Link::Ring)
     }
 
     /// The kinds of link this rank has to its peers, each once, in a fixed

@@ -96,12 +96,19 @@ impl<'a> Round<'a> {
 }
 
 impl Comm {
-    /// Block until every rank has entered the barrier (dissemination barrier:
-    /// ⌈log2 n⌉ rounds of point-to-point messages through the NI).
+    /// Block until every rank has entered the barrier: the dissemination
+    /// barrier, ⌈log2 n⌉ rounds of point-to-point messages through the NI;
+    /// on one host's shared-memory rings with at most 16 ranks, the linear
+    /// barrier instead, two hops whatever n (every rank tells rank 0, which
+    /// then releases them all: a ring write costs a fraction of a hop, see
+    /// [`Comm::algorithm_for`]). Every rank picks the same.
     pub fn barrier(&self) -> Result<(), Error> {
         let seq = self.next_seq();
         let _span = tracing::debug_span!("barrier", seq).entered();
         let mut r = Round::begin(self, seq, Fingerprint::barrier())?;
+        if self.few_on_rings(self.size) {
+            return self.linear_barrier(&mut r);
+        }
         for round in 0..ceil_log2(self.size) {
             let dist = 1usize << round;
             let to = (self.rank + dist) % self.size;
@@ -113,6 +120,35 @@ impl Comm {
                     "barrier #{seq}: rank {from} sent round {got:?}, expected {round}"
                 )));
             }
+        }
+        Ok(())
+    }
+
+    /// The linear barrier: arrivals to rank 0, then its release to all.
+    fn linear_barrier(&self, r: &mut Round<'_>) -> Result<(), Error> {
+        let (arrive, release) = (0u32.to_le_bytes(), 1u32.to_le_bytes());
+        let seq = r.seq;
+        let check = |from: usize, got: &[u8], want: &[u8]| {
+            if got == want {
+                Ok(())
+            } else {
+                Err(Error::Protocol(format!(
+                    "barrier #{seq}: rank {from} sent {got:?}, expected {want:?}"
+                )))
+            }
+        };
+        if self.rank == 0 {
+            for from in 1..self.size {
+                let got = r.recv(from)?;
+                check(from, &got, &arrive)?;
+            }
+            for to in 1..self.size {
+                r.send(to, &release)?;
+            }
+        } else {
+            r.send(0, &arrive)?;
+            let got = r.recv(0)?;
+            check(0, &got, &release)?;
         }
         Ok(())
     }
