@@ -75,6 +75,23 @@ pub(crate) trait Poller: Send + Sync {
     fn sleep_end(&self) {}
 }
 
+/// Sleep until the poller's packets, `wake` or `max` (at most a `NAP` on
+/// the futex: the runtime must get its turn; in the runtime, its sockets
+/// and timers run meanwhile).
+pub(crate) async fn doze(p: &dyn Poller, max: Duration, wake: impl Future<Output = ()>) {
+    if !p.in_runtime() {
+        p.park(max.min(NAP));
+        return;
+    }
+    if p.sleep_begin() {
+        tokio::select! {
+            _ = wake => {}
+            _ = tokio::time::sleep(max) => {}
+        }
+    }
+    p.sleep_end();
+}
+
 #[derive(Debug)]
 struct State {
     /// The host is driving (or waiting to drive) the runtime.
@@ -299,17 +316,7 @@ impl Drive {
                 return;
             }
             if !p.poll() {
-                if p.in_runtime() {
-                    if p.sleep_begin() {
-                        tokio::select! {
-                            _ = self.host_wants.notified() => {}
-                            _ = tokio::time::sleep(NAP) => {}
-                        }
-                    }
-                    p.sleep_end();
-                } else {
-                    p.park(NAP);
-                }
+                doze(&**p, NAP, self.host_wants.notified()).await;
             }
             self.turn().await;
         }

@@ -38,6 +38,7 @@ pub mod rendezvous;
 mod report;
 pub mod ring;
 mod shm;
+mod shmfile;
 mod sync;
 mod tree_kind;
 pub mod wire;

@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::flow::{packet_cost, Class};
 use super::{BcastPackets, Inbox, Stamp, State};
-use crate::drive::{Drive, Poller, NAP};
+use crate::drive::{doze, Drive, Poller};
 use crate::error::Error;
 
 impl Inbox {
@@ -100,15 +100,11 @@ impl Inbox {
                 }
                 continue;
             }
+            // In the runtime, a local peer that publishes now pokes this
+            // rank's socket; the reader drains the ring and the delivery
+            // notifies.
             d.host_sleeps(true);
-            if !in_runtime {
-                p.park((dur - spent).min(NAP));
-            } else if p.sleep_begin() {
-                // A local peer that publishes now pokes this rank's socket;
-                // the reader drains the ring and the delivery notifies.
-                let _ = tokio::time::timeout(dur - spent, self.notify.notified()).await;
-            }
-            p.sleep_end();
+            doze(p, dur - spent, self.notify.notified()).await;
             d.host_sleeps(false);
             d.turn().await;
         }

@@ -283,18 +283,21 @@ fn open_arenas(me: usize, own: Arena, addrs: &[Reach], host: Option<&str>) -> Re
         }
         if let Some(path) = &a.shm {
             let arena = Arena::open(path).map_err(|e| {
-                Error::Io(std::io::Error::new(
-                    e.kind(),
-                    format!(
-                        "mapping rank {r}'s shared-memory arena: {e} \
-                         (MCAST_SHM_BYTES=0 turns shared memory off)"
-                    ),
-                ))
+                mapping_failed(e, r, "arena", "MCAST_SHM_BYTES=0 turns shared memory off")
             })?;
             arenas[r] = Some(Arc::new(arena));
         }
     }
     Ok(Shm::new(me, arenas))
+}
+
+/// Mapping rank `r`'s shared-memory `what` failed with `e`; `off` says
+/// how to do without.
+fn mapping_failed(e: std::io::Error, r: usize, what: &str, off: &str) -> Error {
+    Error::Io(std::io::Error::new(
+        e.kind(),
+        format!("mapping rank {r}'s shared-memory {what}: {e} ({off})"),
+    ))
 }
 
 /// Map the ring segment of every other rank of this host with an arena
@@ -318,15 +321,8 @@ fn open_rings(
             segs.push(None);
             continue;
         };
-        let seg = Segment::open(&ring::segment_path(path), addrs.len()).map_err(|e| {
-            Error::Io(std::io::Error::new(
-                e.kind(),
-                format!(
-                    "mapping rank {r}'s shared-memory rings: {e} \
-                     (MCAST_RING_BYTES=0 turns the rings off)"
-                ),
-            ))
-        })?;
+        let seg = Segment::open(&ring::segment_path(path), addrs.len())
+            .map_err(|e| mapping_failed(e, r, "rings", "MCAST_RING_BYTES=0 turns the rings off"))?;
         segs.push(Some(Arc::new(seg)));
     }
     segs[me] = None;

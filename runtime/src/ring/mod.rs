@@ -42,9 +42,10 @@
 //! protocol error), every offset is masked into the ring, every packet
 //! header is decoded and checked like one from a socket.
 
-use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
+
+use crate::shmfile::Mapping;
 
 mod stream;
 pub use stream::{Rx, Sent, Taken, Tx};
@@ -87,19 +88,15 @@ pub fn segment_path(arena: &str) -> String {
     format!("{arena}.rings")
 }
 
-fn last_err(what: &str) -> std::io::Error {
-    let e = std::io::Error::last_os_error();
-    std::io::Error::new(e.kind(), format!("{what}: {e}"))
-}
-
 /// One mapped ring segment (ours or a peer's).
 pub struct Segment {
     base: *mut u8,
     len: usize,
     pub(super) ranks: usize,
     pub(super) cap: usize,
-    path: std::sync::Mutex<Option<CString>>,
-    /// A heap copy stands in for a file (tests, fuzzing).
+    /// The file mapped (`None`: a heap copy stands in, for tests and
+    /// fuzzing).
+    map: Option<Mapping>,
     _heap: Option<Vec<u64>>,
 }
 
@@ -139,34 +136,13 @@ impl Segment {
             )));
         }
         let len = seg_len(ranks, cap).ok_or_else(|| std::io::Error::other("rings too large"))?;
-        let c = CString::new(path).map_err(std::io::Error::other)?;
-        // SAFETY: plain system calls on a path we own; results checked.
-        let base = unsafe {
-            let fd = libc::open(
-                c.as_ptr(),
-                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
-                0o600,
-            );
-            if fd < 0 {
-                return Err(last_err(&format!("creating {path}")));
-            }
-            let base = if libc::ftruncate(fd, len as libc::off_t) != 0 {
-                Err(last_err(&format!("sizing {path}")))
-            } else {
-                map(fd, len, path)
-            };
-            libc::close(fd);
-            if base.is_err() {
-                libc::unlink(c.as_ptr());
-            }
-            base?
-        };
+        let map = Mapping::create(path, len)?;
         let s = Segment {
-            base,
+            base: map.base(),
             len,
             ranks,
             cap,
-            path: std::sync::Mutex::new(Some(c)),
+            map: Some(map),
             _heap: None,
         };
         s.init();
@@ -175,29 +151,8 @@ impl Segment {
 
     /// Map a peer's segment; its header must describe `ranks` rings that fit.
     pub fn open(path: &str, ranks: usize) -> std::io::Result<Segment> {
-        let c = CString::new(path).map_err(std::io::Error::other)?;
-        // SAFETY: plain system calls; results checked.
-        let (base, len) = unsafe {
-            let fd = libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
-            if fd < 0 {
-                return Err(last_err(&format!("opening {path}")));
-            }
-            let mut st: libc::stat = std::mem::zeroed();
-            let len = if libc::fstat(fd, &mut st) != 0 {
-                Err(last_err(&format!("stat of {path}")))
-            } else {
-                Ok(st.st_size as usize)
-            };
-            let base = len.and_then(|len| {
-                if len < SEG_HEAD {
-                    Err(std::io::Error::other(format!("{path} is too small")))
-                } else {
-                    map(fd, len, path).map(|b| (b, len))
-                }
-            });
-            libc::close(fd);
-            base?
-        };
+        let map = Mapping::open(path, SEG_HEAD)?;
+        let (base, len) = (map.base(), map.len());
         // SAFETY: len >= SEG_HEAD.
         let (magic, r, cap) = unsafe {
             (
@@ -211,7 +166,7 @@ impl Segment {
             len,
             ranks,
             cap: cap as usize,
-            path: std::sync::Mutex::new(None),
+            map: Some(map),
             _heap: None,
         };
         let cap_ok = s.cap.is_power_of_two() && (MIN_RING_BYTES..=MAX_RING_BYTES).contains(&s.cap);
@@ -232,7 +187,7 @@ impl Segment {
             len,
             ranks,
             cap,
-            path: std::sync::Mutex::new(None),
+            map: None,
             _heap: Some(v),
         };
         s.init();
@@ -241,11 +196,8 @@ impl Segment {
 
     /// Remove our segment's file (the mappings stay valid).
     pub fn unlink(&self) {
-        if let Some(c) = crate::sync::lock(&self.path).take() {
-            // SAFETY: unlinking our own file.
-            unsafe {
-                libc::unlink(c.as_ptr());
-            }
+        if let Some(m) = &self.map {
+            m.unlink();
         }
     }
 
@@ -375,37 +327,6 @@ impl Segment {
         let t = self.tail(s).load(Ordering::Acquire);
         t.wrapping_sub(self.head(s).load(Ordering::Acquire))
     }
-}
-
-impl Drop for Segment {
-    fn drop(&mut self) {
-        self.unlink();
-        if self._heap.is_none() {
-            // SAFETY: our own mapping; nothing borrows it past the Segment.
-            unsafe {
-                libc::munmap(self.base as *mut libc::c_void, self.len);
-            }
-        }
-    }
-}
-
-/// Map `len` bytes of `fd`, shared.
-fn map(fd: libc::c_int, len: usize, what: &str) -> std::io::Result<*mut u8> {
-    // SAFETY: a fresh shared mapping of an open file; checked for failure.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(last_err(&format!("mapping {what}")));
-    }
-    Ok(p as *mut u8)
 }
 
 fn futex_wait(word: &AtomicU32, seen: u32, max: Duration) {

@@ -1,12 +1,10 @@
 //! One arena: a file in `/dev/shm`, created by its owner and mapped by
 //! every rank of the host.
 
-use std::ffi::CString;
 use std::sync::atomic::AtomicU64;
-use std::sync::Mutex;
 
 use super::ALIGN;
-use crate::sync::lock;
+use crate::shmfile::Mapping;
 
 /// Where arenas live.
 pub const ARENA_DIR: &str = "/dev/shm";
@@ -23,8 +21,7 @@ pub fn arena_prefix(pid: u32) -> String {
 pub(crate) struct Arena {
     pub(super) base: *mut u8,
     pub(super) len: usize,
-    /// Our own arena's file until it is unlinked.
-    path: Mutex<Option<CString>>,
+    map: Mapping,
 }
 
 // The mapping is plain shared memory; all access goes through bounds-checked
@@ -38,28 +35,13 @@ impl std::fmt::Debug for Arena {
     }
 }
 
-fn last_err(what: &str) -> std::io::Error {
-    let e = std::io::Error::last_os_error();
-    std::io::Error::new(e.kind(), format!("{what}: {e}"))
-}
-
 impl Arena {
-    fn map(fd: libc::c_int, len: usize, what: &str) -> std::io::Result<*mut u8> {
-        // SAFETY: a fresh shared mapping of an open file; checked for failure.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(last_err(&format!("mapping {what}")));
+    fn of(map: Mapping) -> Arena {
+        Arena {
+            base: map.base(),
+            len: map.len(),
+            map,
         }
-        Ok(p as *mut u8)
     }
 
     /// Create this rank's arena of `len` bytes (pages are only allocated
@@ -72,40 +54,7 @@ impl Arena {
             "{ARENA_DIR}/{}{rank}-{nanos:08x}",
             arena_prefix(std::process::id())
         );
-        let c = CString::new(path.clone()).map_err(std::io::Error::other)?;
-        // SAFETY: plain system calls on a path we own; results checked.
-        unsafe {
-            let fd = libc::open(
-                c.as_ptr(),
-                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
-                0o600,
-            );
-            if fd < 0 {
-                return Err(last_err(&format!("creating {path}")));
-            }
-            if libc::ftruncate(fd, len as libc::off_t) != 0 {
-                let e = last_err(&format!("sizing {path}"));
-                libc::close(fd);
-                libc::unlink(c.as_ptr());
-                return Err(e);
-            }
-            let base = Self::map(fd, len, &path);
-            libc::close(fd);
-            match base {
-                Ok(base) => Ok((
-                    Arena {
-                        base,
-                        len,
-                        path: Mutex::new(Some(c)),
-                    },
-                    path,
-                )),
-                Err(e) => {
-                    libc::unlink(c.as_ptr());
-                    Err(e)
-                }
-            }
-        }
+        Ok((Arena::of(Mapping::create(&path, len)?), path))
     }
 
     /// Map a peer's arena.
@@ -117,42 +66,12 @@ impl Arena {
         if !ours || path.contains("..") {
             return Err(std::io::Error::other(format!("not an mcast arena: {path}")));
         }
-        let c = CString::new(path).map_err(std::io::Error::other)?;
-        // SAFETY: plain system calls; results checked.
-        unsafe {
-            let fd = libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
-            if fd < 0 {
-                return Err(last_err(&format!("opening {path}")));
-            }
-            let mut st: libc::stat = std::mem::zeroed();
-            if libc::fstat(fd, &mut st) != 0 {
-                let e = last_err(&format!("stat of {path}"));
-                libc::close(fd);
-                return Err(e);
-            }
-            let len = st.st_size as usize;
-            if len < ALIGN as usize {
-                libc::close(fd);
-                return Err(std::io::Error::other(format!("{path} is too small")));
-            }
-            let base = Self::map(fd, len, path);
-            libc::close(fd);
-            Ok(Arena {
-                base: base?,
-                len,
-                path: Mutex::new(None),
-            })
-        }
+        Ok(Arena::of(Mapping::open(path, ALIGN as usize)?))
     }
 
     /// Remove our arena's file (the mappings stay valid).
     pub(crate) fn unlink(&self) {
-        if let Some(c) = lock(&self.path).take() {
-            // SAFETY: unlinking our own file.
-            unsafe {
-                libc::unlink(c.as_ptr());
-            }
-        }
+        self.map.unlink();
     }
 
     pub(super) fn contains(&self, ptr: *const u8, len: usize) -> Option<u64> {
@@ -179,16 +98,5 @@ impl Arena {
     pub(super) fn bytes(&self, off: u64, len: usize) -> &[u8] {
         // SAFETY: callers check off + len <= self.len.
         unsafe { std::slice::from_raw_parts(self.base.add(off as usize), len) }
-    }
-}
-
-impl Drop for Arena {
-    fn drop(&mut self) {
-        self.unlink();
-        // SAFETY: unmapping our own mapping; no slices outlive the Arena
-        // (every `Bytes` into it holds an `Arc<Arena>`).
-        unsafe {
-            libc::munmap(self.base as *mut libc::c_void, self.len);
-        }
     }
 }
