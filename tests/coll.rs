@@ -124,3 +124,20 @@ fn collectives_5_tcp_without_spinning() {
     assert_eq!(code, 0, "stdout:\n{so}\nstderr:\n{se}");
     assert_eq!(so.matches(" of 5 ok").count(), 5, "{so}\n{se}");
 }
+
+/// Every collective with allgather's and alltoall's algorithms forced
+/// (`MCAST_ALLGATHER`, `MCAST_ALLTOALL`), at a power-of-two rank count and
+/// at one that is not (where doubling falls back to the ring).
+#[test]
+fn forced_data_movement_algorithms() {
+    for (n, ag, a2a) in [
+        (8, "ring", "pairwise"),
+        (8, "doubling", "bruck"),
+        (5, "doubling", "bruck"),
+    ] {
+        let env = [("MCAST_ALLGATHER", ag), ("MCAST_ALLTOALL", a2a)];
+        let (code, so, se) = colltest(n, &[], &[], &env);
+        assert_eq!(code, 0, "n={n} {ag} {a2a}\nstdout:\n{so}\nstderr:\n{se}");
+        assert_eq!(so.matches(&format!("of {n} ok")).count(), n, "{so}\n{se}");
+    }
+}

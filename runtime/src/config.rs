@@ -22,6 +22,8 @@
 //! | `MCAST_RING_BYTES` | bytes of each shared-memory ring (one per pair of ranks, in the receiver's segment) that carries every packet between two ranks of one host; a power of two from 4096 to 2³⁰; 0 turns the rings off (packets then go over Unix sockets) | 32 MiB / n², between 4 KiB and 256 KiB |
 //! | `MCAST_SPIN_US` | how long a host thread waiting in mcast, which drives the NI runtime itself, polls for packets (yielding the CPU between polls) before it sleeps in epoll; 0 never polls | 1000 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
+//! | `MCAST_ALLGATHER` | allgather's algorithm: `auto`, `ring` or `doubling` (recursive doubling; a power-of-two rank count only, else ring) | `auto`: doubling on a power-of-two rank count up to 1 MiB gathered, else ring |
+//! | `MCAST_ALLTOALL` | alltoall's algorithm: `auto`, `pairwise` or `bruck` | `auto`: Bruck for blocks up to 256 bytes among more than 2 ranks, else pairwise |
 //! | `MCAST_FABRIC` | `ip:port` of this rank's host port on an emulated switch fabric (set by `mclaunch --fabric`): every packet then goes through the fabric, packets are the fabric's model packets, and messages carry model latency | none |
 //! | `MCAST_TOPOLOGY` | logical topology, rank i = node i (`torus:5x5`, `torus:5x5:uni`, `mesh:4x4`, `hypercube:4`; set by `mclaunch --topology`) | none |
 //!
@@ -58,6 +60,8 @@ pub const ENV_SHM_BYTES: &str = "MCAST_SHM_BYTES";
 pub const ENV_RING_BYTES: &str = "MCAST_RING_BYTES";
 pub const ENV_SHM_PACKET_BYTES: &str = "MCAST_SHM_PACKET_BYTES";
 pub const ENV_FABRIC: &str = "MCAST_FABRIC";
+pub const ENV_ALLGATHER: &str = "MCAST_ALLGATHER";
+pub const ENV_ALLTOALL: &str = "MCAST_ALLTOALL";
 pub const ENV_FLOW_BYTES: &str = "MCAST_FLOW_BYTES";
 /// Default flow-control budget per rank and class.
 pub const DEFAULT_FLOW_BYTES: u64 = 64 << 20;
@@ -142,6 +146,67 @@ impl std::fmt::Display for Transport {
     }
 }
 
+/// A setting that names one algorithm of a menu: `FromStr` from its
+/// names (case-insensitive), `Display` as the first name.
+macro_rules! menu {
+    ($(#[$doc:meta])* $name:ident, $env:ident { $($(#[$vdoc:meta])* $v:ident = $s:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        pub enum $name {
+            /// Chosen per call by ranks and bytes (every rank chooses alike).
+            #[default]
+            Auto,
+            $($(#[$vdoc])* $v,)+
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self, Error> {
+                match s.trim().to_ascii_lowercase().as_str() {
+                    "auto" => Ok($name::Auto),
+                    $($s => Ok($name::$v),)+
+                    other => Err(Error::InvalidArgument(format!(
+                        "{}={other}: expected auto{}",
+                        $env,
+                        [$(concat!(", ", $s)),+].concat()
+                    ))),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(match self {
+                    $name::Auto => "auto",
+                    $($name::$v => $s,)+
+                })
+            }
+        }
+    };
+}
+
+menu! {
+    /// `MCAST_ALLGATHER`: how `Comm::allgather` moves the blocks.
+    AllgatherAlgorithm, ENV_ALLGATHER {
+        /// size − 1 steps, each passing one block to the right neighbour.
+        Ring = "ring",
+        /// log2 n exchanges with rank xor 2^k, each doubling the blocks
+        /// held (a power-of-two rank count; otherwise the ring).
+        RecursiveDoubling = "doubling",
+    }
+}
+
+menu! {
+    /// `MCAST_ALLTOALL`: how `Comm::alltoall` moves the blocks.
+    AlltoallAlgorithm, ENV_ALLTOALL {
+        /// size − 1 steps: send to rank + k, receive from rank − k.
+        Pairwise = "pairwise",
+        /// Bruck's ⌈log2 n⌉ steps, each sending the blocks whose index has
+        /// bit k set to rank + 2^k (fewer messages, more bytes).
+        Bruck = "bruck",
+    }
+}
+
 /// Where this process sits in a job, from mclaunch's environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobEnv {
@@ -194,6 +259,10 @@ pub struct Config {
     /// no rings).
     pub ring_bytes: Option<usize>,
     pub algorithm: Algorithm,
+    /// `MCAST_ALLGATHER`: allgather's algorithm.
+    pub allgather: AllgatherAlgorithm,
+    /// `MCAST_ALLTOALL`: alltoall's algorithm.
+    pub alltoall: AlltoallAlgorithm,
     /// The logical topology ranks are mapped onto (rank i is node i), if any.
     pub topology: Option<Topology>,
     /// Host port of an emulated switch fabric to send everything through.
@@ -219,6 +288,8 @@ impl Default for Config {
             shm_packet_bytes: DEFAULT_SHM_PACKET_BYTES,
             ring_bytes: None,
             algorithm: Algorithm::Auto,
+            allgather: AllgatherAlgorithm::Auto,
+            alltoall: AlltoallAlgorithm::Auto,
             topology: None,
             fabric: None,
         }
@@ -358,6 +429,12 @@ impl Config {
         }
         if let Some(v) = get(ENV_ALGORITHM) {
             c.algorithm = v.parse()?;
+        }
+        if let Some(v) = get(ENV_ALLGATHER) {
+            c.allgather = v.parse()?;
+        }
+        if let Some(v) = get(ENV_ALLTOALL) {
+            c.alltoall = v.parse()?;
         }
         if let Some(t) = get(ENV_TOPOLOGY) {
             c.topology = Some(
@@ -531,6 +608,28 @@ mod tests {
         ] {
             assert!(cfg(&[bad]).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn collective_algorithm_menus() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(
+            (c.allgather, c.alltoall),
+            (AllgatherAlgorithm::Auto, AlltoallAlgorithm::Auto)
+        );
+        let c = cfg(&[(ENV_ALLGATHER, " Doubling"), (ENV_ALLTOALL, "bruck")]).unwrap();
+        assert_eq!(c.allgather, AllgatherAlgorithm::RecursiveDoubling);
+        assert_eq!(c.alltoall, AlltoallAlgorithm::Bruck);
+        assert_eq!(c.allgather.to_string(), "doubling");
+        let c = cfg(&[(ENV_ALLGATHER, "ring"), (ENV_ALLTOALL, "PAIRWISE")]).unwrap();
+        assert_eq!(c.allgather, AllgatherAlgorithm::Ring);
+        assert_eq!(c.alltoall, AlltoallAlgorithm::Pairwise);
+        let e = cfg(&[(ENV_ALLTOALL, "bruk")]).unwrap_err().to_string();
+        assert!(
+            e.contains("MCAST_ALLTOALL=bruk: expected auto, pairwise, bruck"),
+            "{e}"
+        );
+        assert!(cfg(&[(ENV_ALLGATHER, "")]).is_err());
     }
 
     #[test]

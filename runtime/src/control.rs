@@ -81,6 +81,13 @@ impl std::fmt::Display for OpKind {
 pub const ROP_NAMES: [&str; 8] = [
     "none", "Sum", "Prod", "Min", "Max", "BitAnd", "BitOr", "BitXor",
 ];
+/// The first code of a data-movement algorithm in `Fingerprint::tree.0`
+/// (allgather and alltoall have no reduction operator; they put their
+/// algorithm there, so ranks that chose differently fail with a mismatch).
+pub const ALGO_BASE: u8 = 16;
+/// Names of the data-movement algorithms by code − [`ALGO_BASE`].
+pub const ALGO_NAMES: [&str; 4] = ["ring", "doubling", "pairwise", "bruck"];
+
 /// Names of the element types by code (`Fingerprint::tree.1` of a data
 /// collective).
 pub const ELEMENT_NAMES: [&str; 11] = [
@@ -208,6 +215,17 @@ impl Fingerprint {
                 "rank {them} passed {} elements, rank {me} passed {} elements",
                 name(theirs.tree.1),
                 name(self.tree.1)
+            ));
+        }
+        if self.is_data() && self.tree.0 != theirs.tree.0 && self.tree.0 >= ALGO_BASE {
+            let name = |c: u8| {
+                let i = c.wrapping_sub(ALGO_BASE) as usize;
+                ALGO_NAMES.get(i).copied().unwrap_or("?")
+            };
+            return Some(format!(
+                "rank {them} runs {}, rank {me} runs {}",
+                name(theirs.tree.0),
+                name(self.tree.0)
             ));
         }
         if self.is_data() && self.tree.0 != theirs.tree.0 {
@@ -339,6 +357,15 @@ mod tests {
         assert!(a.differs(1, &other, 2).unwrap().contains("called scan"));
         assert_eq!(Fingerprint::from_bytes(&[0u8; 15]), None);
         assert_eq!(Fingerprint::from_bytes(&[99u8; 16]), None);
+    }
+
+    #[test]
+    fn data_algorithms_that_differ_are_named() {
+        let ring = Fingerprint::data(OpKind::Allgather, 0, 8, ALGO_BASE, 5);
+        let doubling = Fingerprint::data(OpKind::Allgather, 0, 8, ALGO_BASE + 1, 5);
+        let why = ring.differs(0, &doubling, 1).expect("a mismatch");
+        assert_eq!(why, "rank 1 runs doubling, rank 0 runs ring");
+        assert_eq!(ring.differs(0, &ring, 1), None);
     }
 
     proptest! {

@@ -11,8 +11,9 @@
 use super::elem::{from_bytes, to_bytes, Element};
 use super::p2p::Round;
 use super::Comm;
-use crate::control::{Fingerprint, OpKind};
+use crate::control::{Fingerprint, OpKind, ALGO_BASE, ALGO_NAMES};
 use crate::Error;
+use crate::{AllgatherAlgorithm, AlltoallAlgorithm};
 
 /// `Err(InvalidArgument)` unless `got == want`.
 pub(super) fn check_len(call: &str, what: &str, got: usize, want: usize) -> Result<(), Error> {
@@ -110,15 +111,32 @@ impl Comm {
     }
 
     /// Allgather: every rank's `recv` (`size × send.len()` elements) gets
-    /// rank r's `send` in block r. Ring: size − 1 steps, each passing one
-    /// block to the right neighbour.
+    /// rank r's `send` in block r. The algorithm is `MCAST_ALLGATHER`
+    /// ([`Comm::allgather_algorithm`]): the ring (size − 1 steps, each
+    /// passing one block to the right neighbour) or recursive doubling
+    /// (log2 n exchanges, on a power-of-two number of ranks).
     pub fn allgather<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<(), Error> {
         let n = send.len();
         check_len("allgather", "recv", recv.len(), self.size * n)?;
-        let mut r = self.data_round::<T>(OpKind::Allgather, 0, n, 0)?;
-        tracing::debug!(seq = r.seq, n, algorithm = "ring", "allgather");
+        let algo = self.allgather_algorithm(n * T::SIZE);
+        let mut r = self.data_round::<T>(OpKind::Allgather, 0, n, algo_code(&algo.to_string()))?;
+        tracing::debug!(seq = r.seq, n, algorithm = %algo, "allgather");
         let (me, size) = (self.rank, self.size);
         recv[me * n..(me + 1) * n].copy_from_slice(send);
+        if algo == AllgatherAlgorithm::RecursiveDoubling {
+            // After the exchange with rank xor 2^k, a rank holds the
+            // blocks of its aligned group of 2^(k+1) ranks.
+            let mut mask = 1usize;
+            while mask < size {
+                let peer = me ^ mask;
+                let (mine, theirs) = (me & !(mask - 1), peer & !(mask - 1));
+                r.send(peer, &to_bytes(&recv[mine * n..(mine + mask) * n]))?;
+                let b = r.recv(peer)?;
+                from_bytes(&b, &mut recv[theirs * n..(theirs + mask) * n], "allgather")?;
+                mask <<= 1;
+            }
+            return Ok(());
+        }
         let (right, left) = ((me + 1) % size, (me + size - 1) % size);
         for step in 0..size - 1 {
             let out = (me + size - step) % size;
@@ -130,9 +148,40 @@ impl Comm {
         Ok(())
     }
 
+    /// The allgather algorithm every rank picks for blocks of `block`
+    /// bytes: `MCAST_ALLGATHER` if set (doubling falls back to the ring on
+    /// a rank count that is not a power of two); `auto` takes recursive
+    /// doubling on a power-of-two rank count up to [`AG_DOUBLING_MAX_BYTES`]
+    /// gathered, as MPICH does, else the ring.
+    pub fn allgather_algorithm(&self, block: usize) -> AllgatherAlgorithm {
+        let pow2 = self.size.is_power_of_two();
+        match self.cfg.allgather {
+            AllgatherAlgorithm::RecursiveDoubling if pow2 => AllgatherAlgorithm::RecursiveDoubling,
+            AllgatherAlgorithm::Auto if pow2 && block * self.size <= AG_DOUBLING_MAX_BYTES => {
+                AllgatherAlgorithm::RecursiveDoubling
+            }
+            _ => AllgatherAlgorithm::Ring,
+        }
+    }
+
+    /// The alltoall algorithm every rank picks for blocks of `block` bytes:
+    /// `MCAST_ALLTOALL` if set; `auto` takes Bruck's for blocks up to
+    /// [`A2A_BRUCK_MAX_BYTES`] among more than 2 ranks (MPICH's short-block
+    /// choice), else pairwise exchange.
+    pub fn alltoall_algorithm(&self, block: usize) -> AlltoallAlgorithm {
+        match self.cfg.alltoall {
+            AlltoallAlgorithm::Auto if self.size > 2 && block <= A2A_BRUCK_MAX_BYTES => {
+                AlltoallAlgorithm::Bruck
+            }
+            AlltoallAlgorithm::Auto => AlltoallAlgorithm::Pairwise,
+            chosen => chosen,
+        }
+    }
+
     /// Alltoall: block d of rank s's `send` ends up in block s of rank d's
-    /// `recv` (both `size` blocks of equal length). Pairwise exchange: in
-    /// step k, send to rank + k and receive from rank − k.
+    /// `recv` (both `size` blocks of equal length). The algorithm is
+    /// `MCAST_ALLTOALL` ([`Comm::alltoall_algorithm`]): pairwise exchange
+    /// (in step k, send to rank + k and receive from rank − k) or Bruck's.
     pub fn alltoall<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<(), Error> {
         check_len("alltoall", "recv", recv.len(), send.len())?;
         if !send.len().is_multiple_of(self.size) {
@@ -143,8 +192,12 @@ impl Comm {
             )));
         }
         let n = send.len() / self.size;
-        let mut r = self.data_round::<T>(OpKind::Alltoall, 0, n, 0)?;
-        tracing::debug!(seq = r.seq, n, algorithm = "pairwise", "alltoall");
+        let algo = self.alltoall_algorithm(n * T::SIZE);
+        let mut r = self.data_round::<T>(OpKind::Alltoall, 0, n, algo_code(&algo.to_string()))?;
+        tracing::debug!(seq = r.seq, n, algorithm = %algo, "alltoall");
+        if algo == AlltoallAlgorithm::Bruck {
+            return self.bruck(&mut r, send, recv, n);
+        }
         let (me, size) = (self.rank, self.size);
         recv[me * n..(me + 1) * n].copy_from_slice(&send[me * n..(me + 1) * n]);
         for k in 1..size {
@@ -155,4 +208,60 @@ impl Comm {
         }
         Ok(())
     }
+
+    /// Bruck's alltoall (J. Bruck, C.-T. Ho, S. Kipnis, E. Upfal, D. Weathersby,
+    /// "Efficient Algorithms for All-to-All Communications in Multiport
+    /// Message-Passing Systems", IEEE TPDS 8(11), 1997, §3), blocks of `n`
+    /// elements. Rotate so that slot i holds the block for rank me + i; in
+    /// step k send the slots with bit k set to rank me + 2^k and take the
+    /// same slots from rank me − 2^k; then slot i holds rank (me − i)'s
+    /// block for this rank.
+    fn bruck<T: Element>(
+        &self,
+        r: &mut Round<'_>,
+        send: &[T],
+        recv: &mut [T],
+        n: usize,
+    ) -> Result<(), Error> {
+        let (me, size) = (self.rank, self.size);
+        let mut slots: Vec<T> = Vec::with_capacity(size * n);
+        for i in 0..size {
+            let b = (me + i) % size;
+            slots.extend_from_slice(&send[b * n..(b + 1) * n]);
+        }
+        let mut bit = 1usize;
+        while bit < size {
+            let (to, from) = ((me + bit) % size, (me + size - bit) % size);
+            let moving: Vec<usize> = (0..size).filter(|i| i & bit != 0).collect();
+            let mut out = Vec::with_capacity(moving.len() * n);
+            for &i in &moving {
+                out.extend_from_slice(&slots[i * n..(i + 1) * n]);
+            }
+            r.send(to, &to_bytes(&out))?;
+            let b = r.recv(from)?;
+            from_bytes(&b, &mut out, "alltoall")?;
+            for (j, &i) in moving.iter().enumerate() {
+                slots[i * n..(i + 1) * n].copy_from_slice(&out[j * n..(j + 1) * n]);
+            }
+            bit <<= 1;
+        }
+        for i in 0..size {
+            let src = (me + size - i) % size;
+            recv[src * n..(src + 1) * n].copy_from_slice(&slots[i * n..(i + 1) * n]);
+        }
+        Ok(())
+    }
+}
+
+/// Largest allgather (bytes gathered at each rank) `auto` runs by
+/// recursive doubling.
+pub const AG_DOUBLING_MAX_BYTES: usize = 1 << 20;
+/// Largest alltoall block (bytes) `auto` sends by Bruck's algorithm.
+pub const A2A_BRUCK_MAX_BYTES: usize = 256;
+
+/// The fingerprint code of a data-movement algorithm by its setting's name
+/// (see [`ALGO_NAMES`]).
+fn algo_code(name: &str) -> u8 {
+    let i = ALGO_NAMES.iter().position(|&a| a == name).unwrap_or(0);
+    ALGO_BASE + i as u8
 }
