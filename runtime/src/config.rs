@@ -22,7 +22,7 @@
 //! | `MCAST_RING_BYTES` | bytes of each shared-memory ring (one per pair of ranks, in the receiver's segment) that carries every packet between two ranks of one host; a power of two from 4096 to 2³⁰; 0 turns the rings off (packets then go over Unix sockets) | 32 MiB / n², between 4 KiB and 256 KiB |
 //! | `MCAST_SPIN_US` | how long a host thread waiting in mcast, which drives the NI runtime itself, polls for packets (yielding the CPU between polls) before it sleeps in epoll; 0 never polls | 1000 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
-//! | `MCAST_ALLGATHER` | allgather's algorithm: `auto`, `ring` or `doubling` (recursive doubling; a power-of-two rank count only, else ring) | `auto`: doubling on a power-of-two rank count up to 1 MiB gathered, else ring |
+//! | `MCAST_ALLGATHER` | allgather's algorithm: `auto`, `ring` or `doubling` (recursive doubling; a power-of-two rank count only, else ring) | `auto`: doubling on a power-of-two rank count up to 64 KiB gathered, else ring |
 //! | `MCAST_ALLTOALL` | alltoall's algorithm: `auto`, `pairwise` or `bruck` | `auto`: Bruck for blocks up to 256 bytes among more than 2 ranks, else pairwise |
 //! | `MCAST_FABRIC` | `ip:port` of this rank's host port on an emulated switch fabric (set by `mclaunch --fabric`): every packet then goes through the fabric, packets are the fabric's model packets, and messages carry model latency | none |
 //! | `MCAST_TOPOLOGY` | logical topology, rank i = node i (`torus:5x5`, `torus:5x5:uni`, `mesh:4x4`, `hypercube:4`; set by `mclaunch --topology`) | none |
