@@ -125,7 +125,7 @@ struct Copy {
 fn split(route: Route, stage: u32) -> Result<[Option<Route>; 2], SlottedError> {
     match route {
         Route::Region(h) => Ok(match decide(h, stage).map_err(MinError::from)? {
-            SeDecision::Forward(p, h) if p == 0 => [Some(Route::Region(h)), None],
+            SeDecision::Forward(0, h) => [Some(Route::Region(h)), None],
             SeDecision::Forward(_, h) => [None, Some(Route::Region(h))],
             SeDecision::Replicate(a, b) => [Some(Route::Region(a)), Some(Route::Region(b))],
         }),
