@@ -1,4 +1,4 @@
-//! Paper 001, [Park 1996]: H. Park and K. Yoon, "Performance Analysis of
+//! Paper 001, [Park 1996]: J. Park and H. Yoon, "Performance Analysis of
 //! Multistage Interconnection Networks using a Multicast Algorithm", §4:
 //! the throughput model of the unbuffered wrap-around MIN (Eqs. 1–2,
 //! `mcast_algorithms::min::model`) against a slotted Monte-Carlo of the
