@@ -1,4 +1,4 @@
-//! `mcsim repro --paper 000 --quick`: every figure written, every verdict as
+//! `mcsim repro --paper 000 --quick` (and 001): every figure written, every verdict as
 //! recorded in REPRODUCTION.md, the same verdicts from another seed, and a
 //! verdict that flips when a parameter its claim depends on changes.
 
@@ -170,4 +170,69 @@ fn claim_15_depends_on_r() {
         "{}",
         five.ours
     );
+}
+
+/// The verdicts of [Park 1996]'s seven claims (model vs slotted network).
+const EXPECTED_001: [(u32, &str); 7] = [
+    (1, "holds"),
+    (2, "holds"),
+    (3, "holds"),
+    // In the slotted network A < B at n = 3 (8 nodes), m = 0.9, f = 4.
+    (4, "differs"),
+    (5, "holds"),
+    (6, "holds"),
+    // The η formula counts delivered copies / f, not whole packets.
+    (7, "differs"),
+];
+
+#[test]
+fn paper_001_quick_run_writes_its_figures_and_verdicts() {
+    let dir = std::env::temp_dir().join(format!("mcsim-repro001-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_mcsim"))
+        .args(["repro", "--paper", "001", "--quick", "--jobs", "2", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("mcsim runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = dir.join("001");
+    let verdicts = std::fs::read_to_string(p.join("verdicts.csv")).unwrap();
+    let got: Vec<(u32, String)> = verdicts
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (id, v) = l.split_once(',').unwrap();
+            (id.parse().unwrap(), v.to_string())
+        })
+        .collect();
+    let want: Vec<(u32, String)> = EXPECTED_001.iter().map(|&(i, v)| (i, v.into())).collect();
+    assert_eq!(got, want);
+    for fig in ["fig6", "fig7"] {
+        let svg = std::fs::read_to_string(p.join(format!("{fig}.svg"))).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("per output per slot"),
+            "{fig}"
+        );
+        let csv = std::fs::read_to_string(p.join(format!("{fig}.csv"))).unwrap();
+        assert!(csv.starts_with("series,x,draw,value\n") && csv.lines().count() > 50);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn paper_001_gives_the_same_verdicts_from_other_seeds() {
+    for seed in [7, 1234] {
+        let paper = mcast_emulator::repro::paper001::Paper001 { seed };
+        let results = run_figures(paper.figures(Grid::Quick), 2, &|_, _| {}).unwrap();
+        let got: Vec<(u32, &str)> = paper
+            .claims(&results)
+            .iter()
+            .map(|c| (c.id, word(&c.verdict)))
+            .collect();
+        assert_eq!(got, EXPECTED_001.to_vec(), "seed {seed}");
+    }
 }

@@ -11,7 +11,9 @@
 //!   upper-input-first (or random) arbitration and records the wait-for graph;
 //! * [`twopass`]: the two-pass multicast through f consecutive relays and its
 //!   oracle ([`check_two_pass`]);
-//! * [`model`]: the throughput model, Eqs. (1)–(2), η and the copy rates.
+//! * [`model`]: the throughput model, Eqs. (1)–(2), η and the copy rates;
+//! * [`slotted`]: a slot-synchronous Monte-Carlo of the unbuffered MIN
+//!   (drop on block, all-or-nothing loser) to check the model against.
 //!
 //! Nothing here does I/O, and no public function panics on bad input.
 //!
@@ -37,9 +39,11 @@
 pub mod header;
 pub mod model;
 pub mod network;
+pub mod slotted;
 pub mod twopass;
 
 pub use header::{decide, MinHeaderError, RegionHeader, SeDecision};
 pub use model::{copy_rates, throughput, CopyCase, ModelError, Throughput};
 pub use network::{bit_reverse, Arbitration, Min, MinError, MinTrace, Wave, Wiring};
+pub use slotted::{simulate, SlottedError, SlottedParams, SlottedResult};
 pub use twopass::{check_two_pass, two_pass, MinSend, Start, TwoPassOracleError, TwoPassPlan};

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 pub mod paper000;
+pub mod paper001;
 pub mod plot;
 pub mod report;
 pub mod run;
@@ -222,7 +223,7 @@ pub trait Paper: Sync {
 pub fn papers(seed: u64) -> Vec<Box<dyn Paper>> {
     let mut p0 = paper000::Paper000::default();
     p0.params.seed = seed;
-    vec![Box::new(p0)]
+    vec![Box::new(p0), Box::new(paper001::Paper001 { seed })]
 }
 
 /// Progress: (points done, points planned).
