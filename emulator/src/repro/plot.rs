@@ -36,6 +36,38 @@ const COLOURS: [RGBColor; 6] = [
     RGBColor(86, 180, 233),
 ];
 
+/// How a line looks past the colours: solid, dashed, dotted.
+#[derive(Clone, Copy)]
+enum Dash {
+    Solid,
+    Dashed,
+    Dotted,
+}
+
+/// Line `i`'s colour and dash: the six colours, then again dashed, then
+/// dotted.
+fn look(i: usize) -> (RGBColor, Dash) {
+    let dash = match (i / COLOURS.len()) % 3 {
+        0 => Dash::Solid,
+        1 => Dash::Dashed,
+        _ => Dash::Dotted,
+    };
+    (COLOURS[i % COLOURS.len()], dash)
+}
+
+/// A point's marker: a dot on solid lines, a triangle on dashed, a cross
+/// on dotted.
+fn marker<'a, C>(at: C, dash: Dash, c: RGBColor) -> DynElement<'static, SVGBackend<'a>, C>
+where
+    C: Clone + 'static,
+{
+    match dash {
+        Dash::Solid => Circle::new(at, 3, c.filled()).into_dyn(),
+        Dash::Dashed => TriangleMarker::new(at, 4, c.filled()).into_dyn(),
+        Dash::Dotted => Cross::new(at, 3, c.stroke_width(2)).into_dyn(),
+    }
+}
+
 /// A range with some room around `lo..hi`.
 fn padded(lo: f64, hi: f64, from_zero: bool) -> (f64, f64) {
     let (lo, hi) = if from_zero && lo >= 0.0 {
@@ -80,8 +112,14 @@ impl Chart {
             let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
             let e = |e: &dyn std::fmt::Display| e.to_string();
             root.fill(&WHITE).map_err(|x| e(&x))?;
-            let mut chart = ChartBuilder::on(&root)
-                .caption(&self.title, ("sans-serif", 20))
+            let longest = self.lines.iter().map(|l| l.name.chars().count()).max();
+            let panel = (56 + 7 * longest.unwrap_or(0) as u32).min(width / 2);
+            // The caption spans the whole width, above plot and legend.
+            let body = root
+                .titled(&self.title, ("sans-serif", 20))
+                .map_err(|x| e(&x))?;
+            let (plot, legend) = body.split_horizontally(width - panel);
+            let mut chart = ChartBuilder::on(&plot)
                 .margin(12)
                 .x_label_area_size(45)
                 .y_label_area_size(70)
@@ -97,17 +135,21 @@ impl Chart {
                 .draw()
                 .map_err(|x| e(&x))?;
             for (i, line) in self.lines.iter().enumerate() {
-                let c = COLOURS[i % COLOURS.len()];
+                let (c, dash) = look(i);
                 let xy: Vec<(f64, f64)> = line.points.iter().map(|p| (p.0, p.1)).collect();
+                let stroke = c.stroke_width(2);
+                match dash {
+                    Dash::Solid => chart.draw_series(LineSeries::new(xy.clone(), stroke)),
+                    Dash::Dashed => {
+                        chart.draw_series(DashedLineSeries::new(xy.clone(), 8, 5, stroke))
+                    }
+                    Dash::Dotted => {
+                        chart.draw_series(DashedLineSeries::new(xy.clone(), 2, 4, stroke))
+                    }
+                }
+                .map_err(|x| e(&x))?;
                 chart
-                    .draw_series(LineSeries::new(xy.clone(), c.stroke_width(2)))
-                    .map_err(|x| e(&x))?
-                    .label(&line.name)
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                    });
-                chart
-                    .draw_series(xy.iter().map(|&(x, y)| Circle::new((x, y), 3, c.filled())))
+                    .draw_series(xy.iter().map(|&(x, y)| marker((x, y), dash, c)))
                     .map_err(|x| e(&x))?;
                 chart
                     .draw_series(line.points.iter().filter(|p| p.2 > 0.0).map(|&(x, y, ci)| {
@@ -115,14 +157,40 @@ impl Chart {
                     }))
                     .map_err(|x| e(&x))?;
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .label_font(("sans-serif", 13))
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()
-                .map_err(|x| e(&x))?;
+            // The legend has its own panel right of the plot, so it never
+            // hides a curve; past six lines the colours repeat with dashed,
+            // then dotted lines and other markers.
+            let label = ("sans-serif", 13).into_font();
+            for (i, line) in self.lines.iter().enumerate() {
+                let (c, dash) = look(i);
+                let y = 20 + 20 * i as i32;
+                let stroke = c.stroke_width(2);
+                let sample: Vec<(i32, i32)> = match dash {
+                    Dash::Solid => vec![(6, y), (34, y)],
+                    Dash::Dashed => vec![(6, y), (15, y), (21, y), (30, y)],
+                    Dash::Dotted => vec![
+                        (6, y),
+                        (8, y),
+                        (12, y),
+                        (14, y),
+                        (18, y),
+                        (20, y),
+                        (24, y),
+                        (26, y),
+                        (30, y),
+                        (32, y),
+                    ],
+                };
+                for seg in sample.chunks(2) {
+                    legend
+                        .draw(&PathElement::new(seg.to_vec(), stroke))
+                        .map_err(|x| e(&x))?;
+                }
+                legend.draw(&marker((20, y), dash, c)).map_err(|x| e(&x))?;
+                legend
+                    .draw(&Text::new(line.name.clone(), (40, y - 7), label.clone()))
+                    .map_err(|x| e(&x))?;
+            }
             root.present().map_err(|x| e(&x))?;
         }
         Ok(out)
