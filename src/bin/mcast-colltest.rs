@@ -314,7 +314,30 @@ fn bad_arguments(c: &Comm) -> Result<()> {
         c.alltoall(&[0i32; 3], &mut [0i32; 2]),
         "alltoall lengths differ",
     )?;
-    bad(c.send(c.rank(), 0, b"x"), "send to itself")?;
+    bad(c.send(size, 0, b"x"), "send out of range")?;
+    // A send to itself is queued for its own recv, in order per tag, and
+    // a recv from any source sees it too.
+    let me = c.rank();
+    c.send(me, 7, b"first")?;
+    c.send(me, 8, b"other tag")?;
+    c.send(me, 7, b"second")?;
+    for (tag, want) in [
+        (Some(7), &b"first"[..]),
+        (Some(7), b"second"),
+        (None, b"other tag"),
+    ] {
+        let m = c.recv(Some(me), tag)?;
+        ensure!(
+            m.source == me && &m.data[..] == want,
+            "self recv {tag:?} got {m:?}"
+        );
+    }
+    c.send(me, 9, b"")?;
+    let m = c.recv(None, Some(9))?;
+    ensure!(
+        m.source == me && m.data.is_empty(),
+        "self recv any got {m:?}"
+    );
     bad(
         c.recv(Some(size), None).map(|_| ()),
         "recv from out of range",

@@ -161,15 +161,21 @@ impl Comm {
     /// that fill the per-pair window (`MCAST_FLOW_BYTES` shared among the
     /// peers), and fails with [`Error::Timeout`] naming `dest` if it takes
     /// none within `MCAST_TIMEOUT_SECS`. A message larger than the window
-    /// goes once under a quarter window is outstanding. Sending to this rank
-    /// itself or out of range is an [`Error::InvalidArgument`]; to a lost
+    /// goes once under a quarter window is outstanding. A send to this rank
+    /// itself is queued for its own `recv` at once (as MPI's eager sends to
+    /// self are; it is outside flow control, since it never leaves the
+    /// process). Out of range is an [`Error::InvalidArgument`]; to a lost
     /// rank, [`Error::PeerLost`].
     pub fn send(&self, dest: usize, tag: u32, data: &[u8]) -> Result<(), Error> {
-        if dest >= self.size || dest == self.rank {
+        if dest >= self.size {
             return Err(Error::InvalidArgument(format!(
-                "send to {dest}: not another rank of a {}-rank communicator",
+                "send to {dest}: not a rank of a {}-rank communicator",
                 self.size
             )));
+        }
+        if dest == self.rank {
+            self.inbox.own_msg(dest, tag, Bytes::copy_from_slice(data));
+            return Ok(());
         }
         let net = self.net()?;
         let mut buf = Vec::with_capacity(TAG_BYTES + data.len());
@@ -198,9 +204,9 @@ impl Comm {
     /// reported once), and with [`Error::Timeout`] after
     /// `MCAST_TIMEOUT_SECS` without progress.
     pub fn recv(&self, source: Option<usize>, tag: Option<u32>) -> Result<Message, Error> {
-        if let Some(s) = source.filter(|&s| s >= self.size || s == self.rank) {
+        if let Some(s) = source.filter(|&s| s >= self.size) {
             return Err(Error::InvalidArgument(format!(
-                "recv from {s}: not another rank of a {}-rank communicator",
+                "recv from {s}: not a rank of a {}-rank communicator",
                 self.size
             )));
         }

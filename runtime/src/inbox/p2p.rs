@@ -198,6 +198,14 @@ impl Inbox {
         })
     }
 
+    /// Host side: a message this rank sends itself (`Comm::send` to its
+    /// own rank, number `me`): released at once, after this rank's earlier
+    /// ones to itself, at no flow-control cost (it never leaves the process).
+    pub fn own_msg(&self, me: usize, tag: u32, data: Bytes) {
+        self.lock().p2p.ready.push_back((me, tag, Ok(data), 0));
+        self.wake();
+    }
+
     /// Host side: wait for the next user message from `source` (any with
     /// `None`) with tag `tag` (any with `None`): (source, tag, data). A lost
     /// source with nothing left from it fails with `PeerLost`; waiting on
