@@ -123,6 +123,30 @@ fn a_failing_remote_rank_is_named_with_its_host() {
     let _ = fs::remove_dir_all(&dir);
 }
 
+/// Shared-memory files a remote rank leaves in /dev/shm (a rank that dies
+/// before its peers open its arena) are removed by its host's proxy, by
+/// the rank's pid, as mclaunch removes its own host's.
+#[test]
+fn proxies_remove_what_their_ranks_left_in_dev_shm() {
+    if !Path::new("/dev/shm").is_dir() {
+        return;
+    }
+    let dir = scratch("hosts-shm");
+    let out = run(hosts_job(&dir).args([
+        "sh",
+        "-c",
+        "f=/dev/shm/mcast-$$-0-hoststest; : > \"$f\" && echo \"$f\" > \"$D/shm-$MCAST_RANK\"",
+    ]));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    for rank in 0..4 {
+        let left = fs::read_to_string(dir.join(format!("shm-{rank}"))).unwrap();
+        let left = left.trim();
+        assert!(left.starts_with("/dev/shm/mcast-"), "{left}");
+        assert!(!Path::new(left).exists(), "rank {rank} left {left}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_missing_program_on_a_remote_host_is_reported() {
     let dir = scratch("hosts-missing");

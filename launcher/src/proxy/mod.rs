@@ -293,6 +293,10 @@ fn run(job: ProxyJob, mut reader: PollReader<File>, up: &Sender<Up>) -> u8 {
     reports.stop();
     let _ = reports_thread.join();
     drop(signals);
+    // A rank that died before its peers opened its shared-memory files
+    // (arena and ring segment) left them in /dev/shm: remove them by the
+    // ranks' pids, as mclaunch does for the ranks on its own host.
+    crate::supervisor::remove_arenas(ranks.iter().map(|r| r.pgid));
     if ranks
         .iter()
         .all(|r| r.reaped && procs::group_is_gone(r.pgid))
