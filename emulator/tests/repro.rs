@@ -44,16 +44,17 @@ fn word(v: &Verdict) -> &'static str {
     }
 }
 
-#[test]
-fn quick_run_writes_every_figure_and_decides_every_claim() {
-    let dir = std::env::temp_dir().join(format!("mcsim-repro-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let report = dir.join("REPRODUCTION.md");
+/// Run `mcsim repro --paper PAPER --quick --jobs 2 --out DIR [extra]` and
+/// read back the verdicts it wrote (`DIR/PAPER/verdicts.csv`) by claim.
+fn quick_run(
+    paper: &str,
+    dir: &std::path::Path,
+    extra: &[&std::ffi::OsStr],
+) -> BTreeMap<u32, String> {
     let out = Command::new(env!("CARGO_BIN_EXE_mcsim"))
-        .args(["repro", "--paper", "000", "--quick", "--jobs", "2", "--out"])
-        .arg(&dir)
-        .arg("--report")
-        .arg(&report)
+        .args(["repro", "--paper", paper, "--quick", "--jobs", "2", "--out"])
+        .arg(dir)
+        .args(extra)
         .output()
         .expect("mcsim runs");
     assert!(
@@ -61,16 +62,24 @@ fn quick_run_writes_every_figure_and_decides_every_claim() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let p = dir.join("000");
-    let verdicts = std::fs::read_to_string(p.join("verdicts.csv")).unwrap();
-    let got: BTreeMap<u32, String> = verdicts
+    let verdicts = std::fs::read_to_string(dir.join(paper).join("verdicts.csv")).unwrap();
+    verdicts
         .lines()
         .skip(1)
         .map(|l| {
             let (id, v) = l.split_once(',').unwrap();
             (id.parse().unwrap(), v.to_string())
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn quick_run_writes_every_figure_and_decides_every_claim() {
+    let dir = std::env::temp_dir().join(format!("mcsim-repro-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = dir.join("REPRODUCTION.md");
+    let got = quick_run("000", &dir, &["--report".as_ref(), report.as_os_str()]);
+    let p = dir.join("000");
     let want: BTreeMap<u32, String> = EXPECTED.iter().map(|&(i, v)| (i, v.into())).collect();
     assert_eq!(got, want);
     for fig in [
@@ -189,27 +198,9 @@ const EXPECTED_001: [(u32, &str); 7] = [
 fn paper_001_quick_run_writes_its_figures_and_verdicts() {
     let dir = std::env::temp_dir().join(format!("mcsim-repro001-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_mcsim"))
-        .args(["repro", "--paper", "001", "--quick", "--jobs", "2", "--out"])
-        .arg(&dir)
-        .output()
-        .expect("mcsim runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let got = quick_run("001", &dir, &[]);
     let p = dir.join("001");
-    let verdicts = std::fs::read_to_string(p.join("verdicts.csv")).unwrap();
-    let got: Vec<(u32, String)> = verdicts
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let (id, v) = l.split_once(',').unwrap();
-            (id.parse().unwrap(), v.to_string())
-        })
-        .collect();
-    let want: Vec<(u32, String)> = EXPECTED_001.iter().map(|&(i, v)| (i, v.into())).collect();
+    let want: BTreeMap<u32, String> = EXPECTED_001.iter().map(|&(i, v)| (i, v.into())).collect();
     assert_eq!(got, want);
     for fig in ["fig6", "fig7"] {
         let svg = std::fs::read_to_string(p.join(format!("{fig}.svg"))).unwrap();
