@@ -141,3 +141,33 @@ fn forced_data_movement_algorithms() {
         assert_eq!(so.matches(&format!("of {n} ok")).count(), n, "{so}\n{se}");
     }
 }
+
+/// Everything again on sub-communicators (`--split`: the even and the odd
+/// world ranks, each in reverse order), at 5 ranks (sub-communicators of 3
+/// and 2) and 8 (4 and 4); a mismatch on them; and a dead rank, which fails
+/// its own sub-communicator's allreduce only.
+#[test]
+fn collectives_on_sub_communicators() {
+    for n in [5, 8] {
+        all_ok(n, &["--split", "--big", "1048576"]);
+    }
+    let so = all_ok(5, &["--split", "--mismatch", "op"]);
+    assert_eq!(so.matches("mismatch ok").count(), 5, "{so}");
+    let (code, so, se) = colltest(
+        4,
+        &["--on-failure", "continue"],
+        &["--split", "--crash-rank", "2"],
+        &[],
+    );
+    assert_eq!(code, 3, "stdout:\n{so}\nstderr:\n{se}");
+    assert!(
+        so.contains("rank 0 of 4 ok: allreduce lost rank 2"),
+        "{so}\n{se}"
+    );
+    for r in [1, 3] {
+        assert!(
+            so.contains(&format!("rank {r} of 4 ok: allreduce without rank 2")),
+            "{so}\n{se}"
+        );
+    }
+}

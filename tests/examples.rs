@@ -20,6 +20,7 @@ const EXAMPLES: &[&str] = &[
     "send_recv",
     "bcast",
     "multicast",
+    "split",
 ];
 
 #[test]
@@ -60,4 +61,11 @@ fn the_examples_compute_what_they_say() {
     assert!(so.contains("rank 3: scan sum = 10"), "{so}");
     let so = run("alltoall");
     assert!(so.contains("alltoall gave [1, 11, 21, 31]"), "{so}");
+    let so = run("split");
+    for line in [
+        "rank 2: rank 1 of 2 in communicator 1; sum of its world ranks = 2; bcast: from world rank 0",
+        "rank 3: rank 1 of 2 in communicator 2; sum of its world ranks = 4; bcast: from world rank 1",
+    ] {
+        assert!(so.contains(line), "{so}");
+    }
 }

@@ -94,6 +94,19 @@ pub const ELEMENT_NAMES: [&str; 11] = [
     "?", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64",
 ];
 
+/// The name of call `seq` of kind `op`: "bcast #4" on the world, "bcast
+/// #4 on communicator 2" on a sub-communicator (whose number `seq` counts
+/// in its high bits, `wire::COMM_SHIFT`).
+pub fn numbered(op: impl std::fmt::Display, seq: u64) -> String {
+    match crate::wire::comm_of(seq) {
+        0 => format!("{op} #{seq}"),
+        c => format!(
+            "{op} #{} on communicator {c}",
+            seq - crate::wire::comm_base(c)
+        ),
+    }
+}
+
 /// What a rank passed to one collective call (the parts every rank must agree on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
@@ -184,7 +197,7 @@ impl Fingerprint {
 
     /// The operation name used in errors: `bcast #7`.
     pub fn op_name(&self, seq: u64) -> String {
-        format!("{} #{seq}", self.op)
+        numbered(self.op, seq)
     }
 
     /// Compare `theirs` (rank `them`'s call) with `self` (rank `me`'s call of
@@ -366,6 +379,13 @@ mod tests {
         let why = ring.differs(0, &doubling, 1).expect("a mismatch");
         assert_eq!(why, "rank 1 runs doubling, rank 0 runs ring");
         assert_eq!(ring.differs(0, &ring, 1), None);
+    }
+
+    #[test]
+    fn calls_on_a_sub_communicator_are_named_with_it() {
+        assert_eq!(numbered("bcast", 4), "bcast #4");
+        let seq = crate::wire::comm_base(3) | 4;
+        assert_eq!(numbered("allreduce", seq), "allreduce #4 on communicator 3");
     }
 
     proptest! {

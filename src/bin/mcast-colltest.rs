@@ -16,7 +16,10 @@
 //! last rank call differently and expects `Error::Mismatch` on every rank;
 //! `--crash-rank R` makes rank R exit before an allreduce the others expect
 //! to fail with `PeerLost` naming R; `--stall` has rank 0 send to rank 1,
-//! which never receives, and expects a `Timeout` naming rank 1.
+//! which never receives, and expects a `Timeout` naming rank 1. `--split`
+//! runs it all on sub-communicators instead of the world: the even and the
+//! odd ranks, each in reverse order (`Comm::split`); a crash then fails
+//! only the dead rank's sub-communicator.
 
 use std::fmt::Debug;
 use std::process::ExitCode;
@@ -45,6 +48,9 @@ struct Args {
     /// `--big` bytes, and print the mean per call at rank 0.
     #[arg(long, value_name = "ITERS")]
     latency: Option<usize>,
+    /// Run on sub-communicators: even and odd world ranks, each reversed.
+    #[arg(long)]
+    split: bool,
 }
 
 /// A test element: values from a seed, and the operators, written here
@@ -375,21 +381,54 @@ fn mismatch(c: &Comm, kind: &str) -> Result<()> {
 }
 
 fn run(args: &Args) -> Result<()> {
-    let c = mcast::init()?;
-    let (me, size) = (c.rank(), c.size());
-    if let Some(kind) = &args.mismatch {
-        mismatch(&c, kind)?;
-        println!("rank {me} of {size} ok");
+    let world = mcast::init()?;
+    // The world's rank and size name this process in what it prints.
+    let (me, size) = (world.rank(), world.size());
+    if args.split {
+        let sub = world.split(Some(me as u32 % 2), -(me as i32))?;
+        let sub = sub.ok_or_else(|| anyhow::anyhow!("split gave no communicator"))?;
+        ensure!(
+            sub.world_rank(sub.rank()) == Some(me),
+            "split: rank {} of communicator {} is not world rank {me}",
+            sub.rank(),
+            sub.id()
+        );
+        if checks(args, &sub, me, size)? {
+            drop(sub);
+            world.finalize()?;
+            println!("rank {me} of {size} ok");
+        }
         return Ok(());
     }
+    if checks(args, &world, me, size)? {
+        world.finalize()?;
+        println!("rank {me} of {size} ok");
+    }
+    Ok(())
+}
+
+/// Everything `args` asks for, on communicator `c`; this process is rank
+/// `wme` of `wsize` in the world. `Ok(true)`: the world may finalize (a
+/// mismatch poisoned it, or a peer is gone, otherwise).
+fn checks(args: &Args, c: &Comm, wme: usize, wsize: usize) -> Result<bool> {
+    let (me, size) = (c.rank(), c.size());
+    if let Some(kind) = &args.mismatch {
+        mismatch(c, kind)?;
+        println!("rank {wme} of {wsize} ok");
+        return Ok(false);
+    }
     if let Some(dead) = args.crash_rank {
-        if me == dead {
+        if wme == dead {
             std::process::exit(3);
         }
         match c.allreduce(&mut [1.0f64; 100], Op::Sum) {
             Err(Error::PeerLost { rank, .. }) if rank == dead => {
-                println!("rank {me} of {size} ok: allreduce lost rank {rank}");
-                return Ok(());
+                println!("rank {wme} of {wsize} ok: allreduce lost rank {rank}");
+                return Ok(false);
+            }
+            Ok(()) if (0..size).all(|r| c.world_rank(r) != Some(dead)) => {
+                println!("rank {wme} of {wsize} ok: allreduce without rank {dead}");
+                return Ok(false);
             }
             other => bail!("allreduce with rank {dead} dead: {other:?}"),
         }
@@ -411,10 +450,10 @@ fn run(args: &Args) -> Result<()> {
                 );
             }
         }
-        c.finalize()?;
-        return Ok(());
+        return Ok(true);
     }
     if args.stall {
+        ensure!(!args.split, "--stall runs on the world");
         if me == 0 {
             let chunk = vec![7u8; 64 << 10];
             let r = (0..100_000).try_for_each(|_| c.send(1, 0, &chunk));
@@ -430,20 +469,20 @@ fn run(args: &Args) -> Result<()> {
         }
         c.barrier()?;
         println!("rank {me} of {size} ok");
-        return Ok(());
+        return Ok(false);
     }
-    point_to_point(&c)?;
-    bad_arguments(&c)?;
+    point_to_point(c)?;
+    bad_arguments(c)?;
     let p = c.packet_bytes();
     let mut case = 0;
     // A collective's message is a 16-byte fingerprint and the data: p - 16
     // bytes fill one packet.
-    collectives::<i8>(&c, &[0, 1, 13, p - 17, p - 16, p - 15, p + 1], &mut case)?;
-    collectives::<i32>(&c, &[1, 7, p / 4 + 1], &mut case)?;
-    collectives::<u16>(&c, &[3], &mut case)?;
-    collectives::<u64>(&c, &[0, p / 8 - 1, 5], &mut case)?;
-    collectives::<f32>(&c, &[1, 11], &mut case)?;
-    collectives::<f64>(&c, &[0, 1, 9, p / 8 + 1], &mut case)?;
+    collectives::<i8>(c, &[0, 1, 13, p - 17, p - 16, p - 15, p + 1], &mut case)?;
+    collectives::<i32>(c, &[1, 7, p / 4 + 1], &mut case)?;
+    collectives::<u16>(c, &[3], &mut case)?;
+    collectives::<u64>(c, &[0, p / 8 - 1, 5], &mut case)?;
+    collectives::<f32>(c, &[1, 11], &mut case)?;
+    collectives::<f64>(c, &[0, 1, 9, p / 8 + 1], &mut case)?;
     if args.big > 0 {
         let n = args.big / 8;
         let all: Vec<Vec<f64>> = (0..size).map(|r| data(99, r, n)).collect();
@@ -457,9 +496,7 @@ fn run(args: &Args) -> Result<()> {
             println!("allreduce {} bytes f64 on {size} ranks: {dt:?}", args.big);
         }
     }
-    c.finalize()?;
-    println!("rank {me} of {size} ok");
-    Ok(())
+    Ok(true)
 }
 
 fn main() -> ExitCode {

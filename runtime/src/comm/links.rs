@@ -1,7 +1,8 @@
 //! What carries this rank's packets, and what that means for the choice of
 //! tree.
 
-use super::{Algorithm, Comm, Link};
+use super::{Comm, Link};
+use crate::Algorithm;
 
 impl Comm {
     /// What `algo` means for a message of `len` bytes among `n` ranks (the

@@ -16,7 +16,7 @@ use crate::control::Fingerprint;
 use crate::engine::packet_count;
 use crate::inbox::{message_cost, Post, Stall, TAG_BYTES};
 use crate::net::Cmd;
-use crate::wire::Kind;
+use crate::wire::{comm_base, Kind};
 use crate::Error;
 
 /// One received user message.
@@ -56,9 +56,11 @@ impl<'a> Round<'a> {
         })
     }
 
-    /// Send `data` to rank `to`, once it has room for it (flow control).
+    /// Send `data` to rank `to` of the communicator, once it has room for
+    /// it (flow control).
     pub(super) fn send(&mut self, to: usize, data: &[u8]) -> Result<(), Error> {
         let c = self.comm;
+        let to = c.world(to);
         let net = c.net()?;
         let mut buf = Vec::with_capacity(crate::control::FP_BYTES + data.len());
         buf.extend_from_slice(&self.fp.to_bytes());
@@ -80,12 +82,20 @@ impl<'a> Round<'a> {
         Ok(())
     }
 
-    /// Receive the next message of this call from rank `from`.
+    /// Receive the next message of this call from rank `from` of the
+    /// communicator.
     pub(super) fn recv(&mut self, from: usize) -> Result<Bytes, Error> {
         let c = self.comm;
+        let (local, from) = (from, c.world(from));
         let index = self.got.get(&from).copied().unwrap_or(0);
         let (seq, fp) = (self.seq, self.fp);
-        let what = || (fp.op_name(seq), format!("waiting for rank {from}"));
+        let what = || {
+            let who = match c.id() {
+                0 => format!("rank {from}"),
+                _ => format!("rank {local} (world rank {from})"),
+            };
+            (fp.op_name(seq), format!("waiting for {who}"))
+        };
         let data = c
             .inbox
             .take_coll(seq, from, index, c.cfg.timeout, &what, &mut self.stall)?;
@@ -174,24 +184,27 @@ impl Comm {
             )));
         }
         if dest == self.rank {
-            self.inbox.own_msg(dest, tag, Bytes::copy_from_slice(data));
+            let me = self.world(dest);
+            self.inbox
+                .own_msg(self.id(), me, tag, Bytes::copy_from_slice(data));
             return Ok(());
         }
+        let (dest, local) = (self.world(dest), dest);
         let net = self.net()?;
         let mut buf = Vec::with_capacity(TAG_BYTES + data.len());
         buf.extend_from_slice(&tag.to_le_bytes());
         buf.extend_from_slice(data);
         let cost = message_cost(buf.len(), packet_count(buf.len(), self.packet_bytes()));
         let n = self.sends.borrow().get(&dest).copied().unwrap_or(0);
-        let op = || format!("send #{n} to rank {dest}");
+        let op = || format!("send #{n} to rank {local}");
         self.inbox
             .reserve(Post::Send { dest: &dest }, cost, self.cfg.timeout, &op)?;
         self.sends.borrow_mut().insert(dest, n + 1);
         net.send(Cmd::P2p {
             kind: Kind::Msg,
             to: dest,
-            seq: n,
-            index: self.rank as u32,
+            seq: comm_base(self.id()) | n,
+            index: self.world(self.rank) as u32,
             data: Bytes::from(buf),
         })
     }
@@ -210,10 +223,19 @@ impl Comm {
                 self.size
             )));
         }
-        let (source, tag, data) = self.inbox.take_msg(source, tag, self.cfg.timeout)?;
+        let source = source.map(|s| self.world(s));
+        let (source, tag, data) = self
+            .inbox
+            .take_msg(self.id(), source, tag, self.cfg.timeout)?;
         if let Some(net) = &self.net {
             net.return_credits();
         }
+        let source = self.local(source).ok_or_else(|| {
+            Error::Protocol(format!(
+                "a message of communicator {} from world rank {source}, not a member",
+                self.id()
+            ))
+        })?;
         Ok(Message { source, tag, data })
     }
 }

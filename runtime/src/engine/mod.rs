@@ -274,10 +274,38 @@ impl NiEngine {
         Ok(())
     }
 
+    /// The root of a sub-communicator's bcast posts `data` to the other
+    /// members, `others` (in chain order: the communicator's ranks from the
+    /// root's on, without it). The packets are bcast packets (the receivers
+    /// key them by `seq`, which carries the communicator) with a list route
+    /// over the members, as a multicast's.
+    pub fn post_bcast_among(
+        &mut self,
+        seq: u64,
+        others: &[Member],
+        data: Bytes,
+        tree: TreeKind,
+    ) -> Result<(), EngineError> {
+        self.post_list(Kind::Bcast, seq, others, data, tree)
+    }
+
     /// The source posts a multicast of `data` to `dests` (in chain order, not
     /// containing the source, each with its per-destination ordinal).
     pub fn post_multicast(
         &mut self,
+        seq: u64,
+        dests: &[Member],
+        data: Bytes,
+        tree: TreeKind,
+    ) -> Result<(), EngineError> {
+        self.post_list(Kind::Multicast, seq, dests, data, tree)
+    }
+
+    /// Post `data` as `kind` from this rank down a tree over `dests`, with
+    /// list routes.
+    fn post_list(
+        &mut self,
+        kind: Kind,
         seq: u64,
         dests: &[Member],
         data: Bytes,
@@ -296,10 +324,7 @@ impl NiEngine {
         }
         let chain = self.source_members(tree, dests)?;
         let children = self.list_children(tree, &chain)?;
-        let packets = self.packetize(
-            self.header(Kind::Multicast, seq, self.rank, data.len()),
-            &data,
-        );
+        let packets = self.packetize(self.header(kind, seq, self.rank, data.len()), &data);
         self.emit_source(packets, children);
         Ok(())
     }

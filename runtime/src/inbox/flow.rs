@@ -94,6 +94,9 @@ impl Class {
 pub enum Post<'a> {
     /// Bcast number `seq` from this rank: every other rank is a destination.
     Bcast { seq: u64 },
+    /// Bcast number `seq` of a sub-communicator from this rank: the other
+    /// members, `dests`, are the destinations.
+    BcastAmong { seq: u64, dests: &'a [usize] },
     /// A multicast to `dests`.
     Multicast { dests: &'a [usize] },
     /// A message of collective `seq` from this rank to `dest` alone.
@@ -105,7 +108,7 @@ pub enum Post<'a> {
 impl Post<'_> {
     fn class(self) -> Class {
         match self {
-            Post::Bcast { .. } | Post::Coll { .. } => Class::Coll,
+            Post::Bcast { .. } | Post::BcastAmong { .. } | Post::Coll { .. } => Class::Coll,
             Post::Multicast { .. } => Class::Mcast,
             Post::Send { .. } => Class::P2p,
         }
@@ -233,7 +236,7 @@ impl Inbox {
         let class = post.class();
         let dests = match post {
             Post::Bcast { .. } => None,
-            Post::Multicast { dests } => Some(dests),
+            Post::Multicast { dests } | Post::BcastAmong { dests, .. } => Some(dests),
             Post::Coll { dest, .. } | Post::Send { dest } => Some(std::slice::from_ref(dest)),
         };
         let blocker = std::cell::Cell::new(None::<(usize, u64)>);
@@ -310,7 +313,9 @@ impl State {
     /// Why `post` cannot go on, if it cannot.
     fn blocked_for(&mut self, post: Post<'_>) -> Option<Error> {
         let dests = match post {
-            Post::Bcast { seq } | Post::Coll { seq, .. } => return self.collective_blocked(seq),
+            Post::Bcast { seq } | Post::BcastAmong { seq, .. } | Post::Coll { seq, .. } => {
+                return self.collective_blocked(seq)
+            }
             Post::Multicast { dests } => dests,
             Post::Send { dest } => std::slice::from_ref(dest),
         };

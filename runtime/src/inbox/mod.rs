@@ -35,7 +35,7 @@ use crate::control::{Control, Fingerprint};
 use crate::drive::Drive;
 use crate::error::Error;
 use crate::sync::lock;
-use crate::wire::{Kind, Packet};
+use crate::wire::{comm_base, comm_of, Kind, Packet};
 
 mod flow;
 mod p2p;
@@ -158,7 +158,7 @@ impl Inbox {
             Control::Probe { seq, fp } => {
                 if st.calls.contains_key(&seq) {
                     notices.extend(st.check(seq, &fp, from));
-                } else if st.calls.keys().next_back().is_none_or(|&last| seq > last)
+                } else if st.last_call(seq).is_none_or(|last| seq > last)
                     && st.early_probe_count < MAX_EARLY_PROBES
                 {
                     st.early_probe_count += 1;
@@ -279,8 +279,14 @@ impl Inbox {
             return Err((e, None));
         }
         st.calls.insert(seq, fp);
-        while st.calls.len() > CALL_HISTORY {
-            st.calls.pop_first();
+        // History is kept per communicator: a busy sub-communicator does
+        // not push the world's current call out.
+        let lo = comm_base(comm_of(seq));
+        while st.calls.range(lo..=seq).count() > CALL_HISTORY {
+            match st.calls.range(lo..).next() {
+                Some((&first, _)) => st.calls.remove(&first),
+                None => break,
+            };
         }
         let mut notice = None;
         if let Some(probes) = st.early_probes.remove(&seq) {
@@ -300,6 +306,13 @@ impl Inbox {
             Some(e) => Err((e.clone(), notice)),
             None => Ok(()),
         }
+    }
+
+    /// Host side: this rank is a member of sub-communicator `comm`, whose
+    /// members are the world ranks `members`: a loss among them (and only
+    /// among them) fails its collectives.
+    pub fn add_group(&self, comm: u32, members: Arc<[usize]>) {
+        self.lock().groups.insert(comm, members);
     }
 
     /// Host side: a multicast to `dests` may go out (none of them is lost).

@@ -23,7 +23,7 @@ use super::state::Partial;
 use super::{Inbox, Stall, State};
 use crate::control::{Control, Fingerprint, FP_BYTES};
 use crate::error::Error;
-use crate::wire::Packet;
+use crate::wire::{comm_base, comm_of, Packet};
 
 /// Bytes of the tag at the head of a user message.
 pub const TAG_BYTES: usize = 4;
@@ -39,12 +39,17 @@ pub(super) struct P2p {
     /// peer, checked when this rank gets there.
     early: BTreeMap<u64, (usize, Fingerprint)>,
     msg_partial: HashMap<(usize, u64), Partial>,
-    /// Complete messages per source, by number, not yet released in order.
-    msg_done: HashMap<usize, BTreeMap<u64, Done>>,
-    msg_next: HashMap<usize, u64>,
-    /// Released messages, in order: (source, tag, data, cost).
-    ready: VecDeque<(usize, u32, Result<Bytes, Error>, u64)>,
+    /// Complete messages per (source, communicator), by number, not yet
+    /// released in order.
+    msg_done: HashMap<(usize, u32), BTreeMap<u64, Done>>,
+    msg_next: HashMap<(usize, u32), u64>,
+    /// Released messages, in order.
+    ready: VecDeque<Released>,
 }
+
+/// A user message released to the host: (source, communicator, tag, data,
+/// flow-control cost).
+type Released = (usize, u32, u32, Result<Bytes, Error>, u64);
 
 /// Add packet `p` to the message `key` of `parts`; the message if complete.
 fn add<K: Hash + Eq + Copy>(
@@ -102,7 +107,7 @@ impl State {
             if let Some(fp) = Fingerprint::from_bytes(&p.payload) {
                 if self.calls.contains_key(&seq) {
                     notice = self.check(seq, &fp, from);
-                } else if self.calls.keys().next_back().is_none_or(|&l| seq > l) {
+                } else if self.last_call(seq).is_none_or(|l| seq > l) {
                     self.p2p.early.entry(seq).or_insert((from, fp));
                 }
             }
@@ -126,9 +131,16 @@ impl State {
     /// This rank enters collective `seq`: the first call a peer made of it,
     /// if one arrived before (earlier ones are forgotten).
     pub(super) fn early_p2p_call(&mut self, seq: u64) -> Option<(usize, Fingerprint)> {
-        let later = self.p2p.early.split_off(&(seq + 1));
-        let mine = std::mem::replace(&mut self.p2p.early, later);
-        mine.get(&seq).copied()
+        let lo = comm_base(comm_of(seq));
+        let old: Vec<u64> = self.p2p.early.range(lo..=seq).map(|(&k, _)| k).collect();
+        let mut mine = None;
+        for k in old {
+            let call = self.p2p.early.remove(&k);
+            if k == seq {
+                mine = call;
+            }
+        }
+        mine
     }
 
     /// A user message's packet arrived.
@@ -140,13 +152,18 @@ impl State {
             return;
         };
         let data = part.assemble(from);
+        let comm = comm_of(n);
         self.p2p
             .msg_done
-            .entry(from)
+            .entry((from, comm))
             .or_default()
             .insert(n, (data, cost));
-        let next = self.p2p.msg_next.entry(from).or_insert(0);
-        let done = self.p2p.msg_done.entry(from).or_default();
+        let next = self
+            .p2p
+            .msg_next
+            .entry((from, comm))
+            .or_insert(comm_base(comm));
+        let done = self.p2p.msg_done.entry((from, comm)).or_default();
         while let Some((data, cost)) = done.remove(next) {
             *next += 1;
             let (tag, data) = match data {
@@ -162,7 +179,7 @@ impl State {
                 ),
                 Err(e) => (0, Err(e)),
             };
-            self.p2p.ready.push_back((from, tag, data, cost));
+            self.p2p.ready.push_back((from, comm, tag, data, cost));
         }
     }
 
@@ -201,8 +218,11 @@ impl Inbox {
     /// Host side: a message this rank sends itself (`Comm::send` to its
     /// own rank, number `me`): released at once, after this rank's earlier
     /// ones to itself, at no flow-control cost (it never leaves the process).
-    pub fn own_msg(&self, me: usize, tag: u32, data: Bytes) {
-        self.lock().p2p.ready.push_back((me, tag, Ok(data), 0));
+    pub fn own_msg(&self, comm: u32, me: usize, tag: u32, data: Bytes) {
+        self.lock()
+            .p2p
+            .ready
+            .push_back((me, comm, tag, Ok(data), 0));
         self.wake();
     }
 
@@ -212,6 +232,7 @@ impl Inbox {
     /// any source reports each lost rank once, as `recv_multicast` does.
     pub fn take_msg(
         &self,
+        comm: u32,
         source: Option<usize>,
         tag: Option<u32>,
         timeout: Duration,
@@ -225,10 +246,10 @@ impl Inbox {
             )
         };
         self.wait(timeout, State::progress, what, &mut None, |st| {
-            let hit = st.p2p.ready.iter().position(|(s, t, ..)| {
-                source.is_none_or(|x| x == *s) && tag.is_none_or(|x| x == *t)
+            let hit = st.p2p.ready.iter().position(|(s, c, t, ..)| {
+                *c == comm && source.is_none_or(|x| x == *s) && tag.is_none_or(|x| x == *t)
             });
-            if let Some((src, t, data, cost)) = hit.and_then(|i| st.p2p.ready.remove(i)) {
+            if let Some((src, _, t, data, cost)) = hit.and_then(|i| st.p2p.ready.remove(i)) {
                 st.flow.took(Class::P2p, src, cost);
                 return data.map(|d| Some((src, t, d)));
             }
@@ -236,7 +257,7 @@ impl Inbox {
                 return Err(e.clone());
             }
             let lost = st.lost.iter().find(|(r, _)| {
-                source.map_or(!st.acked.contains(r), |s| s == *r)
+                source.map_or(!st.acked.contains(r) && st.member(comm, *r), |s| s == *r)
                     && !st.p2p.msg_partial.keys().any(|(src, _)| src == r)
             });
             if let Some((rank, reason)) = lost.cloned() {

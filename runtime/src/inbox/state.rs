@@ -2,13 +2,14 @@
 //! multicasts, lost peers and this rank's recent calls (for mismatches).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::flow::{packet_cost, Flow};
 use crate::control::{Control, Fingerprint, OpKind};
 use crate::error::Error;
-use crate::wire::{Packet, Route};
+use crate::wire::{comm_base, comm_of, Packet, Route, COMM_SHIFT};
 use crate::worms::Worm;
 
 /// How many of this rank's past collective calls are kept for checking late
@@ -112,8 +113,9 @@ pub(super) struct State {
     pub(super) p2p: super::p2p::P2p,
     pub(super) mcast_partial: HashMap<(usize, u64), Partial>,
     /// Complete multicasts per source, by ordinal, with their completion number.
-    pub(super) mcast_ready: HashMap<usize, BTreeMap<u32, Ready>>,
-    pub(super) mcast_next: HashMap<usize, u32>,
+    /// Complete multicasts per (source, communicator), by ordinal.
+    pub(super) mcast_ready: HashMap<(usize, u32), BTreeMap<u32, Ready>>,
+    pub(super) mcast_next: HashMap<(usize, u32), u32>,
     /// Model time of each bcast's packets so far, by sequence number.
     pub(super) bcast_model: HashMap<u64, Stamp>,
     pub(super) completions: u64,
@@ -139,6 +141,8 @@ pub(super) struct State {
     pub(super) mismatch: Option<Error>,
     /// Flow-control credits, as a source and as a destination.
     pub(super) flow: Flow,
+    /// The members (world ranks) of each sub-communicator this rank is in.
+    pub(super) groups: HashMap<u32, Arc<[usize]>>,
 }
 
 impl State {
@@ -147,8 +151,23 @@ impl State {
         self.deliveries
     }
 
-    /// Why world collective `seq` cannot go on, if it cannot: the first
-    /// lost rank (a departed one only from the collective it left at).
+    /// Whether world rank `rank` is a member of communicator `comm` (every
+    /// rank is a member of the world, 0).
+    pub(super) fn member(&self, comm: u32, rank: usize) -> bool {
+        comm == 0 || self.groups.get(&comm).is_some_and(|m| m.contains(&rank))
+    }
+
+    /// The latest call this rank made on `seq`'s communicator.
+    pub(super) fn last_call(&self, seq: u64) -> Option<u64> {
+        let lo = comm_base(comm_of(seq));
+        let hi = lo.saturating_add((1 << COMM_SHIFT) - 1);
+        self.calls.range(lo..=hi).next_back().map(|(&k, _)| k)
+    }
+
+    /// Why collective `seq` cannot go on, if it cannot: the first lost
+    /// member of its communicator (a departed one, for the world, only
+    /// from the collective it left at; for a sub-communicator at once,
+    /// since a goodbye counts world collectives only).
     pub(super) fn collective_blocked(&mut self, seq: u64) -> Option<Error> {
         if let Some(e) = &self.fatal {
             return Some(e.clone());
@@ -157,10 +176,13 @@ impl State {
             return Some(e.clone());
         }
         let departed = &self.departed;
+        let comm = comm_of(seq);
         let (rank, reason) = self
             .lost
             .iter()
-            .find(|(r, _)| departed.get(r).is_none_or(|&(from, _)| seq >= from))?
+            .find(|(r, _)| {
+                self.member(comm, *r) && departed.get(r).is_none_or(|&(from, _)| seq >= from)
+            })?
             .clone();
         Some(self.report_lost(rank, reason))
     }
@@ -169,7 +191,7 @@ impl State {
     /// taken (some may still be on the way, through other forwarders): a
     /// receiver takes them before it reports the departure.
     pub(super) fn departing_mcast(&self, rank: usize) -> bool {
-        let taken = self.mcast_next.get(&rank).copied().unwrap_or(0);
+        let taken = self.mcast_next.get(&(rank, 0)).copied().unwrap_or(0);
         self.departed
             .get(&rank)
             .is_some_and(|&(_, sent)| taken < sent)
@@ -278,7 +300,7 @@ impl State {
             st.completions += 1;
             let n = st.completions;
             st.mcast_ready
-                .entry(source)
+                .entry((source, comm_of(h.seq)))
                 .or_default()
                 .insert(ordinal, (n, data, model, cost));
         }

@@ -33,7 +33,7 @@ fn mpkt(seq: u64, msg_len: u64, offset: u64, pkt_idx: u32, pkt_count: u32, data:
 fn multicast_reassembles_out_of_order() {
     let ib = Inbox::new(1, 1 << 20);
     ib.deliver([mpkt(0, 6, 3, 1, 2, b"def"), mpkt(0, 6, 0, 0, 2, b"abc")]);
-    let (src, data, _) = ib.take_multicast(None, Duration::from_secs(1)).unwrap();
+    let (src, data, _) = ib.take_multicast(0, None, Duration::from_secs(1)).unwrap();
     assert_eq!((src, &data[..]), (0, &b"abcdef"[..]));
 }
 
@@ -45,7 +45,9 @@ fn a_huge_length_is_refused_without_allocating() {
         mpkt(0, 1 << 60, 0, 0, 2, b"abc"),
         mpkt(0, 1 << 60, 3, 1, 2, b"d"),
     ]);
-    let err = ib.take_multicast(None, Duration::from_secs(1)).unwrap_err();
+    let err = ib
+        .take_multicast(0, None, Duration::from_secs(1))
+        .unwrap_err();
     assert!(
         matches!(err, Error::InvalidArgument(ref m) if m.contains("MCAST_MAX_MESSAGE_BYTES")),
         "{err}"
@@ -53,7 +55,9 @@ fn a_huge_length_is_refused_without_allocating() {
     // The next multicast from the same source still comes through.
     ib.deliver([mpkt(1, 2, 0, 0, 1, b"ok")]);
     assert_eq!(
-        &ib.take_multicast(None, Duration::from_secs(1)).unwrap().1[..],
+        &ib.take_multicast(0, None, Duration::from_secs(1))
+            .unwrap()
+            .1[..],
         b"ok"
     );
 }
@@ -68,14 +72,18 @@ fn one_source_can_be_waited_for_while_others_wait() {
         p
     };
     ib.deliver([from(2, b"two"), from(3, b"three")]);
-    let (src, d, _) = ib.take_multicast(Some(3), Duration::from_secs(1)).unwrap();
+    let (src, d, _) = ib
+        .take_multicast(0, Some(3), Duration::from_secs(1))
+        .unwrap();
     assert_eq!((src, &d[..]), (3, &b"three"[..]));
     assert!(matches!(
-        ib.take_multicast(Some(3), Duration::from_millis(10)),
+        ib.take_multicast(0, Some(3), Duration::from_millis(10)),
         Err(Error::Timeout { .. })
     ));
     assert_eq!(
-        &ib.take_multicast(None, Duration::from_secs(1)).unwrap().1[..],
+        &ib.take_multicast(0, None, Duration::from_secs(1))
+            .unwrap()
+            .1[..],
         b"two"
     );
 }
@@ -85,7 +93,7 @@ fn gaps_are_refused() {
     let ib = Inbox::new(1, 1 << 20);
     ib.deliver([mpkt(0, 6, 0, 0, 2, b"abc"), mpkt(0, 6, 0, 1, 2, b"abc")]);
     assert!(matches!(
-        ib.take_multicast(None, Duration::from_secs(1)),
+        ib.take_multicast(0, None, Duration::from_secs(1)),
         Err(Error::Protocol(_))
     ));
 }
@@ -97,23 +105,23 @@ fn lost_peers_are_reported_once_to_recv_multicast() {
     ib.lost(3, "gone".into());
     // What completed comes first, then the loss, then a timeout.
     assert_eq!(
-        &ib.take_multicast(None, Duration::from_millis(10))
+        &ib.take_multicast(0, None, Duration::from_millis(10))
             .unwrap()
             .1[..],
         b"hi"
     );
     assert!(matches!(
-        ib.take_multicast(None, Duration::from_millis(10)),
+        ib.take_multicast(0, None, Duration::from_millis(10)),
         Err(Error::PeerLost { rank: 3, .. })
     ));
     assert!(matches!(
-        ib.take_multicast(None, Duration::from_millis(10)),
+        ib.take_multicast(0, None, Duration::from_millis(10)),
         Err(Error::Timeout { .. })
     ));
     assert!(ib.check_dests(&[2, 4]).is_ok());
     // Waiting on the lost source itself always names it.
     assert!(matches!(
-        ib.take_multicast(Some(3), Duration::from_millis(10)),
+        ib.take_multicast(0, Some(3), Duration::from_millis(10)),
         Err(Error::PeerLost { rank: 3, .. })
     ));
     // A loss another call reported is not reported again.
@@ -123,7 +131,7 @@ fn lost_peers_are_reported_once_to_recv_multicast() {
         Err(Error::PeerLost { rank: 5, .. })
     ));
     assert!(matches!(
-        ib.take_multicast(None, Duration::from_millis(10)),
+        ib.take_multicast(0, None, Duration::from_millis(10)),
         Err(Error::Timeout { .. })
     ));
     assert!(matches!(
@@ -217,22 +225,22 @@ fn messages_reassemble_and_keep_their_sources_order() {
     ]);
     let t = Duration::from_millis(50);
     // Rank 2's message 1 waits for its message 0: only rank 3's is ready.
-    let (src, tag, data) = ib.take_msg(None, None, t).unwrap();
+    let (src, tag, data) = ib.take_msg(0, None, None, t).unwrap();
     assert_eq!((src, tag, &data[..]), (3, 5, &b"x"[..]));
     assert!(matches!(
-        ib.take_msg(Some(2), None, t),
+        ib.take_msg(0, Some(2), None, t),
         Err(Error::Timeout { .. })
     ));
     ib.deliver([ppkt(Kind::Msg, 2, 0, 2, &a, 0, a.len(), 0, 1)]);
     // By tag: the second message first, then the first.
-    let (_, tag, data) = ib.take_msg(Some(2), Some(9), t).unwrap();
+    let (_, tag, data) = ib.take_msg(0, Some(2), Some(9), t).unwrap();
     assert_eq!((tag, &data[..]), (9, &b"second"[..]));
-    let (_, tag, data) = ib.take_msg(None, Some(5), t).unwrap();
+    let (_, tag, data) = ib.take_msg(0, None, Some(5), t).unwrap();
     assert_eq!((tag, &data[..]), (5, &b"first"[..]));
     // A lost source with nothing left is reported.
     ib.lost(2, "killed".into());
     assert!(matches!(
-        ib.take_msg(Some(2), None, t),
+        ib.take_msg(0, Some(2), None, t),
         Err(Error::PeerLost { rank: 2, .. })
     ));
 }

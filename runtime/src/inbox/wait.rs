@@ -198,7 +198,7 @@ impl Inbox {
         self.wait(
             timeout,
             State::progress,
-            || (format!("bcast #{seq}"), waiting_for()),
+            || (crate::control::numbered("bcast", seq), waiting_for()),
             stall,
             |st| {
                 // A loss fails the bcast even with its packets here: none
@@ -227,6 +227,7 @@ impl Inbox {
     /// another call already reported it), then goes on for the living.
     pub fn take_multicast(
         &self,
+        comm: u32,
         from: Option<usize>,
         timeout: Duration,
     ) -> Result<(usize, Bytes, Option<Stamp>), Error> {
@@ -244,19 +245,22 @@ impl Inbox {
             &mut none,
             |st| {
                 let mut best: Option<(u64, usize, u32)> = None;
-                for (src, ready) in &st.mcast_ready {
-                    if from.is_some_and(|f| f != *src) {
+                for (&(src, c), ready) in &st.mcast_ready {
+                    if c != comm || from.is_some_and(|f| f != src) {
                         continue;
                     }
-                    let next = st.mcast_next.get(src).copied().unwrap_or(0);
+                    let next = st.mcast_next.get(&(src, c)).copied().unwrap_or(0);
                     if let Some((n, ..)) = ready.get(&next) {
                         if best.is_none_or(|(bn, _, _)| *n < bn) {
-                            best = Some((*n, *src, next));
+                            best = Some((*n, src, next));
                         }
                     }
                 }
                 if let Some((_, src, ord)) = best {
-                    let taken = st.mcast_ready.get_mut(&src).and_then(|r| r.remove(&ord));
+                    let taken = st
+                        .mcast_ready
+                        .get_mut(&(src, comm))
+                        .and_then(|r| r.remove(&ord));
                     let data = match taken {
                         Some((_, d, m, cost)) => {
                             st.flow.took(Class::Mcast, src, cost);
@@ -264,14 +268,15 @@ impl Inbox {
                         }
                         None => Ok((Bytes::new(), None)),
                     };
-                    st.mcast_next.insert(src, ord.wrapping_add(1));
+                    st.mcast_next.insert((src, comm), ord.wrapping_add(1));
                     return data.map(|(d, m)| Some((src, d, m)));
                 }
                 if let Some(e) = &st.fatal {
                     return Err(e.clone());
                 }
                 let unreported = st.lost.iter().find(|(r, _)| {
-                    from.map_or(!st.acked.contains(r), |f| f == *r) && !st.departing_mcast(*r)
+                    from.map_or(!st.acked.contains(r) && st.member(comm, *r), |f| f == *r)
+                        && !st.departing_mcast(*r)
                 });
                 if let Some((rank, reason)) = unreported.cloned() {
                     return Err(st.report_lost(rank, reason));

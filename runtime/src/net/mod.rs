@@ -51,10 +51,13 @@ use link::{io_err, Ambient, Links, SHUTDOWN_FLUSH};
 /// A request from the host to its NI.
 #[derive(Debug)]
 pub(crate) enum Cmd {
+    /// A bcast from this rank: to every rank (`among` empty), or to the
+    /// other members of a sub-communicator (`among`, in chain order).
     Bcast {
         seq: u64,
         data: Bytes,
         tree: TreeKind,
+        among: Vec<Member>,
     },
     Multicast {
         seq: u64,
@@ -72,6 +75,8 @@ pub(crate) enum Cmd {
     },
     /// Send a control message to every peer.
     Control(Control),
+    /// Send a control message to these peers.
+    ControlTo(Vec<usize>, Control),
     /// Fabric mode: a bcast (`members` empty) or multicast as switch-based
     /// worms.
     Worm {
@@ -98,9 +103,11 @@ pub(crate) struct Net {
     pub(crate) data_addr: String,
     sh: Arc<Shared>,
     drive: Arc<Drive>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    writer_tasks: Vec<tokio::task::JoinHandle<()>>,
-    closed: bool,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    writer_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Set once by the shutdown: the communicators that share this NI
+    /// (sub-communicators hold it too) then get `Stopped`.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Net {
@@ -157,9 +164,9 @@ impl Net {
                 data_addr: joined.data_addr,
                 sh,
                 drive,
-                thread: Some(thread),
-                writer_tasks,
-                closed: false,
+                thread: Mutex::new(Some(thread)),
+                writer_tasks: Mutex::new(writer_tasks),
+                closed: false.into(),
             },
             joined.job,
         ))
@@ -212,7 +219,7 @@ impl Net {
     /// Hand a request to the NI engine (on this thread), then let the
     /// writers put what it queued on the wire.
     pub(crate) fn send(&self, cmd: Cmd) -> Result<(), Error> {
-        if self.closed {
+        if self.is_closed() {
             return Err(Error::Stopped("the NI has stopped".into()));
         }
         let links = &self.sh.links;
@@ -226,6 +233,10 @@ impl Net {
         let res = match cmd {
             Cmd::Control(msg) => {
                 send_control(&self.sh, &msg);
+                Ok(())
+            }
+            Cmd::ControlTo(peers, msg) => {
+                send_control_to(&self.sh, &peers, &msg);
                 Ok(())
             }
             Cmd::Worm {
@@ -251,7 +262,18 @@ impl Net {
                 Ok(())
             }
             cmd => with_engine(&self.sh, amb, |eng| match cmd {
-                Cmd::Bcast { seq, data, tree } => eng.post_bcast(seq, data, tree),
+                Cmd::Bcast {
+                    seq,
+                    data,
+                    tree,
+                    among,
+                } if among.is_empty() => eng.post_bcast(seq, data, tree),
+                Cmd::Bcast {
+                    seq,
+                    data,
+                    tree,
+                    among,
+                } => eng.post_bcast_among(seq, &among, data, tree),
                 Cmd::Multicast {
                     seq,
                     dests,
@@ -265,7 +287,7 @@ impl Net {
                     index,
                     data,
                 } => eng.post_p2p(kind, to, seq, index, data),
-                Cmd::Control(_) | Cmd::Worm { .. } => Ok(()),
+                Cmd::Control(_) | Cmd::ControlTo(..) | Cmd::Worm { .. } => Ok(()),
             }),
         };
         if let Err(e) = res {
@@ -285,7 +307,7 @@ impl Net {
     /// took (see `inbox::flow`), each in one control message.
     pub(crate) fn return_credits(&self) {
         let due = self.sh.inbox.credits_due();
-        if due.is_empty() || self.closed {
+        if due.is_empty() || self.is_closed() {
             return;
         }
         for d in due {
@@ -302,13 +324,18 @@ impl Net {
 
     /// Flush every link, say goodbye (finalized) to every peer, and stop
     /// the NI.
-    pub(crate) fn shutdown(&mut self) {
+    pub(crate) fn shutdown(&self) {
         self.shutdown_with(Goodbye::Finalized);
     }
 
-    /// Flush every link, say `bye` to every peer, and stop the NI.
-    pub(crate) fn shutdown_with(&mut self, bye: Goodbye) {
-        if std::mem::replace(&mut self.closed, true) {
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Flush every link, say `bye` to every peer, and stop the NI (once:
+    /// later calls do nothing).
+    pub(crate) fn shutdown_with(&self, bye: Goodbye) {
+        if self.closed.swap(true, std::sync::atomic::Ordering::AcqRel) {
             return;
         }
         // What waits for room in a ring goes before the goodbye (which
@@ -328,7 +355,7 @@ impl Net {
         // Every writer flushes what it has, sends the goodbye, and shuts
         // its half of the connection down.
         self.sh.links.close(&bye);
-        let tasks = std::mem::take(&mut self.writer_tasks);
+        let tasks = std::mem::take(&mut *lock(&self.writer_tasks));
         self.drive.run(async {
             let _ = tokio::time::timeout(SHUTDOWN_FLUSH, async {
                 for t in tasks {
@@ -339,7 +366,7 @@ impl Net {
         });
         self.sh.inbox.set_driver(None);
         self.drive.stop();
-        if let Some(t) = self.thread.take() {
+        if let Some(t) = lock(&self.thread).take() {
             let _ = t.join();
         }
     }

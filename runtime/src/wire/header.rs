@@ -55,6 +55,22 @@ impl ShmDesc {
     }
 }
 
+/// Bits of a sequence number below its communicator id: every numbered
+/// stream (collectives, multicasts, messages) is counted per communicator,
+/// and `seq >> COMM_SHIFT` is the communicator that counts it (2^40 calls
+/// per communicator, 2^24 communicators).
+pub const COMM_SHIFT: u32 = 40;
+
+/// The communicator id a sequence number belongs to.
+pub fn comm_of(seq: u64) -> u32 {
+    (seq >> COMM_SHIFT) as u32
+}
+
+/// The first sequence number of communicator `comm`.
+pub fn comm_base(comm: u32) -> u64 {
+    u64::from(comm) << COMM_SHIFT
+}
+
 /// What a packet is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
@@ -111,7 +127,7 @@ impl Header {
         Header {
             kind,
             job,
-            comm: 0,
+            comm: comm_of(seq),
             seq,
             source,
             root,
@@ -205,6 +221,14 @@ impl Header {
             payload_len: u32_at(b, 56),
             route_len: u32_at(b, 60),
         };
+        if h.comm != comm_of(h.seq) {
+            return Err(WireError::Field(format!(
+                "communicator {} with sequence number {:#x} (of communicator {})",
+                h.comm,
+                h.seq,
+                comm_of(h.seq)
+            )));
+        }
         if h.payload_len as usize > MAX_PAYLOAD {
             return Err(WireError::Field(format!(
                 "payload_len {} exceeds {MAX_PAYLOAD}",

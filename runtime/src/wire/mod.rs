@@ -16,10 +16,12 @@
 //!                       `ShmDesc` naming bytes in a shared-memory arena
 //!                       (Unix-domain links only; see `shm`)
 //!   8  4   job          job id (from the job token)
-//!  12  4   comm         communicator id (0 = world)
+//!  12  4   comm         communicator id (0 = world); always seq >> 40
 //!  16  8   seq          collective sequence number (bcast, p2p), the source's
 //!                       multicast number (multicast) or its number among the
-//!                       source's messages to this destination (message)
+//!                       source's messages to this destination (message),
+//!                       each counted per communicator: bits 40.. are the
+//!                       communicator id, bits 0..40 the count
 //!  24  4   source       rank that put this packet on this hop
 //!  28  4   root         rank the message originates from; for p2p the
 //!                       message's index among those its source sends this
@@ -67,14 +69,14 @@ mod tests;
 
 pub use crate::tree_kind::{tree_code, MAX_K};
 pub use bye::Goodbye;
-pub use header::{Header, Kind, ShmDesc};
+pub use header::{comm_base, comm_of, Header, Kind, ShmDesc, COMM_SHIFT};
 pub use packet::Packet;
 pub use route::{Member, Route};
 
 /// Header magic.
 pub const MAGIC: [u8; 4] = *b"MCST";
 /// Data-plane format version.
-pub const WIRE_VERSION: u8 = 4;
+pub const WIRE_VERSION: u8 = 5;
 /// Size of the fixed header.
 pub const HEADER_LEN: usize = 64;
 /// Largest payload one packet may carry (the wire format's payload length is

@@ -142,3 +142,19 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn the_comm_field_is_the_high_bits_of_seq() {
+    // A sub-communicator's numbers carry its id; the header says so.
+    let seq = comm_base(5) | 42;
+    let h = Header::new(Kind::P2p, 1, seq, 0, 0, 0);
+    assert_eq!((h.comm, comm_of(h.seq)), (5, 5));
+    let mut out = BytesMut::new();
+    h.encode(&mut out);
+    assert_eq!(Header::decode(&out).unwrap(), h);
+    // A header whose comm disagrees with its seq is refused.
+    out[12] = 6;
+    let err = Header::decode(&out).unwrap_err().to_string();
+    assert!(err.contains("communicator 6"), "{err}");
+    assert_eq!(comm_of(41), 0);
+}

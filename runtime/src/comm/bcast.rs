@@ -1,0 +1,176 @@
+//! Bcast: the NI forwards its packets down the tree their headers name.
+//!
+//! On the world, chain trees travel with a range route over every rank; on
+//! a sub-communicator, the root's NI sends the packets with a list route
+//! over the members (its chain: the communicator's ranks from the root on),
+//! as a multicast's, and they stay bcast packets, numbered in the
+//! communicator's sequence.
+
+use serde::{de::DeserializeOwned, Serialize};
+
+use super::{Comm, ModelLatency, MAX_VALUE_BYTES};
+use crate::algorithm::{bcast_waits_for, Resolved};
+use crate::control::Fingerprint;
+use crate::engine::packet_count;
+use crate::inbox::{message_cost, Post};
+use crate::net::Cmd;
+use crate::wire::{Kind, Member};
+use crate::{Algorithm, Error};
+
+impl Comm {
+    /// Broadcast `buf` from `root` to every rank, with the configured algorithm
+    /// (`MCAST_ALGORITHM`, default `auto`). Every rank passes a buffer of the
+    /// same length; the root's bytes end up in all of them.
+    pub fn bcast(&self, root: usize, buf: &mut [u8]) -> Result<(), Error> {
+        self.bcast_with(root, buf, self.cfg.algorithm)
+    }
+
+    /// Broadcast with an explicit algorithm. Only the root's choice matters:
+    /// the headers carry the tree, so the other ranks just follow them.
+    pub fn bcast_with(&self, root: usize, buf: &mut [u8], algo: Algorithm) -> Result<(), Error> {
+        if root >= self.size {
+            return Err(Error::InvalidArgument(format!(
+                "bcast root {root} is not a rank of a {}-rank communicator",
+                self.size
+            )));
+        }
+        let seq = self.next_seq();
+        let _span = tracing::debug_span!("bcast", seq, %algo, root, bytes = buf.len()).entered();
+        if self.size == 1 {
+            return Ok(());
+        }
+        let net = self.net()?;
+        let m = packet_count(buf.len(), self.packet_bytes());
+        let algo = self.algorithm_for(algo, self.size, buf.len());
+        let medium = self.medium_among(0..self.size);
+        let resolved = algo.resolve_for(self.size, m, self.cfg.topology.as_ref(), medium)?;
+        if let Resolved::Worm(w) = resolved {
+            if self.group.is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "algorithm {algo}: switch-based worms carry bcasts over the whole \
+                     job only; a sub-communicator's bcast takes a tree"
+                )));
+            }
+            net.check_worm(w)?;
+        }
+        // The root as the packets name it: its world rank.
+        let fp = Fingerprint::bcast_code(self.world(root), buf.len(), resolved.tree_code());
+        self.begin(seq, fp)?;
+        self.last_model.set(None);
+        if self.rank == root {
+            // Room at every rank first (flow control): the root never runs
+            // more than a window ahead of the slowest rank.
+            let cost = message_cost(buf.len(), m);
+            let op = || fp.op_name(seq);
+            let others = self.others();
+            let post = match &others {
+                None => Post::Bcast { seq },
+                Some(dests) => Post::BcastAmong { seq, dests },
+            };
+            self.inbox.reserve(post, cost, self.cfg.timeout, &op)?;
+            let data = net.payload(buf);
+            return match resolved {
+                Resolved::Worm(worm) => net.send(Cmd::Worm {
+                    kind: Kind::Bcast,
+                    seq,
+                    members: Vec::new(),
+                    data,
+                    worm,
+                }),
+                Resolved::Tree(tree) => net.send(Cmd::Bcast {
+                    seq,
+                    data,
+                    tree,
+                    among: others.map_or_else(Vec::new, |o| {
+                        o.iter()
+                            .map(|&r| Member {
+                                rank: r as u32,
+                                ordinal: 0,
+                            })
+                            .collect()
+                    }),
+                }),
+            };
+        }
+        let mut stall = self.stall_probe(seq, fp);
+        let (me, size) = (self.rank, self.size);
+        let topo = self.cfg.topology.as_ref();
+        let hosts = self.hosts();
+        let world_root = self.world(root);
+        let waiting_for = || match &self.group {
+            None => bcast_waits_for(root, me, size, resolved, topo, hosts),
+            Some(_) => format!(
+                "waiting for the packets of the bcast from rank {root} (world rank \
+                 {world_root}) of communicator {}",
+                self.id()
+            ),
+        };
+        let mut got = 0u64;
+        let mut total: Option<u32> = None;
+        while total.is_none_or(|t| got < t as u64) {
+            for p in self
+                .inbox
+                .take_bcast(seq, self.cfg.timeout, &waiting_for, &mut stall)?
+            {
+                // The inbox checked root, length and tree against this call,
+                // and header decoding guarantees offset + payload <= msg_len.
+                let h = p.header;
+                let off = h.offset as usize;
+                let dst = buf.get_mut(off..off + p.payload.len()).ok_or_else(|| {
+                    Error::Protocol(format!("{}: packet outside the buffer", fp.op_name(seq)))
+                })?;
+                dst.copy_from_slice(&p.payload);
+                got += 1;
+                total = Some(h.pkt_count);
+            }
+        }
+        if let Some(s) = self.inbox.take_bcast_model(seq) {
+            self.last_model.set(net.model_latency(s));
+        }
+        net.return_credits();
+        Ok(())
+    }
+
+    /// Under an emulated fabric: the model latency of the last `bcast` at
+    /// this rank (from the root's post to this rank's completion); `None`
+    /// at the root, outside a fabric, or before any bcast.
+    pub fn last_model_latency(&self) -> Option<ModelLatency> {
+        self.last_model.get()
+    }
+
+    /// The fabric this job runs on (`mclaunch --fabric`), if any: its spec,
+    /// without cost knobs.
+    pub fn fabric(&self) -> Option<&str> {
+        self.net.as_ref()?.fabric().map(|w| w.spec.as_str())
+    }
+
+    /// Broadcast any serde value from `root`: on return, every rank's `value`
+    /// equals the root's. (Two bcasts: the encoded length, then the bytes.)
+    pub fn bcast_value<T: Serialize + DeserializeOwned>(
+        &self,
+        root: usize,
+        value: &mut T,
+    ) -> Result<(), Error> {
+        let mut bytes = if self.rank == root {
+            postcard::to_stdvec(value)
+                .map_err(|e| Error::InvalidArgument(format!("cannot encode value: {e}")))?
+        } else {
+            Vec::new()
+        };
+        let mut len = (bytes.len() as u64).to_le_bytes();
+        self.bcast(root, &mut len)?;
+        let len = u64::from_le_bytes(len);
+        if len > MAX_VALUE_BYTES {
+            return Err(Error::Protocol(format!("bcast_value of {len} bytes")));
+        }
+        bytes.resize(len as usize, 0);
+        self.bcast(root, &mut bytes)?;
+        if self.rank != root {
+            *value = postcard::from_bytes(&bytes).map_err(|e| Error::Mismatch {
+                op: "bcast_value".into(),
+                detail: format!("the root's value does not decode as this rank's type: {e}"),
+            })?;
+        }
+        Ok(())
+    }
+}
