@@ -45,7 +45,7 @@ pub mod wire;
 pub mod worms;
 
 pub use algorithm::{Algorithm, Medium};
-pub use comm::{init, Comm, Element, Link, Message, Op, Received};
+pub use comm::{init, Comm, Element, Link, Message, Op, Received, Request};
 pub use config::{AllgatherAlgorithm, AlltoallAlgorithm, Config, Forwarding, Transport};
 pub use error::Error;
 pub use fabric::ModelLatency;

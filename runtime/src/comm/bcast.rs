@@ -8,6 +8,7 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 
+use super::elem::{from_bytes, to_bytes, Element};
 use super::{Comm, ModelLatency, MAX_VALUE_BYTES};
 use crate::algorithm::{bcast_waits_for, Resolved};
 use crate::control::Fingerprint;
@@ -142,6 +143,23 @@ impl Comm {
     /// without cost knobs.
     pub fn fabric(&self) -> Option<&str> {
         self.net.as_ref()?.fabric().map(|w| w.spec.as_str())
+    }
+
+    /// Broadcast a slice of elements from `root` (typed [`Comm::bcast`]):
+    /// every rank passes a slice of the same length; the root's elements
+    /// end up in all of them (little-endian on the wire, so ranks of any
+    /// byte order agree).
+    pub fn bcast_elems<T: Element>(&self, root: usize, buf: &mut [T]) -> Result<(), Error> {
+        let mut bytes = if self.rank == root {
+            to_bytes(buf)
+        } else {
+            vec![0u8; buf.len() * T::SIZE]
+        };
+        self.bcast(root, &mut bytes)?;
+        if self.rank != root {
+            from_bytes(&bytes, buf, "bcast_elems")?;
+        }
+        Ok(())
     }
 
     /// Broadcast any serde value from `root`: on return, every rank's `value`

@@ -36,8 +36,9 @@ pub(super) struct Group {
 }
 
 /// Communicator ids are below this (the bits of a sequence number above
-/// `COMM_SHIFT`).
-const MAX_IDS: u64 = 1 << (64 - COMM_SHIFT);
+/// `COMM_SHIFT`, less the one that marks a hidden twin).
+const MAX_IDS: u64 = super::request::HIDDEN_BIT as u64;
+const _: () = assert!(MAX_IDS < 1 << (64 - COMM_SHIFT));
 
 impl Comm {
     /// This communicator's id: 0 for the world.
@@ -126,23 +127,38 @@ impl Comm {
                 "split: world rank {me} missing from its own colour"
             ))
         })?;
-        self.inbox.add_group(id, ranks.clone());
         tracing::debug!(id, rank, size = ranks.len(), color, key, "split");
-        Ok(Some(Comm {
+        Ok(Some(self.with_group(Group { id, ranks, index }, rank)))
+    }
+
+    /// A communicator over `g`'s members, this rank being `rank` of it,
+    /// sharing this one's links, NI and inbox (which learns its members).
+    fn with_group(&self, g: Group, rank: usize) -> Comm {
+        self.inbox.add_group(g.id, g.ranks.clone());
+        Comm {
             cfg: self.cfg.clone(),
             rank,
-            size: ranks.len(),
+            size: g.ranks.len(),
             job: self.job,
             net: self.net.clone(),
             inbox: self.inbox.clone(),
-            group: Some(Arc::new(Group { id, ranks, index })),
+            group: Some(Arc::new(g)),
             next_id: self.next_id.clone(),
             seq: Default::default(),
             mcast_seq: Default::default(),
             ordinals: Default::default(),
             sends: Default::default(),
             last_model: Default::default(),
-        }))
+            progress: Default::default(),
+        }
+    }
+
+    /// This communicator's twin with id `id`: the same members in the same
+    /// order, its own numbering (see `request`).
+    pub(super) fn twin(&self, id: u32) -> Comm {
+        let ranks: Arc<[usize]> = (0..self.size).map(|r| self.world(r)).collect();
+        let index = ranks.iter().enumerate().map(|(i, &w)| (w, i)).collect();
+        self.with_group(Group { id, ranks, index }, self.rank)
     }
 
     /// Collective over this communicator, as `MPI_Comm_dup`: a new

@@ -33,6 +33,7 @@ pub use elem::{Element, Op};
 use group::Group;
 use mcast_algorithms::hosts as host_tree;
 pub use p2p::Message;
+pub use request::Request;
 
 mod bcast;
 mod coll;
@@ -42,6 +43,7 @@ mod links;
 mod mcast;
 mod p2p;
 mod reduce;
+mod request;
 
 /// One multicast as seen by a destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +85,8 @@ pub struct Comm {
     sends: RefCell<HashMap<usize, u64>>,
     /// Model latency of the last bcast this rank completed (fabric mode).
     last_model: Cell<Option<ModelLatency>>,
+    /// The thread its non-blocking calls run on, once one started.
+    progress: RefCell<Option<request::Progress>>,
 }
 
 /// Largest value `bcast_value` accepts.
@@ -142,6 +146,7 @@ impl Comm {
             ordinals: RefCell::new(HashMap::new()),
             sends: RefCell::new(HashMap::new()),
             last_model: Cell::new(None),
+            progress: RefCell::new(None),
         })
     }
 
