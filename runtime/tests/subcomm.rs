@@ -182,3 +182,145 @@ fn bad_arguments_on_a_sub_communicator() {
         },
     );
 }
+
+/// One step of a random program on a sub-communicator.
+#[derive(Debug, Clone)]
+enum Step {
+    Allreduce(usize),
+    Bcast { root: usize, len: usize },
+    Allgather(usize),
+    Alltoall(usize),
+    Scan,
+    ReduceScatter(usize),
+    Gather { root: usize, len: usize },
+    Barrier,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (0usize..600).prop_map(Step::Allreduce),
+        (0usize..8, 0usize..9000).prop_map(|(root, len)| Step::Bcast { root, len }),
+        (0usize..300).prop_map(Step::Allgather),
+        (0usize..50).prop_map(Step::Alltoall),
+        Just(Step::Scan),
+        (0usize..40).prop_map(Step::ReduceScatter),
+        (0usize..8, 0usize..100).prop_map(|(root, len)| Step::Gather { root, len }),
+        Just(Step::Barrier),
+    ]
+}
+
+/// Run `steps` on `c`, whose members are world ranks `world` (in its
+/// order), checking each result against a local computation.
+fn program(c: &Comm, world: &[usize], steps: &[Step]) -> Result<(), Error> {
+    let (me, n) = (c.rank(), c.size());
+    let val = |w: usize, i: usize| (w as i64 + 1) * 1000 + i as i64;
+    for (k, s) in steps.iter().enumerate() {
+        match *s {
+            Step::Allreduce(len) => {
+                let mut v: Vec<i64> = (0..len).map(|i| val(world[me], i)).collect();
+                c.allreduce(&mut v, Op::Sum)?;
+                let want: Vec<i64> = (0..len).map(|i| sum(world, |w| val(w, i))).collect();
+                assert_eq!(v, want, "step {k}");
+            }
+            Step::Bcast { root, len } => {
+                let root = root % n;
+                let mut b = if me == root {
+                    pattern(k, len)
+                } else {
+                    vec![0; len]
+                };
+                c.bcast(root, &mut b)?;
+                assert_eq!(b, pattern(k, len), "step {k}");
+            }
+            Step::Allgather(len) => {
+                let mine: Vec<u32> = (0..len).map(|i| val(world[me], i) as u32).collect();
+                let mut all = vec![0u32; n * len];
+                c.allgather(&mine, &mut all)?;
+                let want: Vec<u32> = world
+                    .iter()
+                    .flat_map(|&w| (0..len).map(move |i| val(w, i) as u32))
+                    .collect();
+                assert_eq!(all, want, "step {k}");
+            }
+            Step::Alltoall(len) => {
+                // Block d of rank s: s * 100 + d, repeated.
+                let send: Vec<u16> = (0..n * len).map(|i| (me * 100 + i / len) as u16).collect();
+                let mut recv = vec![0u16; n * len];
+                c.alltoall(&send, &mut recv)?;
+                let want: Vec<u16> = (0..n * len).map(|i| (i / len * 100 + me) as u16).collect();
+                assert_eq!(recv, want, "step {k}");
+            }
+            Step::Scan => {
+                let mut v = [world[me] as u64];
+                c.scan(&mut v, Op::Sum)?;
+                assert_eq!(v[0], world[..=me].iter().sum::<usize>() as u64, "step {k}");
+            }
+            Step::ReduceScatter(len) => {
+                let send: Vec<i32> = (0..n * len).map(|i| (world[me] + i) as i32).collect();
+                let mut recv = vec![0i32; len];
+                c.reduce_scatter(&send, &mut recv, Op::Max)?;
+                let top = *world.iter().max().unwrap();
+                let want: Vec<i32> = (0..len).map(|i| (top + me * len + i) as i32).collect();
+                assert_eq!(recv, want, "step {k}");
+            }
+            Step::Gather { root, len } => {
+                let root = root % n;
+                let mine = vec![world[me] as u8; len];
+                let mut all = if me == root {
+                    vec![0u8; n * len]
+                } else {
+                    Vec::new()
+                };
+                c.gather(root, &mine, &mut all)?;
+                if me == root {
+                    let want: Vec<u8> = world.iter().flat_map(|&w| vec![w as u8; len]).collect();
+                    assert_eq!(all, want, "step {k}");
+                }
+            }
+            Step::Barrier => c.barrier()?,
+        }
+    }
+    Ok(())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 24,
+        failure_persistence: None,
+        ..Default::default()
+    })]
+
+    /// Random colours (some `None`) and keys, then a random program on
+    /// each sub-communicator, then one on the world: every result checked.
+    #[test]
+    fn random_programs_on_random_sub_communicators(
+        n in 1usize..=5,
+        colors in proptest::collection::vec(proptest::option::weighted(0.85, 0u32..3), 5),
+        keys in proptest::collection::vec(-3i32..3, 5),
+        steps in proptest::collection::vec(step(), 1..6),
+        world_steps in proptest::collection::vec(step(), 0..3),
+    ) {
+        run(n, |_| {}, move |world| {
+            let me = world.rank();
+            let sub = world.split(colors[me], keys[me])?;
+            match (colors[me], sub) {
+                (None, None) => {}
+                (Some(color), Some(sub)) => {
+                    let mut members: Vec<(i32, usize)> = (0..n)
+                        .filter(|&r| colors[r] == Some(color))
+                        .map(|r| (keys[r], r))
+                        .collect();
+                    members.sort();
+                    let members: Vec<usize> = members.into_iter().map(|(_, r)| r).collect();
+                    assert_eq!(sub.world_rank(sub.rank()), Some(me));
+                    program(&sub, &members, &steps)?;
+                }
+                (c, s) => panic!("colour {c:?} gave {s:?}"),
+            }
+            let all: Vec<usize> = (0..n).collect();
+            program(&world, &all, &world_steps)?;
+            world.finalize()
+        });
+    }
+}
