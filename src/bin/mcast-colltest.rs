@@ -9,10 +9,11 @@
 //! The default run: point-to-point (tags, any-source/any-tag, per
 //! (source, tag) order, multi-packet messages); bad arguments (refused
 //! locally, nothing sent); then every collective at every root for sizes
-//! 0, 1, odd and a packet ± 1 (of data, and of the message on the wire), over i8/i32/u16/u64/f32/f64 and every
+//! 0, 1, odd and a packet ± 1 (of data, and of the message on the wire), over every element type and every
 //! operator, each checked against a local computation (the reductions in
 //! the runtime's documented order, so floats compare bit for bit); and an
-//! allreduce of `--big` bytes of f64, timed. `--mismatch KIND` makes the
+//! allreduce of `--big` bytes of f64, timed, then every other collective
+//! once with `--big` bytes in all. `--mismatch KIND` makes the
 //! last rank call differently and expects `Error::Mismatch` on every rank;
 //! `--crash-rank R` makes rank R exit before an allreduce the others expect
 //! to fail with `PeerLost` naming R; `--stall` has rank 0 send to rank 1,
@@ -101,7 +102,7 @@ macro_rules! gen_float {
         }
     )*};
 }
-gen_int!(i8, i32, u16, u64);
+gen_int!(i8, i16, i32, i64, u8, u16, u32, u64);
 gen_float!(f32, f64);
 
 fn mix(mut x: u64) -> u64 {
@@ -480,6 +481,10 @@ fn checks(args: &Args, c: &Comm, wme: usize, wsize: usize) -> Result<bool> {
     collectives::<i8>(c, &[0, 1, 13, p - 17, p - 16, p - 15, p + 1], &mut case)?;
     collectives::<i32>(c, &[1, 7, p / 4 + 1], &mut case)?;
     collectives::<u16>(c, &[3], &mut case)?;
+    collectives::<i16>(c, &[5], &mut case)?;
+    collectives::<i64>(c, &[p / 8 + 1], &mut case)?;
+    collectives::<u8>(c, &[17], &mut case)?;
+    collectives::<u32>(c, &[3], &mut case)?;
     collectives::<u64>(c, &[0, p / 8 - 1, 5], &mut case)?;
     collectives::<f32>(c, &[1, 11], &mut case)?;
     collectives::<f64>(c, &[0, 1, 9, p / 8 + 1], &mut case)?;
@@ -495,8 +500,81 @@ fn checks(args: &Args, c: &Comm, wme: usize, wsize: usize) -> Result<bool> {
         if me == 0 {
             println!("allreduce {} bytes f64 on {size} ranks: {dt:?}", args.big);
         }
+        big_messages(c, args.big)?;
     }
     Ok(true)
+}
+
+/// Every other collective once with `big` bytes in all (so with blocks of
+/// `big / size` where a rank holds `size` blocks), checked.
+fn big_messages(c: &Comm, big: usize) -> Result<()> {
+    let (me, size) = (c.rank(), c.size());
+    let n = big / 8;
+    let block = n / size;
+    let all: Vec<Vec<u64>> = (0..size).map(|r| data(77, r, n)).collect();
+    let mut buf = all[me].clone();
+    c.reduce(size - 1, &mut buf, Op::BitXor)?;
+    if me == size - 1 {
+        check("reduce big", &buf, &tree(&all, Op::BitXor))?;
+    }
+    let mut buf = all[me].clone();
+    c.scan(&mut buf, Op::Max)?;
+    let mut prefix = all[0].clone();
+    for b in &all[1..=me] {
+        combine(Op::Max, &mut prefix, b);
+    }
+    check("scan big", &buf, &prefix)?;
+    let mut recv = vec![0u64; block];
+    let whole = tree(&all, Op::Sum);
+    if block > 0 {
+        c.reduce_scatter(&all[me][..block * size], &mut recv, Op::Sum)?;
+        let part: Vec<Vec<u64>> = all.iter().map(|v| v[..block * size].to_vec()).collect();
+        let whole = tree(&part, Op::Sum);
+        check(
+            "reduce_scatter big",
+            &recv,
+            &whole[me * block..(me + 1) * block],
+        )?;
+    }
+    let mut bytes = if me == 0 {
+        whole.iter().flat_map(|x| x.to_le_bytes()).collect()
+    } else {
+        vec![0u8; n * 8]
+    };
+    c.bcast(0, &mut bytes)?;
+    let want: Vec<u8> = whole.iter().flat_map(|x| x.to_le_bytes()).collect();
+    ensure!(
+        bytes == want,
+        "bcast big: the root's bytes did not arrive whole"
+    );
+    let mine = &all[me][..block];
+    let flat: Vec<u64> = all.iter().flat_map(|v| v[..block].to_vec()).collect();
+    let mut recv = vec![0u64; if me == 0 { block * size } else { 0 }];
+    c.gather(0, mine, &mut recv)?;
+    if me == 0 {
+        check("gather big", &recv, &flat)?;
+    }
+    let send = if me == size - 1 {
+        flat.clone()
+    } else {
+        Vec::new()
+    };
+    let mut recv = vec![0u64; block];
+    c.scatter(size - 1, &send, &mut recv)?;
+    check("scatter big", &recv, mine)?;
+    let mut recv = vec![0u64; block * size];
+    c.allgather(mine, &mut recv)?;
+    check("allgather big", &recv, &flat)?;
+    // alltoall: rank s's block d is its data at d.
+    let split = block;
+    let send = &all[me][..split * size];
+    let want: Vec<u64> = (0..size)
+        .flat_map(|s| all[s][me * split..(me + 1) * split].to_vec())
+        .collect();
+    let mut recv = vec![0u64; split * size];
+    c.alltoall(send, &mut recv)?;
+    check("alltoall big", &recv, &want)?;
+    Ok(())
 }
 
 fn main() -> ExitCode {

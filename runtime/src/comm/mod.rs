@@ -330,7 +330,7 @@ impl Comm {
             return;
         };
         if !matches!(bye, Goodbye::Finalized) {
-            if let Some(notice) = self.inbox.mismatch_notice() {
+            for notice in self.inbox.mismatch_notices() {
                 let _ = net.send(Cmd::Control(notice));
             }
         }

@@ -170,10 +170,19 @@ impl Inbox {
                     st.flow.returned(c, from, bytes);
                 }
             }
-            Control::Mismatch { seq: _, op, detail } => {
-                if st.mismatch.is_none() {
-                    tracing::error!(%op, %detail, from, "a peer found a mismatched collective");
-                    st.mismatch = Some(Error::Mismatch { op, detail });
+            Control::Mismatch { seq, op, detail } => {
+                // From a member of that communicator only: a rank of another
+                // communicator with the same id (a disjoint one) is not.
+                let comm = comm_of(seq);
+                let e = Error::Mismatch { op, detail };
+                if comm != 0
+                    && !st.groups.contains_key(&comm)
+                    && st.early_mismatch.len() < MAX_EARLY_PROBES
+                {
+                    st.early_mismatch.entry(comm).or_insert((seq, from, e));
+                } else if !st.mismatch.contains_key(&comm) && st.member(comm, from) {
+                    tracing::error!(%e, from, "a peer found a mismatched collective");
+                    st.mismatch.insert(comm, (seq, e));
                 }
             }
         }
@@ -240,18 +249,34 @@ impl Inbox {
         self.wake();
     }
 
-    /// The mismatch that poisoned this rank's collectives, as the notice
-    /// that announces it (a rank leaving after a mismatch repeats it before
+    /// The mismatches that poisoned this rank's communicators, as the
+    /// notices that announce them (a rank leaving after a mismatch repeats it before
     /// its goodbye, so a peer reads the mismatch first, not the departure).
-    pub fn mismatch_notice(&self) -> Option<Control> {
-        match &self.lock().mismatch {
-            Some(Error::Mismatch { op, detail }) => Some(Control::Mismatch {
-                seq: 0,
-                op: op.clone(),
-                detail: detail.clone(),
-            }),
-            _ => None,
-        }
+    pub fn mismatch_notices(&self) -> Vec<Control> {
+        let st = self.lock();
+        let mut v: Vec<Control> = st
+            .mismatch
+            .values()
+            .filter_map(|(seq, e)| match e {
+                Error::Mismatch { op, detail } => Some(Control::Mismatch {
+                    seq: *seq,
+                    op: op.clone(),
+                    detail: detail.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
+        v.sort_by_key(|c| match c {
+            Control::Mismatch { seq, .. } => *seq,
+            _ => 0,
+        });
+        v
+    }
+
+    /// The world ranks of sub-communicator `comm`'s members, if this rank
+    /// is one (`None` for the world, or a communicator it is not in).
+    pub fn members(&self, comm: u32) -> Option<Arc<[usize]>> {
+        self.lock().groups.get(&comm).cloned()
     }
 
     /// The ranks lost so far, in the order they were found.
@@ -302,8 +327,8 @@ impl Inbox {
         if let Some((from, theirs)) = st.early_p2p_call(seq) {
             notice = notice.or(st.check(seq, &theirs, from));
         }
-        match &st.mismatch {
-            Some(e) => Err((e.clone(), notice)),
+        match st.mismatch.get(&comm_of(seq)) {
+            Some((_, e)) => Err((e.clone(), notice)),
             None => Ok(()),
         }
     }
@@ -312,7 +337,14 @@ impl Inbox {
     /// members are the world ranks `members`: a loss among them (and only
     /// among them) fails its collectives.
     pub fn add_group(&self, comm: u32, members: Arc<[usize]>) {
-        self.lock().groups.insert(comm, members);
+        let mut st = self.lock();
+        if let Some((seq, from, e)) = st.early_mismatch.remove(&comm) {
+            if members.contains(&from) && !st.mismatch.contains_key(&comm) {
+                tracing::error!(%e, from, "a peer found a mismatched collective");
+                st.mismatch.insert(comm, (seq, e));
+            }
+        }
+        st.groups.insert(comm, members);
     }
 
     /// Host side: a multicast to `dests` may go out (none of them is lost).

@@ -137,12 +137,19 @@ pub(super) struct State {
     /// Probes for calls this rank has not made yet.
     pub(super) early_probes: HashMap<u64, Vec<(usize, Fingerprint)>>,
     pub(super) early_probe_count: usize,
-    /// The first mismatch found: poisons every later collective.
-    pub(super) mismatch: Option<Error>,
+    /// The first mismatch found per communicator, with the number of the
+    /// call it was found in: poisons that communicator's later collectives
+    /// (only its: the others go on).
+    pub(super) mismatch: HashMap<u32, (u64, Error)>,
     /// Flow-control credits, as a source and as a destination.
     pub(super) flow: Flow,
     /// The members (world ranks) of each sub-communicator this rank is in.
     pub(super) groups: HashMap<u32, Arc<[usize]>>,
+    /// Mismatch notices for a sub-communicator this rank has not joined yet
+    /// (a member found the mismatch while this rank was still in `split`):
+    /// (call number, sender, error), applied when it joins if the sender is
+    /// a member. At most `MAX_EARLY_PROBES`.
+    pub(super) early_mismatch: HashMap<u32, (u64, usize, Error)>,
 }
 
 impl State {
@@ -172,7 +179,7 @@ impl State {
         if let Some(e) = &self.fatal {
             return Some(e.clone());
         }
-        if let Some(e) = &self.mismatch {
+        if let Some((_, e)) = self.mismatch.get(&comm_of(seq)) {
             return Some(e.clone());
         }
         let departed = &self.departed;
@@ -204,22 +211,24 @@ impl State {
     }
 
     /// Record a mismatch found here in collective `seq`; returns the notice
-    /// to send to every peer (none if one was already recorded).
+    /// to send to the communicator's other members (none if one was already
+    /// recorded for it).
     pub(super) fn found_mismatch(
         &mut self,
         seq: u64,
         fp: &Fingerprint,
         detail: String,
     ) -> Option<Control> {
-        if self.mismatch.is_some() {
+        if self.mismatch.contains_key(&comm_of(seq)) {
             return None;
         }
         let op = fp.op_name(seq);
         tracing::error!(%op, %detail, "mismatched collective");
-        self.mismatch = Some(Error::Mismatch {
+        let e = Error::Mismatch {
             op: op.clone(),
             detail: detail.clone(),
-        });
+        };
+        self.mismatch.insert(comm_of(seq), (seq, e));
         Some(Control::Mismatch { seq, op, detail })
     }
 

@@ -273,3 +273,29 @@ fn a_collective_message_carries_its_call() {
     assert!(notice.is_some(), "the finder tells every rank");
     assert!(err.to_string().contains("reduces with Max"), "{err}");
 }
+
+#[test]
+fn a_mismatch_poisons_its_communicator_only_even_before_this_rank_joins() {
+    use crate::wire::comm_base;
+    let notice = |comm: u32| Control::Mismatch {
+        seq: comm_base(comm),
+        op: format!("allreduce #0 on communicator {comm}"),
+        detail: "x".into(),
+    };
+    let ib = Inbox::new(2, 1 << 20);
+    // Rank 4 found one on communicator 1 while this rank was in split;
+    // rank 3, not a member of this rank's communicator 2, sends one for it.
+    ib.control(4, notice(1));
+    ib.control(3, notice(2));
+    ib.add_group(1, vec![4, 2, 0].into());
+    ib.add_group(2, vec![2, 5].into());
+    let err = ib
+        .begin(comm_base(1) | 1, Fingerprint::barrier())
+        .unwrap_err()
+        .0;
+    assert!(matches!(err, Error::Mismatch { .. }), "{err}");
+    // The world and communicator 2 go on.
+    ib.begin(0, Fingerprint::barrier()).unwrap();
+    ib.begin(comm_base(2), Fingerprint::barrier()).unwrap();
+    assert_eq!(ib.mismatch_notices().len(), 1);
+}

@@ -411,9 +411,18 @@ impl Host for Shared {
     }
 }
 
-/// Send a control message to every peer.
+/// Send a control message to every peer; a mismatch notice on a
+/// sub-communicator to its other members only (a disjoint communicator may
+/// have the same id elsewhere).
 fn send_control(sh: &Shared, msg: &Control) {
-    let peers: Vec<usize> = (0..sh.size).filter(|&p| p != sh.me).collect();
+    let comm = match msg {
+        Control::Mismatch { seq, .. } => crate::wire::comm_of(*seq),
+        _ => 0,
+    };
+    let peers: Vec<usize> = match sh.inbox.members(comm).filter(|_| comm != 0) {
+        Some(m) => m.iter().copied().filter(|&p| p != sh.me).collect(),
+        None => (0..sh.size).filter(|&p| p != sh.me).collect(),
+    };
     send_control_to(sh, &peers, msg);
 }
 
