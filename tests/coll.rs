@@ -125,19 +125,28 @@ fn collectives_5_tcp_without_spinning() {
     assert_eq!(so.matches(" of 5 ok").count(), 5, "{so}\n{se}");
 }
 
-/// Every collective with allgather's and alltoall's algorithms forced
-/// (`MCAST_ALLGATHER`, `MCAST_ALLTOALL`), at a power-of-two rank count and
-/// at one that is not (where doubling falls back to the ring).
+/// Every collective with allgather's, alltoall's and gather/scatter's
+/// algorithms forced (`MCAST_ALLGATHER`, `MCAST_ALLTOALL`, `MCAST_GATHER`),
+/// at power-of-two rank counts and at others (where doubling falls back to
+/// the ring).
 #[test]
 fn forced_data_movement_algorithms() {
-    for (n, ag, a2a) in [
-        (8, "ring", "pairwise"),
-        (8, "doubling", "bruck"),
-        (5, "doubling", "bruck"),
+    for (n, ag, a2a, gather) in [
+        (8, "ring", "pairwise", "linear"),
+        (8, "doubling", "bruck", "binomial"),
+        (5, "multicast", "bruck", "binomial"),
+        (3, "multicast", "pairwise", "linear"),
     ] {
-        let env = [("MCAST_ALLGATHER", ag), ("MCAST_ALLTOALL", a2a)];
+        let env = [
+            ("MCAST_ALLGATHER", ag),
+            ("MCAST_ALLTOALL", a2a),
+            ("MCAST_GATHER", gather),
+        ];
         let (code, so, se) = colltest(n, &[], &[], &env);
-        assert_eq!(code, 0, "n={n} {ag} {a2a}\nstdout:\n{so}\nstderr:\n{se}");
+        assert_eq!(
+            code, 0,
+            "n={n} {ag} {a2a} {gather}\nstdout:\n{so}\nstderr:\n{se}"
+        );
         assert_eq!(so.matches(&format!("of {n} ok")).count(), n, "{so}\n{se}");
     }
 }

@@ -86,7 +86,15 @@ pub const ROP_NAMES: [&str; 8] = [
 /// algorithm there, so ranks that chose differently fail with a mismatch).
 pub const ALGO_BASE: u8 = 16;
 /// Names of the data-movement algorithms by code − [`ALGO_BASE`].
-pub const ALGO_NAMES: [&str; 4] = ["ring", "doubling", "pairwise", "bruck"];
+pub const ALGO_NAMES: [&str; 7] = [
+    "ring",
+    "doubling",
+    "pairwise",
+    "bruck",
+    "multicast",
+    "linear",
+    "binomial",
+];
 
 /// Names of the element types by code (`Fingerprint::tree.1` of a data
 /// collective).

@@ -46,6 +46,7 @@ pub mod worms;
 
 pub use algorithm::{Algorithm, Medium};
 pub use comm::{init, Comm, Element, Link, Message, Op, Received, Request};
+pub use config::TreeAlgorithm;
 pub use config::{AllgatherAlgorithm, AlltoallAlgorithm, Config, Forwarding, Transport};
 pub use error::Error;
 pub use fabric::ModelLatency;

@@ -40,12 +40,37 @@ impl Comm {
         if self.size == 1 {
             return Ok(());
         }
+        let resolved = self.bcast_tree(algo, buf.len(), false)?;
+        // The root as the packets name it: its world rank.
+        let fp = Fingerprint::bcast_code(self.world(root), buf.len(), resolved.tree_code());
+        self.begin(seq, fp)?;
+        self.last_model.set(None);
+        if self.rank == root {
+            return self.bcast_post(seq, fp, buf, resolved);
+        }
+        self.bcast_take(seq, fp, root, buf, resolved)
+    }
+
+    /// The tree (or worm scheme) of a bcast of `len` bytes under `algo`.
+    /// A worm needs the whole job: on a sub-communicator it is refused, or
+    /// (`trees_only`) replaced by the `auto` tree.
+    pub(super) fn bcast_tree(
+        &self,
+        algo: Algorithm,
+        len: usize,
+        trees_only: bool,
+    ) -> Result<Resolved, Error> {
         let net = self.net()?;
-        let m = packet_count(buf.len(), self.packet_bytes());
-        let algo = self.algorithm_for(algo, self.size, buf.len());
+        let m = packet_count(len, self.packet_bytes());
+        let algo = self.algorithm_for(algo, self.size, len);
         let medium = self.medium_among(0..self.size);
-        let resolved = algo.resolve_for(self.size, m, self.cfg.topology.as_ref(), medium)?;
+        let topo = self.cfg.topology.as_ref();
+        let resolved = algo.resolve_for(self.size, m, topo, medium)?;
         if let Resolved::Worm(w) = resolved {
+            if trees_only {
+                let auto = self.algorithm_for(Algorithm::Auto, self.size, len);
+                return auto.resolve_for(self.size, m, topo, medium);
+            }
             if self.group.is_some() {
                 return Err(Error::InvalidArgument(format!(
                     "algorithm {algo}: switch-based worms carry bcasts over the whole \
@@ -54,45 +79,65 @@ impl Comm {
             }
             net.check_worm(w)?;
         }
-        // The root as the packets name it: its world rank.
-        let fp = Fingerprint::bcast_code(self.world(root), buf.len(), resolved.tree_code());
-        self.begin(seq, fp)?;
-        self.last_model.set(None);
-        if self.rank == root {
-            // Room at every rank first (flow control): the root never runs
-            // more than a window ahead of the slowest rank.
-            let cost = message_cost(buf.len(), m);
-            let op = || fp.op_name(seq);
-            let others = self.others();
-            let post = match &others {
-                None => Post::Bcast { seq },
-                Some(dests) => Post::BcastAmong { seq, dests },
-            };
-            self.inbox.reserve(post, cost, self.cfg.timeout, &op)?;
-            let data = net.payload(buf);
-            return match resolved {
-                Resolved::Worm(worm) => net.send(Cmd::Worm {
-                    kind: Kind::Bcast,
-                    seq,
-                    members: Vec::new(),
-                    data,
-                    worm,
+        Ok(resolved)
+    }
+
+    /// The root's part of bcast `seq` (entered with call `fp`): post `buf`
+    /// down `resolved` once every rank has room for it.
+    pub(super) fn bcast_post(
+        &self,
+        seq: u64,
+        fp: Fingerprint,
+        buf: &[u8],
+        resolved: Resolved,
+    ) -> Result<(), Error> {
+        let net = self.net()?;
+        // Room at every rank first (flow control): the root never runs
+        // more than a window ahead of the slowest rank.
+        let cost = message_cost(buf.len(), packet_count(buf.len(), self.packet_bytes()));
+        let op = || fp.op_name(seq);
+        let others = self.others();
+        let post = match &others {
+            None => Post::Bcast { seq },
+            Some(dests) => Post::BcastAmong { seq, dests },
+        };
+        self.inbox.reserve(post, cost, self.cfg.timeout, &op)?;
+        let data = net.payload(buf);
+        match resolved {
+            Resolved::Worm(worm) => net.send(Cmd::Worm {
+                kind: Kind::Bcast,
+                seq,
+                members: Vec::new(),
+                data,
+                worm,
+            }),
+            Resolved::Tree(tree) => net.send(Cmd::Bcast {
+                seq,
+                data,
+                tree,
+                among: others.map_or_else(Vec::new, |o| {
+                    o.iter()
+                        .map(|&r| Member {
+                            rank: r as u32,
+                            ordinal: 0,
+                        })
+                        .collect()
                 }),
-                Resolved::Tree(tree) => net.send(Cmd::Bcast {
-                    seq,
-                    data,
-                    tree,
-                    among: others.map_or_else(Vec::new, |o| {
-                        o.iter()
-                            .map(|&r| Member {
-                                rank: r as u32,
-                                ordinal: 0,
-                            })
-                            .collect()
-                    }),
-                }),
-            };
+            }),
         }
+    }
+
+    /// A receiver's part of bcast `seq` from `root` (entered with call
+    /// `fp`): its packets into `buf` as they come.
+    pub(super) fn bcast_take(
+        &self,
+        seq: u64,
+        fp: Fingerprint,
+        root: usize,
+        buf: &mut [u8],
+        resolved: Resolved,
+    ) -> Result<(), Error> {
+        let net = self.net()?;
         let mut stall = self.stall_probe(seq, fp);
         let (me, size) = (self.rank, self.size);
         let topo = self.cfg.topology.as_ref();

@@ -13,7 +13,13 @@ use super::p2p::Round;
 use super::Comm;
 use crate::control::{Fingerprint, OpKind, ALGO_BASE, ALGO_NAMES};
 use crate::Error;
-use crate::{AllgatherAlgorithm, AlltoallAlgorithm};
+use crate::{AllgatherAlgorithm, AlltoallAlgorithm, TreeAlgorithm};
+
+/// `len` copies of `like` (none if there is none to copy: then `len` is 0
+/// wherever it is called).
+fn filled<T: Copy>(len: usize, like: Option<T>) -> Vec<T> {
+    like.map_or_else(Vec::new, |x| vec![x; len])
+}
 
 /// `Err(InvalidArgument)` unless `got == want`.
 pub(super) fn check_len(call: &str, what: &str, got: usize, want: usize) -> Result<(), Error> {
@@ -51,15 +57,21 @@ impl Comm {
 
     /// Gather: each rank's `send` ends up at `root`, rank r's in block r of
     /// the root's `recv` (`size × send.len()` elements; ignored elsewhere,
-    /// and may be empty). Linear: every rank sends its block to the root.
+    /// and may be empty). `MCAST_GATHER` ([`Comm::gather_algorithm`]):
+    /// linear (every rank sends its block to the root) or a binomial tree.
     pub fn gather<T: Element>(&self, root: usize, send: &[T], recv: &mut [T]) -> Result<(), Error> {
         self.check_root("gather", root)?;
         let n = send.len();
         if self.rank == root {
             check_len("gather", "the root's recv", recv.len(), self.size * n)?;
         }
-        let mut r = self.data_round::<T>(OpKind::Gather, root, n, 0)?;
-        tracing::debug!(seq = r.seq, root, n, algorithm = "linear", "gather");
+        let algo = self.gather_algorithm(n * T::SIZE);
+        let code = algo_code(&algo.to_string());
+        let mut r = self.data_round::<T>(OpKind::Gather, root, n, code)?;
+        tracing::debug!(seq = r.seq, root, n, algorithm = %algo, "gather");
+        if algo == TreeAlgorithm::Binomial {
+            return self.binomial_gather(&mut r, root, send, recv);
+        }
         if self.rank != root {
             return r.send(root, &to_bytes(send));
         }
@@ -67,6 +79,45 @@ impl Comm {
         for src in (0..self.size).filter(|&s| s != root) {
             let b = r.recv(src)?;
             from_bytes(&b, &mut recv[src * n..(src + 1) * n], "gather")?;
+        }
+        Ok(())
+    }
+
+    /// The binomial gather (MPICH's): in relative ranks (rank − root), in
+    /// round k a rank with bit k set sends what it holds (its subtree's
+    /// blocks, consecutive) to rank − 2^k and is done; the others receive
+    /// their 2^k-subtree's blocks from rank + 2^k. ⌈log2 n⌉ rounds at the
+    /// root instead of n − 1 receives.
+    fn binomial_gather<T: Element>(
+        &self,
+        r: &mut Round<'_>,
+        root: usize,
+        send: &[T],
+        recv: &mut [T],
+    ) -> Result<(), Error> {
+        let (size, n) = (self.size, send.len());
+        let rel = (self.rank + size - root) % size;
+        let abs = |x: usize| (x + root) % size;
+        // The blocks of relative ranks rel, rel + 1, ... held so far.
+        let mut held: Vec<T> = send.to_vec();
+        let mut mask = 1usize;
+        while mask < size {
+            if rel & mask != 0 {
+                return r.send(abs(rel - mask), &to_bytes(&held));
+            }
+            if rel + mask < size {
+                let count = mask.min(size - rel - mask);
+                let b = r.recv(abs(rel + mask))?;
+                let at = held.len();
+                held.extend(filled(count * n, send.first().copied()));
+                from_bytes(&b, &mut held[at..], "gather")?;
+            }
+            mask <<= 1;
+        }
+        // The root: relative block j is rank root + j's.
+        for j in 0..size {
+            let a = abs(j);
+            recv[a * n..(a + 1) * n].copy_from_slice(&held[j * n..(j + 1) * n]);
         }
         Ok(())
     }
@@ -85,9 +136,74 @@ impl Comm {
         if self.rank == root {
             check_len("scatter", "the root's send", send.len(), self.size * n)?;
         }
-        let mut r = self.data_round::<T>(OpKind::Scatter, root, n, 0)?;
-        tracing::debug!(seq = r.seq, root, n, algorithm = "linear", "scatter");
+        let algo = self.gather_algorithm(n * T::SIZE);
+        let code = algo_code(&algo.to_string());
+        let mut r = self.data_round::<T>(OpKind::Scatter, root, n, code)?;
+        tracing::debug!(seq = r.seq, root, n, algorithm = %algo, "scatter");
+        if algo == TreeAlgorithm::Binomial {
+            return self.binomial_scatter(&mut r, root, send, recv);
+        }
         self.scatter_in(&mut r, root, send, recv)
+    }
+
+    /// The binomial scatter (MPICH's), gather's tree run backwards: a rank
+    /// receives its subtree's blocks from its parent, then hands each child
+    /// its 2^k-subtree's share, the largest first.
+    fn binomial_scatter<T: Element>(
+        &self,
+        r: &mut Round<'_>,
+        root: usize,
+        send: &[T],
+        recv: &mut [T],
+    ) -> Result<(), Error> {
+        let (size, n) = (self.size, recv.len());
+        let rel = (self.rank + size - root) % size;
+        let abs = |x: usize| (x + root) % size;
+        // The blocks of relative ranks rel, rel + 1, ... this rank passes on.
+        let mut held: Vec<T>;
+        let mut mask = 1usize;
+        if rel == 0 {
+            held = (0..size)
+                .flat_map(|j| send[abs(j) * n..(abs(j) + 1) * n].iter().copied())
+                .collect();
+            while mask < size {
+                mask <<= 1;
+            }
+        } else {
+            while rel & mask == 0 {
+                mask <<= 1;
+            }
+            let count = mask.min(size - rel);
+            held = filled(count * n, recv.first().copied());
+            let b = r.recv(abs(rel - mask))?;
+            from_bytes(&b, &mut held, "scatter")?;
+        }
+        mask >>= 1;
+        while mask > 0 {
+            if rel + mask < size {
+                let count = mask.min(size - rel - mask);
+                r.send(
+                    abs(rel + mask),
+                    &to_bytes(&held[mask * n..(mask + count) * n]),
+                )?;
+            }
+            mask >>= 1;
+        }
+        recv.copy_from_slice(&held[..n]);
+        Ok(())
+    }
+
+    /// The gather and scatter algorithm every rank picks for blocks of
+    /// `block` bytes: `MCAST_GATHER` if set; `auto` takes the binomial tree
+    /// up to [`BINOMIAL_MAX_BYTES`] per block, else linear.
+    pub fn gather_algorithm(&self, block: usize) -> TreeAlgorithm {
+        match self.cfg.gather {
+            TreeAlgorithm::Auto if self.size > 2 && block <= BINOMIAL_MAX_BYTES => {
+                TreeAlgorithm::Binomial
+            }
+            TreeAlgorithm::Auto => TreeAlgorithm::Linear,
+            chosen => chosen,
+        }
     }
 
     /// Scatter's messages, inside round `r` (reduce_scatter uses it too).
@@ -123,6 +239,9 @@ impl Comm {
         tracing::debug!(seq = r.seq, n, algorithm = %algo, "allgather");
         let (me, size) = (self.rank, self.size);
         recv[me * n..(me + 1) * n].copy_from_slice(send);
+        if algo == AllgatherAlgorithm::Multicast {
+            return self.allgather_multicast(send, recv);
+        }
         if algo == AllgatherAlgorithm::RecursiveDoubling {
             // After the exchange with rank xor 2^k, a rank holds the
             // blocks of its aligned group of 2^(k+1) ranks.
@@ -148,16 +267,54 @@ impl Comm {
         Ok(())
     }
 
+    /// Allgather by concurrent FPFS multicasts: the call takes one more
+    /// collective number per rank, and under number r rank r bcasts its
+    /// block down its own tree (the bcast's, `MCAST_ALGORITHM`; a tree even
+    /// under a worm scheme). Every rank posts its own first, then takes the
+    /// others' as they come: the NIs forward all n trees at once.
+    fn allgather_multicast<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<(), Error> {
+        let (me, size, n) = (self.rank, self.size, send.len());
+        if size == 1 {
+            return Ok(());
+        }
+        let mine = to_bytes(send);
+        let resolved = self.bcast_tree(self.cfg.algorithm, mine.len(), true)?;
+        let calls: Vec<(u64, Fingerprint)> = (0..size)
+            .map(|r| {
+                let fp = Fingerprint::bcast_code(self.world(r), mine.len(), resolved.tree_code());
+                (self.next_seq(), fp)
+            })
+            .collect();
+        for &(seq, fp) in &calls {
+            self.begin(seq, fp)?;
+        }
+        let (seq, fp) = calls[me];
+        self.bcast_post(seq, fp, &mine, resolved)?;
+        let mut b = vec![0u8; mine.len()];
+        for k in 1..size {
+            let r = (me + size - k) % size;
+            let (seq, fp) = calls[r];
+            self.bcast_take(seq, fp, r, &mut b, resolved)?;
+            from_bytes(&b, &mut recv[r * n..(r + 1) * n], "allgather")?;
+        }
+        Ok(())
+    }
+
     /// The allgather algorithm every rank picks for blocks of `block`
     /// bytes: `MCAST_ALLGATHER` if set (doubling falls back to the ring on
-    /// a rank count that is not a power of two); `auto` takes recursive
-    /// doubling on a power-of-two rank count up to [`AG_DOUBLING_MAX_BYTES`]
-    /// gathered, else the ring (MPICH's rule, with the threshold measured
-    /// here: README "Collectives and point-to-point").
+    /// a rank count that is not a power of two); `auto` takes the
+    /// concurrent multicasts for blocks of [`AG_MULTICAST_MIN_BYTES`] and
+    /// more among more than 2 ranks, recursive doubling on a power-of-two
+    /// rank count up to [`AG_DOUBLING_MAX_BYTES`] gathered, else the ring
+    /// (thresholds measured here: README "Collectives and point-to-point").
     pub fn allgather_algorithm(&self, block: usize) -> AllgatherAlgorithm {
         let pow2 = self.size.is_power_of_two();
         match self.cfg.allgather {
             AllgatherAlgorithm::RecursiveDoubling if pow2 => AllgatherAlgorithm::RecursiveDoubling,
+            AllgatherAlgorithm::Multicast => AllgatherAlgorithm::Multicast,
+            AllgatherAlgorithm::Auto if self.size > 2 && block >= AG_MULTICAST_MIN_BYTES => {
+                AllgatherAlgorithm::Multicast
+            }
             AllgatherAlgorithm::Auto if pow2 && block * self.size <= AG_DOUBLING_MAX_BYTES => {
                 AllgatherAlgorithm::RecursiveDoubling
             }
@@ -258,8 +415,18 @@ impl Comm {
 /// recursive doubling: on this 2-core machine's shared memory the ring won
 /// above it at 4 and 8 ranks (mcbench A/B, 2026-11-24; MPICH uses 512 KiB).
 pub const AG_DOUBLING_MAX_BYTES: usize = 64 << 10;
+/// Smallest allgather block (bytes) `auto` moves by concurrent multicasts:
+/// from 4 KiB at 4 ranks and 2 KiB at 8 they beat the ring (0.80, 0.86),
+/// and from 16 KiB by 2–5× (each block crosses shared memory once, as
+/// descriptors the NIs forward); below, n trees cost more than one ring
+/// (mcbench A/B, bench/results/compare-mpi-coll-menu/allgather_multicast_ab.md).
+pub const AG_MULTICAST_MIN_BYTES: usize = 4 << 10;
 /// Largest alltoall block (bytes) `auto` sends by Bruck's algorithm.
 pub const A2A_BRUCK_MAX_BYTES: usize = 256;
+/// Largest gather/scatter block (bytes) `auto` moves on the binomial tree
+/// (MPICH uses it for every size in gather; a block past this is copied
+/// once more per tree level than it gains).
+pub const BINOMIAL_MAX_BYTES: usize = 16 << 10;
 
 /// The fingerprint code of a data-movement algorithm by its setting's name
 /// (see [`ALGO_NAMES`]).

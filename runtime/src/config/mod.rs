@@ -62,6 +62,7 @@ pub const ENV_SHM_PACKET_BYTES: &str = "MCAST_SHM_PACKET_BYTES";
 pub const ENV_FABRIC: &str = "MCAST_FABRIC";
 pub const ENV_ALLGATHER: &str = "MCAST_ALLGATHER";
 pub const ENV_ALLTOALL: &str = "MCAST_ALLTOALL";
+pub const ENV_GATHER: &str = "MCAST_GATHER";
 pub const ENV_FLOW_BYTES: &str = "MCAST_FLOW_BYTES";
 /// Default flow-control budget per rank and class.
 pub const DEFAULT_FLOW_BYTES: u64 = 64 << 20;
@@ -193,6 +194,20 @@ menu! {
         /// log2 n exchanges with rank xor 2^k, each doubling the blocks
         /// held (a power-of-two rank count; otherwise the ring).
         RecursiveDoubling = "doubling",
+        /// Every rank bcasts its block down its own FPFS tree, all at
+        /// once (the NIs forward; one collective number per rank).
+        Multicast = "multicast",
+    }
+}
+
+menu! {
+    /// `MCAST_GATHER`: how `Comm::gather` and `Comm::scatter` move the
+    /// blocks.
+    TreeAlgorithm, ENV_GATHER {
+        /// The root sends (or receives) every block itself.
+        Linear = "linear",
+        /// A binomial tree: ⌈log2 n⌉ rounds, subtrees' blocks together.
+        Binomial = "binomial",
     }
 }
 
@@ -263,6 +278,8 @@ pub struct Config {
     pub allgather: AllgatherAlgorithm,
     /// `MCAST_ALLTOALL`: alltoall's algorithm.
     pub alltoall: AlltoallAlgorithm,
+    /// `MCAST_GATHER`: gather's and scatter's algorithm.
+    pub gather: TreeAlgorithm,
     /// The logical topology ranks are mapped onto (rank i is node i), if any.
     pub topology: Option<Topology>,
     /// Host port of an emulated switch fabric to send everything through.
@@ -290,6 +307,7 @@ impl Default for Config {
             algorithm: Algorithm::Auto,
             allgather: AllgatherAlgorithm::Auto,
             alltoall: AlltoallAlgorithm::Auto,
+            gather: TreeAlgorithm::Auto,
             topology: None,
             fabric: None,
         }
@@ -435,6 +453,9 @@ impl Config {
         }
         if let Some(v) = get(ENV_ALLTOALL) {
             c.alltoall = v.parse()?;
+        }
+        if let Some(v) = get(ENV_GATHER) {
+            c.gather = v.parse()?;
         }
         if let Some(t) = get(ENV_TOPOLOGY) {
             c.topology = Some(

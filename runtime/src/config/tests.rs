@@ -109,6 +109,17 @@ fn collective_algorithm_menus() {
         "{e}"
     );
     assert!(cfg(&[(ENV_ALLGATHER, "")]).is_err());
+    let c = cfg(&[(ENV_ALLGATHER, "multicast"), (ENV_GATHER, "binomial")]).unwrap();
+    assert_eq!(c.allgather, AllgatherAlgorithm::Multicast);
+    assert_eq!(
+        (c.gather, cfg(&[]).unwrap().gather),
+        (TreeAlgorithm::Binomial, TreeAlgorithm::Auto)
+    );
+    let e = cfg(&[(ENV_GATHER, "tree")]).unwrap_err().to_string();
+    assert!(
+        e.contains("MCAST_GATHER=tree: expected auto, linear, binomial"),
+        "{e}"
+    );
 }
 
 #[test]
