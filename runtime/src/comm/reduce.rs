@@ -24,7 +24,7 @@
 //!   two ≤ n and e = n − p, the first 2e ranks fold in pairs first (as in
 //!   MPICH: R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of
 //!   Collective Communication Operations in MPICH", IJHPCA 19(1), 2005,
-//!   §4.4): rank 2i sends its buffer to rank 2i + 1, which holds
+//!   the section on allreduce): rank 2i sends its buffer to rank 2i + 1, which holds
 //!   `y_i = x_{2i} op x_{2i+1}`; for i ≥ e, `y_i = x_{i+e}`. The result is
 //!   `tree(y_0 .. y_{p-1})`, the binomial order above over the p values:
 //!   with a power-of-two n it is exactly reduce's order; with 5 ranks,

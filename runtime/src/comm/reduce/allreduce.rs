@@ -9,11 +9,20 @@ use crate::comm::Comm;
 use crate::control::{Fingerprint, OpKind};
 use crate::{AllreduceAlgorithm, Error};
 
-/// Largest allreduce (bytes per rank) `auto` runs by recursive doubling.
-pub const AR_DOUBLING_MAX_BYTES: usize = 1024;
+/// Largest allreduce (bytes per rank) `auto` runs by recursive doubling
+/// on a power-of-two rank count.
+pub const AR_DOUBLING_MAX_BYTES: usize = 8 << 10;
+/// Largest allreduce (bytes per rank) `auto` runs by recursive doubling
+/// on other rank counts (after the fold).
+pub const AR_DOUBLING_FOLDED_MAX_BYTES: usize = 1024;
 /// Smallest allreduce (bytes per rank) `auto` runs by Rabenseifner's
-/// algorithm (below it, and above [`AR_DOUBLING_MAX_BYTES`], reduce + bcast).
-pub const AR_RABENSEIFNER_MIN_BYTES: usize = 16 << 10;
+/// algorithm on a rank count that is not a power of two (below it, reduce
+/// + bcast).
+pub const AR_RABENSEIFNER_MIN_BYTES: usize = 64 << 10;
+/// `auto` runs the ring once each of its n blocks holds at least this
+/// many bytes (bytes per rank ≥ n × this): its 2 (n − 1) steps then cost
+/// less than the log2 exchanges' larger messages.
+pub const AR_RING_MIN_BLOCK_BYTES: usize = 32 << 10;
 
 /// The fold of the ranks beyond a power of two (the parent's module docs):
 /// `p` ranks take part in the power-of-two algorithm, rank 2i + 1 as
@@ -46,6 +55,21 @@ impl Fold {
         } else {
             v + self.extra
         }
+    }
+}
+
+/// `auto`'s choice for `bytes` bytes per rank on `size` ranks (see
+/// [`Comm::allreduce_algorithm`]).
+fn auto(size: usize, bytes: usize) -> AllreduceAlgorithm {
+    let pow2 = size.is_power_of_two();
+    if bytes <= AR_DOUBLING_FOLDED_MAX_BYTES || (pow2 && bytes <= AR_DOUBLING_MAX_BYTES) {
+        AllreduceAlgorithm::Doubling
+    } else if bytes >= size.saturating_mul(AR_RING_MIN_BLOCK_BYTES) {
+        AllreduceAlgorithm::Ring
+    } else if pow2 || bytes >= AR_RABENSEIFNER_MIN_BYTES {
+        AllreduceAlgorithm::Rabenseifner
+    } else {
+        AllreduceAlgorithm::ReduceBcast
     }
 }
 
@@ -115,22 +139,17 @@ impl Comm {
     }
 
     /// The allreduce algorithm every rank picks for `bytes` bytes per rank:
-    /// `MCAST_ALLREDUCE` if set; `auto` takes recursive doubling on a
-    /// power-of-two rank count up to [`AR_DOUBLING_MAX_BYTES`],
-    /// Rabenseifner's from [`AR_RABENSEIFNER_MIN_BYTES`] on, and reduce +
-    /// bcast in between and for small buffers on other rank counts (the
-    /// thresholds measured here: README "Collectives and point-to-point").
+    /// `MCAST_ALLREDUCE` if set; `auto` takes, in this order, recursive
+    /// doubling up to [`AR_DOUBLING_FOLDED_MAX_BYTES`], and on a
+    /// power-of-two rank count up to [`AR_DOUBLING_MAX_BYTES`]; the ring
+    /// from n ×
+    /// [`AR_RING_MIN_BLOCK_BYTES`]; Rabenseifner's on a power-of-two rank
+    /// count or from [`AR_RABENSEIFNER_MIN_BYTES`]; else reduce + bcast.
+    /// The thresholds were measured here (mcbench at 3 to 8 ranks:
+    /// README "Collectives and point-to-point").
     pub fn allreduce_algorithm(&self, bytes: usize) -> AllreduceAlgorithm {
         match self.cfg.allreduce {
-            AllreduceAlgorithm::Auto => {
-                if self.size.is_power_of_two() && bytes <= AR_DOUBLING_MAX_BYTES {
-                    AllreduceAlgorithm::Doubling
-                } else if bytes >= AR_RABENSEIFNER_MIN_BYTES {
-                    AllreduceAlgorithm::Rabenseifner
-                } else {
-                    AllreduceAlgorithm::ReduceBcast
-                }
-            }
+            AllreduceAlgorithm::Auto => auto(self.size, bytes),
             chosen => chosen,
         }
     }
@@ -191,7 +210,7 @@ impl Comm {
 
     /// Rabenseifner's allreduce among the fold's p ranks (R. Rabenseifner,
     /// "Optimization of Collective Reduction Operations", ICCS 2004, LNCS
-    /// 3036, §4; Thakur, Rabenseifner, Gropp, IJHPCA 2005, §4.4):
+    /// 3036; Thakur, Rabenseifner, Gropp, IJHPCA 2005, on allreduce):
     /// reduce-scatter by recursive halving (round k = 0, 1, ...: virtual
     /// ranks v and v xor 2^k halve their common segment, the lower keeping
     /// the lower half; each sends the other half and combines the half it
@@ -244,9 +263,9 @@ impl Comm {
         Ok(())
     }
 
-    /// The ring allreduce (Thakur, Rabenseifner, Gropp, IJHPCA 2005, §4.4,
-    /// and the ring of Patarasuk and Yuan, "Bandwidth Optimal All-reduce
-    /// Algorithms for Clusters of Workstations", JPDC 69(2), 2009, §3):
+    /// The ring allreduce (P. Patarasuk, X. Yuan, "Bandwidth Optimal
+    /// All-reduce Algorithms for Clusters of Workstations", JPDC 69(2),
+    /// 2009, their bandwidth-optimal ring):
     /// reduce-scatter around the ring (step s: send block me − s to the
     /// right neighbour, take block me − s − 1 from the left one and combine
     /// partial op own), after which this rank holds block me + 1 whole;
@@ -281,5 +300,49 @@ impl Comm {
             from_bytes(&b, &mut buf[block(into)], "allreduce")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use AllreduceAlgorithm::*;
+
+    #[test]
+    fn the_fold_maps_ranks_both_ways() {
+        for size in 1..=40 {
+            let f = Fold::new(size);
+            assert!(f.p.is_power_of_two() && f.p <= size && size < 2 * f.p);
+            let mut seen = vec![false; f.p];
+            for r in 0..size {
+                match f.virtual_rank(r) {
+                    Some(v) => {
+                        assert_eq!(f.real(v), r, "size {size} rank {r}");
+                        seen[v] = true;
+                    }
+                    // Folded away: an even rank among the first 2e.
+                    None => assert!(r % 2 == 0 && r < 2 * f.extra),
+                }
+            }
+            assert!(seen.iter().all(|&s| s), "size {size}");
+        }
+    }
+
+    #[test]
+    fn auto_follows_the_measured_rule() {
+        let k = 1024;
+        assert_eq!(auto(8, 8 * k), Doubling);
+        assert_eq!(auto(8, 8 * k + 1), Rabenseifner);
+        assert_eq!(auto(8, 256 * k - 1), Rabenseifner);
+        assert_eq!(auto(8, 256 * k), Ring);
+        assert_eq!(auto(4, 64), Doubling);
+        assert_eq!(auto(4, 128 * k), Ring);
+        assert_eq!(auto(5, 1024), Doubling);
+        assert_eq!(auto(5, 1025), ReduceBcast);
+        assert_eq!(auto(5, 64 * k - 1), ReduceBcast);
+        assert_eq!(auto(5, 64 * k), Rabenseifner);
+        assert_eq!(auto(5, 160 * k), Ring);
+        assert_eq!(auto(1, 0), Doubling);
+        assert_eq!(auto(usize::MAX, usize::MAX), Ring);
     }
 }
