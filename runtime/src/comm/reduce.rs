@@ -8,8 +8,8 @@
 //! count, on every run. Each element of the result is computed once, by one
 //! rank, in one fixed expression, and only copied from there; or (recursive
 //! doubling) computed by several ranks from the very same operands in the
-//! very same order. Below, `x_r` is rank r's buffer and `a op b` keeps the
-//! lower ranks' values on the left.
+//! very same order. Below, `x_r` is rank r's buffer; in the trees the
+//! lower ranks' values are the left operand, in the ring the partial result.
 //!
 //! * reduce, reduce_scatter, and allreduce `reduce_bcast`: a binomial tree
 //!   rooted at rank 0 over ranks in rank order, `tree(x_0 .. x_{n-1})`. In
@@ -24,8 +24,9 @@
 //!   two ≤ n and e = n − p, the first 2e ranks fold in pairs first (as in
 //!   MPICH: R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of
 //!   Collective Communication Operations in MPICH", IJHPCA 19(1), 2005,
-//!   the section on allreduce): rank 2i sends its buffer to rank 2i + 1, which holds
-//!   `y_i = x_{2i} op x_{2i+1}`; for i ≥ e, `y_i = x_{i+e}`. The result is
+//!   the section on allreduce): rank 2i sends its buffer to rank 2i + 1,
+//!   which holds `y_i = x_{2i} op x_{2i+1}`; for i ≥ e, `y_i = x_{i+e}`.
+//!   The result is
 //!   `tree(y_0 .. y_{p-1})`, the binomial order above over the p values:
 //!   with a power-of-two n it is exactly reduce's order; with 5 ranks,
 //!   `((x0 op x1) op x2) op (x3 op x4)`, with 6,
