@@ -73,6 +73,8 @@ fn mismatches_fail_every_rank() {
         (3, "root"),
         (5, "root"),
         (3, "collective"),
+        (3, "algorithm"),
+        (4, "algorithm"),
     ] {
         let so = all_ok(n, &["--mismatch", kind]);
         assert_eq!(so.matches("mismatch ok").count(), n, "{kind}:\n{so}");
@@ -178,5 +180,22 @@ fn collectives_on_sub_communicators() {
             so.contains(&format!("rank {r} of 4 ok: allreduce without rank 2")),
             "{so}\n{se}"
         );
+    }
+}
+
+/// colltest's allreduce checks (every element type and operator, sizes 0,
+/// 1, odd, a packet ± 1 and 8 MiB, each in the forced algorithm's
+/// documented order, and the f64 bits gathered and compared across ranks)
+/// under each allreduce algorithm forced (`MCAST_ALLREDUCE`), at a rank
+/// count that folds to a power of two and at one that does not.
+#[test]
+fn forced_allreduce_algorithms() {
+    for algo in ["doubling", "rabenseifner", "ring", "reduce_bcast"] {
+        for n in [5, 8] {
+            let env = [("MCAST_ALLREDUCE", algo)];
+            let (code, so, se) = colltest(n, &[], &["--allreduce-only"], &env);
+            assert_eq!(code, 0, "n={n} {algo}\nstdout:\n{so}\nstderr:\n{se}");
+            assert_eq!(so.matches(&format!("of {n} ok")).count(), n, "{so}\n{se}");
+        }
     }
 }

@@ -81,16 +81,20 @@ impl std::fmt::Display for OpKind {
 pub const ROP_NAMES: [&str; 8] = [
     "none", "Sum", "Prod", "Min", "Max", "BitAnd", "BitOr", "BitXor",
 ];
-/// The first code of a data-movement algorithm in `Fingerprint::tree.0`
-/// (allgather and alltoall have no reduction operator; they put their
-/// algorithm there, so ranks that chose differently fail with a mismatch).
+/// The first code of a collective's algorithm in a data fingerprint:
+/// allgather and alltoall have no reduction operator and put theirs in
+/// `Fingerprint::tree.0`; allreduce puts its in the high byte of
+/// `Fingerprint::tree.1` (above the element type). Ranks that chose
+/// differently fail with a mismatch naming both.
 pub const ALGO_BASE: u8 = 16;
-/// Names of the data-movement algorithms by code − [`ALGO_BASE`].
-pub const ALGO_NAMES: [&str; 7] = [
+/// Names of the collectives' algorithms by code − [`ALGO_BASE`].
+pub const ALGO_NAMES: [&str; 9] = [
     "ring",
     "doubling",
     "pairwise",
     "bruck",
+    "rabenseifner",
+    "reduce_bcast",
     "multicast",
     "linear",
     "binomial",
@@ -170,6 +174,13 @@ impl Fingerprint {
         }
     }
 
+    /// This fingerprint with algorithm `algo` (a code from [`ALGO_BASE`])
+    /// in the high byte of `tree.1`, beside a reduction operator.
+    pub fn with_algo(mut self, algo: u8) -> Fingerprint {
+        self.tree.1 = (self.tree.1 & 0xff) | u16::from(algo) << 8;
+        self
+    }
+
     /// A fixed 16-byte encoding, carried at the head of a collective's
     /// point-to-point messages (so a receiver checks its sender's call):
     /// u8 op, u8 tree code, u16 k, u32 root, u64 len, little-endian.
@@ -230,23 +241,32 @@ impl Fingerprint {
                 theirs.len, self.len
             ));
         }
-        if self.is_data() && self.tree.1 != theirs.tree.1 {
-            let name = |c: u16| ELEMENT_NAMES.get(c as usize).copied().unwrap_or("?");
+        let [elem, algo] = self.tree.1.to_le_bytes();
+        let [their_elem, their_algo] = theirs.tree.1.to_le_bytes();
+        if self.is_data() && elem != their_elem {
+            let name = |c: u8| ELEMENT_NAMES.get(c as usize).copied().unwrap_or("?");
             return Some(format!(
                 "rank {them} passed {} elements, rank {me} passed {} elements",
-                name(theirs.tree.1),
-                name(self.tree.1)
+                name(their_elem),
+                name(elem)
+            ));
+        }
+        let algo_name = |c: u8| {
+            let i = c.wrapping_sub(ALGO_BASE) as usize;
+            ALGO_NAMES.get(i).copied().unwrap_or("?")
+        };
+        if self.is_data() && algo != their_algo {
+            return Some(format!(
+                "rank {them} runs {}, rank {me} runs {}",
+                algo_name(their_algo),
+                algo_name(algo)
             ));
         }
         if self.is_data() && self.tree.0 != theirs.tree.0 && self.tree.0 >= ALGO_BASE {
-            let name = |c: u8| {
-                let i = c.wrapping_sub(ALGO_BASE) as usize;
-                ALGO_NAMES.get(i).copied().unwrap_or("?")
-            };
             return Some(format!(
                 "rank {them} runs {}, rank {me} runs {}",
-                name(theirs.tree.0),
-                name(self.tree.0)
+                algo_name(theirs.tree.0),
+                algo_name(self.tree.0)
             ));
         }
         if self.is_data() && self.tree.0 != theirs.tree.0 {
@@ -394,6 +414,32 @@ mod tests {
         assert_eq!(numbered("bcast", 4), "bcast #4");
         let seq = crate::wire::comm_base(3) | 4;
         assert_eq!(numbered("allreduce", seq), "allreduce #4 on communicator 3");
+    }
+
+    #[test]
+    fn allreduce_algorithms_that_differ_are_named() {
+        let sum = Fingerprint::data(OpKind::Allreduce, 0, 80, 1, 10);
+        let raben = sum.with_algo(ALGO_BASE + 4);
+        let ring = sum.with_algo(ALGO_BASE);
+        assert_eq!(Fingerprint::from_bytes(&raben.to_bytes()), Some(raben));
+        assert_eq!(
+            raben.differs(0, &ring, 1).unwrap(),
+            "rank 1 runs ring, rank 0 runs rabenseifner"
+        );
+        let rb = sum.with_algo(ALGO_BASE + 5);
+        assert_eq!(
+            rb.differs(2, &raben, 3).unwrap(),
+            "rank 3 runs rabenseifner, rank 2 runs reduce_bcast"
+        );
+        assert_eq!(raben.differs(0, &raben, 1), None);
+        // The element type and the operator are still told apart first.
+        let f32s = Fingerprint::data(OpKind::Allreduce, 0, 80, 1, 9).with_algo(ALGO_BASE);
+        assert!(raben.differs(0, &f32s, 1).unwrap().contains("f32 elements"));
+        let max = Fingerprint::data(OpKind::Allreduce, 0, 80, 4, 10).with_algo(ALGO_BASE + 4);
+        assert_eq!(
+            raben.differs(0, &max, 1).unwrap(),
+            "rank 1 reduces with Max, rank 0 with Sum"
+        );
     }
 
     proptest! {

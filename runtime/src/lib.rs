@@ -46,8 +46,8 @@ pub mod worms;
 
 pub use algorithm::{Algorithm, Medium};
 pub use comm::{init, Comm, Element, Link, Message, Op, Received, Request};
-pub use config::TreeAlgorithm;
-pub use config::{AllgatherAlgorithm, AlltoallAlgorithm, Config, Forwarding, Transport};
+pub use config::{AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, TreeAlgorithm};
+pub use config::{Config, Forwarding, Transport};
 pub use error::Error;
 pub use fabric::ModelLatency;
 pub use shm::{arena_prefix, ARENA_DIR, ARENA_PREFIX};

@@ -13,8 +13,13 @@
 //! operator, each checked against a local computation (the reductions in
 //! the runtime's documented order, so floats compare bit for bit); and an
 //! allreduce of `--big` bytes of f64, timed, then every other collective
-//! once with `--big` bytes in all. `--mismatch KIND` makes the
-//! last rank call differently and expects `Error::Mismatch` on every rank;
+//! once with `--big` bytes in all. Allreduce is checked in the
+//! order of the algorithm `Comm::allreduce_algorithm` names (forced with
+//! `MCAST_ALLREDUCE`), and an f64 sum of 1e16, 1 and −1e16 mixes is
+//! gathered as bits to rank 0, which checks every rank got the same bits.
+//! `--mismatch KIND` makes the last rank call differently (or, with
+//! `algorithm`, run allreduce's ring where the others run Rabenseifner's)
+//! and expects `Error::Mismatch` on every rank;
 //! `--crash-rank R` makes rank R exit before an allreduce the others expect
 //! to fail with `PeerLost` naming R; `--stall` has rank 0 send to rank 1,
 //! which never receives, and expects a `Timeout` naming rank 1. `--split`
@@ -28,7 +33,7 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Result};
 use clap::Parser;
-use mcast::{Comm, Element, Error, Op};
+use mcast::{AllreduceAlgorithm, Comm, Element, Error, Op};
 
 #[derive(Parser, Debug)]
 #[command(name = "mcast-colltest", about = "Checks mcast's collectives")]
@@ -36,7 +41,8 @@ struct Args {
     /// Bytes of the timed f64 allreduce (0: none).
     #[arg(long, default_value_t = 8 << 20)]
     big: usize,
-    /// op, count, root or type: the last rank calls differently.
+    /// op, count, root, type, collective or algorithm: the last rank calls
+    /// differently.
     #[arg(long)]
     mismatch: Option<String>,
     /// This rank exits with status 3 before an allreduce.
@@ -52,6 +58,10 @@ struct Args {
     /// Run on sub-communicators: even and odd world ranks, each reversed.
     #[arg(long)]
     split: bool,
+    /// Check allreduce alone (every type, operator and size, the bits, the
+    /// big one): what an allreduce algorithm's forced run needs.
+    #[arg(long)]
+    allreduce_only: bool,
 }
 
 /// A test element: values from a seed, and the operators, written here
@@ -141,6 +151,94 @@ fn tree<T: Gen>(v: &[Vec<T>], op: Op) -> Vec<T> {
     acc.swap_remove(0)
 }
 
+/// The reduction of `v` folded to a power of two first (the pairs
+/// (2i, 2i + 1) of the first 2e ranks), then by the binomial tree: the
+/// order of allreduce's recursive doubling and Rabenseifner's algorithm.
+fn folded<T: Gen>(v: &[Vec<T>], op: Op) -> Vec<T> {
+    let p = 1usize << (usize::BITS - 1 - v.len().leading_zeros());
+    let e = v.len() - p;
+    let mut y: Vec<Vec<T>> = (0..e)
+        .map(|i| {
+            let mut a = v[2 * i].clone();
+            combine(op, &mut a, &v[2 * i + 1]);
+            a
+        })
+        .collect();
+    y.extend_from_slice(&v[2 * e..]);
+    tree(&y, op)
+}
+
+/// The ring allreduce's order: block b (of n nearly equal blocks) is
+/// `((x_b op x_{b+1}) op ...) op x_{b-1}`, ranks mod n.
+fn ring<T: Gen>(v: &[Vec<T>], op: Op) -> Vec<T> {
+    let (n, len) = (v.len(), v[0].len());
+    let (q, m) = (len / n, len % n);
+    let start = |b: usize| b * q + b.min(m);
+    let mut out = v[0].clone();
+    for b in 0..n {
+        for (i, o) in out.iter_mut().enumerate().take(start(b + 1)).skip(start(b)) {
+            *o = (1..n).fold(v[b][i], |acc, k| T::apply(op, acc, v[(b + k) % n][i]));
+        }
+    }
+    out
+}
+
+/// What allreduce gives under the algorithm `c` picks for `v`'s length.
+fn allreduce_want<T: Gen>(c: &Comm, v: &[Vec<T>], op: Op) -> Vec<T> {
+    match c.allreduce_algorithm(v[0].len() * std::mem::size_of::<T>()) {
+        AllreduceAlgorithm::Doubling | AllreduceAlgorithm::Rabenseifner => folded(v, op),
+        AllreduceAlgorithm::Ring => ring(v, op),
+        _ => tree(v, op),
+    }
+}
+
+/// Floating-point allreduce whose result depends on the order (1e16, 1
+/// and −1e16 mixed): every rank's result, gathered to rank 0 as bits,
+/// must be the same, equal to the algorithm's documented order, and the
+/// same on a second call.
+fn bit_identical(c: &Comm, counts: &[usize]) -> Result<()> {
+    const VALUES: [f64; 6] = [1e16, 1.0, -1e16, 0.5, 3.0, -1.0];
+    let (me, size) = (c.rank(), c.size());
+    for &n in counts {
+        let all: Vec<Vec<f64>> = (0..size)
+            .map(|r| {
+                let v = |i: usize| VALUES[(mix((r as u64) << 32 ^ i as u64) % 6) as usize];
+                (0..n).map(v).collect()
+            })
+            .collect();
+        let want = allreduce_want(c, &all, Op::Sum);
+        let mut buf = all[me].clone();
+        c.allreduce(&mut buf, Op::Sum)?;
+        let mut again = all[me].clone();
+        c.allreduce(&mut again, Op::Sum)?;
+        check(&format!("allreduce bits n={n} second call"), &again, &buf)?;
+        let bits: Vec<u64> = buf.iter().map(|x| x.to_bits()).collect();
+        let mut every = vec![0u64; if me == 0 { n * size } else { 0 }];
+        c.gather(0, &bits, &mut every)?;
+        if me == 0 {
+            for (r, got) in every.chunks(n.max(1)).enumerate().take(size) {
+                if let Some(i) = (0..n).find(|&i| got[i] != bits[i]) {
+                    bail!(
+                        "allreduce bits n={n}: rank {r} has {} at {i}, rank 0 {}",
+                        f64::from_bits(got[i]),
+                        buf[i]
+                    );
+                }
+            }
+        }
+        check(&format!("allreduce bits n={n}"), &buf, &want)?;
+        // The values do make the order matter: rank order differs.
+        if size >= 4 && n >= 1000 {
+            let chain = (1..size).fold(all[0].clone(), |mut a, r| {
+                combine(Op::Sum, &mut a, &all[r]);
+                a
+            });
+            ensure!(chain != want, "n={n}: the sums do not depend on the order");
+        }
+    }
+    Ok(())
+}
+
 fn check<T: Gen>(what: &str, got: &[T], want: &[T]) -> Result<()> {
     ensure!(
         got.len() == want.len(),
@@ -167,7 +265,11 @@ fn ops<T: Gen>() -> Vec<Op> {
 }
 
 /// Every collective on type `T` at element counts `counts`.
+/// Set by `--allreduce-only`: `collectives` checks allreduce alone.
+static ALLREDUCE_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn collectives<T: Gen>(c: &Comm, counts: &[usize], case: &mut u64) -> Result<()> {
+    let only = ALLREDUCE_ONLY.load(std::sync::atomic::Ordering::Relaxed);
     let (me, size) = (c.rank(), c.size());
     let name = std::any::type_name::<T>();
     for &n in counts {
@@ -176,10 +278,13 @@ fn collectives<T: Gen>(c: &Comm, counts: &[usize], case: &mut u64) -> Result<()>
         let flat: Vec<T> = all.concat();
         for op in ops::<T>() {
             let what = |call: &str| format!("{call}<{name}> n={n} {op:?}");
-            let want = tree(&all, op);
             let mut buf = all[me].clone();
             c.allreduce(&mut buf, op)?;
-            check(&what("allreduce"), &buf, &want)?;
+            check(&what("allreduce"), &buf, &allreduce_want(c, &all, op))?;
+            if only {
+                continue;
+            }
+            let want = tree(&all, op);
             for root in 0..size {
                 let mut buf = all[me].clone();
                 c.reduce(root, &mut buf, op)?;
@@ -199,6 +304,9 @@ fn collectives<T: Gen>(c: &Comm, counts: &[usize], case: &mut u64) -> Result<()>
             let mut recv = vec![T::default(); n];
             c.reduce_scatter(&big[me], &mut recv, op)?;
             check(&what("reduce_scatter"), &recv, &whole[me * n..(me + 1) * n])?;
+        }
+        if only {
+            continue;
         }
         for root in 0..size {
             let mut recv = vec![T::default(); if me == root { n * size } else { 0 }];
@@ -364,7 +472,8 @@ fn mismatch(c: &Comm, kind: &str) -> Result<()> {
         "root" => c.reduce(usize::from(last), &mut [1u8; 3], Op::Sum),
         "collective" if last => c.scan(&mut [1i64; 4], Op::Sum),
         "collective" => c.allreduce(&mut [1i64; 4], Op::Sum),
-        other => bail!("--mismatch {other}: op, count, type, root or collective"),
+        "algorithm" => c.allreduce(&mut [1.0f64; 40], Op::Sum),
+        other => bail!("--mismatch {other}: op, count, type, root, collective or algorithm"),
     };
     // A rank whose part ends with sending (a non-root of reduce) may
     // return before the mismatch is found: its next call reports it.
@@ -382,7 +491,19 @@ fn mismatch(c: &Comm, kind: &str) -> Result<()> {
 }
 
 fn run(args: &Args) -> Result<()> {
-    let world = mcast::init()?;
+    let world = if args.mismatch.as_deref() == Some("algorithm") {
+        // The last rank runs allreduce's ring, the others Rabenseifner's.
+        let mut cfg = mcast::Config::from_env()?;
+        let last = cfg.job.as_ref().is_some_and(|j| j.rank + 1 == j.size);
+        cfg.allreduce = if last {
+            AllreduceAlgorithm::Ring
+        } else {
+            AllreduceAlgorithm::Rabenseifner
+        };
+        Comm::with_config(cfg)?
+    } else {
+        mcast::init()?
+    };
     // The world's rank and size name this process in what it prints.
     let (me, size) = (world.rank(), world.size());
     if args.split {
@@ -472,8 +593,11 @@ fn checks(args: &Args, c: &Comm, wme: usize, wsize: usize) -> Result<bool> {
         println!("rank {me} of {size} ok");
         return Ok(false);
     }
-    point_to_point(c)?;
-    bad_arguments(c)?;
+    ALLREDUCE_ONLY.store(args.allreduce_only, std::sync::atomic::Ordering::Relaxed);
+    if !args.allreduce_only {
+        point_to_point(c)?;
+        bad_arguments(c)?;
+    }
     let p = c.packet_bytes();
     let mut case = 0;
     // A collective's message is a 16-byte fingerprint and the data: p - 16
@@ -488,6 +612,7 @@ fn checks(args: &Args, c: &Comm, wme: usize, wsize: usize) -> Result<bool> {
     collectives::<u64>(c, &[0, p / 8 - 1, 5], &mut case)?;
     collectives::<f32>(c, &[1, 11], &mut case)?;
     collectives::<f64>(c, &[0, 1, 9, p / 8 + 1], &mut case)?;
+    bit_identical(c, &[0, 1, 2 * size + 1, p / 8 - 3, 20_000])?;
     if args.big > 0 {
         let n = args.big / 8;
         let all: Vec<Vec<f64>> = (0..size).map(|r| data(99, r, n)).collect();
@@ -496,11 +621,13 @@ fn checks(args: &Args, c: &Comm, wme: usize, wsize: usize) -> Result<bool> {
         let t = Instant::now();
         c.allreduce(&mut buf, Op::Sum)?;
         let dt = t.elapsed();
-        check("allreduce big", &buf, &tree(&all, Op::Sum))?;
+        check("allreduce big", &buf, &allreduce_want(c, &all, Op::Sum))?;
         if me == 0 {
             println!("allreduce {} bytes f64 on {size} ranks: {dt:?}", args.big);
         }
-        big_messages(c, args.big)?;
+        if !args.allreduce_only {
+            big_messages(c, args.big)?;
+        }
     }
     Ok(true)
 }

@@ -430,7 +430,7 @@ pub const BINOMIAL_MAX_BYTES: usize = 16 << 10;
 
 /// The fingerprint code of a data-movement algorithm by its setting's name
 /// (see [`ALGO_NAMES`]).
-fn algo_code(name: &str) -> u8 {
+pub(super) fn algo_code(name: &str) -> u8 {
     let i = ALGO_NAMES.iter().position(|&a| a == name).unwrap_or(0);
     ALGO_BASE + i as u8
 }

@@ -2,22 +2,54 @@
 //!
 //! # Reduction order (determinism)
 //! Every reduction combines in one fixed order that depends only on the
-//! number of ranks, so floating-point results are bit-identical on every
-//! rank and every run:
+//! number of ranks (and, for allreduce, on the algorithm, which every rank
+//! picks alike from the rank count and the bytes), so floating-point
+//! results are bit-identical on every rank and, for a fixed size and rank
+//! count, on every run. Each element of the result is computed once, by one
+//! rank, in one fixed expression, and only copied from there; or (recursive
+//! doubling) computed by several ranks from the very same operands in the
+//! very same order. Below, `x_r` is rank r's buffer; in the trees the
+//! lower ranks' values are the left operand, in the ring the partial result.
 //!
-//! * reduce, allreduce, reduce_scatter: a binomial tree rooted at rank 0
-//!   over ranks in rank order. In round k (k = 0, 1, ...), rank r with bit
-//!   k clear combines `acc(r) op acc(r + 2^k)`, the left operand covering
-//!   ranks [r, r + 2^k) and the right [r + 2^k, r + 2^(k+1)). With 4 ranks:
-//!   `(x0 op x1) op (x2 op x3)`. The result then goes to the root (reduce),
-//!   to every rank by the runtime's bcast from rank 0 (allreduce), or in
-//!   blocks by scatter from rank 0 (reduce_scatter): every rank gets the
-//!   very same bits. A small allreduce on a power-of-two number of ranks
-//!   goes by recursive doubling, which combines in this very order (round k
-//!   joins the same aligned blocks of 2^k ranks, lower op upper), so its
-//!   bits are those of the tree.
+//! * reduce, reduce_scatter, and allreduce `reduce_bcast`: a binomial tree
+//!   rooted at rank 0 over ranks in rank order, `tree(x_0 .. x_{n-1})`. In
+//!   round k (k = 0, 1, ...), rank r with bit k clear combines
+//!   `acc(r) op acc(r + 2^k)`, the left operand covering ranks [r, r + 2^k)
+//!   and the right [r + 2^k, r + 2^(k+1)). With 4 ranks:
+//!   `(x0 op x1) op (x2 op x3)`; with 5, `((x0 op x1) op (x2 op x3)) op x4`.
+//!   The result then goes to the root (reduce), to every rank by the
+//!   runtime's bcast from rank 0 (allreduce), or in blocks by scatter from
+//!   rank 0 (reduce_scatter).
+//! * allreduce `doubling` and `rabenseifner`: with p the largest power of
+//!   two ≤ n and e = n − p, the first 2e ranks fold in pairs first (as in
+//!   MPICH: R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of
+//!   Collective Communication Operations in MPICH", IJHPCA 19(1), 2005,
+//!   the section on allreduce): rank 2i sends its buffer to rank 2i + 1,
+//!   which holds `y_i = x_{2i} op x_{2i+1}`; for i ≥ e, `y_i = x_{i+e}`.
+//!   The result is
+//!   `tree(y_0 .. y_{p-1})`, the binomial order above over the p values:
+//!   with a power-of-two n it is exactly reduce's order; with 5 ranks,
+//!   `((x0 op x1) op x2) op (x3 op x4)`, with 6,
+//!   `((x0 op x1) op (x2 op x3)) op (x4 op x5)`. Recursive doubling gets
+//!   there by log2 p exchanges of the whole buffer, ranks v and v xor 2^k
+//!   both computing (lower block) op (upper block) from the same bits;
+//!   Rabenseifner's by recursive halving (round k = 0, 1, ...: ranks v and
+//!   v xor 2^k split their common segment in halves, the lower rank keeping
+//!   the lower half, and each combines the half it keeps, lower block op
+//!   upper block), so that each of the p final segments is computed by one
+//!   rank, then by recursive doubling of the segments (copies), and to the
+//!   folded-away ranks by a copy from their pair.
+//! * allreduce `ring`: the buffer in n blocks (block b holds elements
+//!   [b·q + min(b, m), (b+1)·q + min(b+1, m)) for q = len / n, m = len mod
+//!   n). Block b is reduced along the ring starting at rank b,
+//!   `(((x_b op x_{b+1}) op x_{b+2}) ... op x_{b-1})` (indices mod n),
+//!   ending at rank b − 1, then copied around the ring. So with 3 ranks,
+//!   block 0 is `(x0 op x1) op x2` and block 1 `(x1 op x2) op x0`: each
+//!   block has its own chain, fixed by the rank count alone.
 //! * scan: a chain in rank order: rank r's result is
 //!   `(...((x0 op x1) op x2) ... op xr)`.
+
+mod allreduce;
 
 use super::coll::check_len;
 use super::elem::{check_op, from_bytes, to_bytes, Element, Op};
@@ -25,9 +57,6 @@ use super::p2p::Round;
 use super::Comm;
 use crate::control::OpKind;
 use crate::Error;
-
-/// Largest allreduce (bytes per rank) by recursive doubling.
-pub const RD_MAX_BYTES: usize = 1024;
 
 impl Comm {
     /// The binomial tree to rank 0 (see the module docs) inside round `r`:
@@ -84,66 +113,6 @@ impl Comm {
                 from_bytes(&b, buf, "reduce")?;
             }
             _ => {}
-        }
-        Ok(())
-    }
-
-    /// Allreduce: every rank's `buf` gets the reduction under `op` of every
-    /// rank's `buf`, bit-identical everywhere. Up to [`RD_MAX_BYTES`] on a
-    /// power-of-two number of ranks: recursive doubling (log2 n exchanges;
-    /// each pair combines lower block op upper block, the tree's order).
-    /// Otherwise the binomial tree to rank 0, then the runtime's bcast from
-    /// rank 0 (the configured algorithm, FPFS k-binomial by default), which
-    /// takes a second collective number. On an error, `buf` may hold a
-    /// partial result.
-    pub fn allreduce<T: Element>(&self, buf: &mut [T], op: Op) -> Result<(), Error> {
-        check_op::<T>(op, "allreduce")?;
-        let mut r = self.data_round::<T>(OpKind::Allreduce, 0, buf.len(), op.code())?;
-        let doubling = self.size.is_power_of_two() && buf.len() * T::SIZE <= RD_MAX_BYTES;
-        let algorithm = if doubling {
-            "recursive doubling"
-        } else {
-            "binomial to 0 + bcast"
-        };
-        tracing::debug!(seq = r.seq, n = buf.len(), ?op, algorithm, "allreduce");
-        if self.size == 1 {
-            return Ok(());
-        }
-        if doubling {
-            return self.doubling(&mut r, buf, op);
-        }
-        self.tree_to_zero(&mut r, buf, op)?;
-        let mut bytes = if self.rank == 0 {
-            to_bytes(buf)
-        } else {
-            vec![0u8; buf.len() * T::SIZE]
-        };
-        self.bcast(0, &mut bytes)?;
-        if self.rank != 0 {
-            from_bytes(&bytes, buf, "allreduce")?;
-        }
-        Ok(())
-    }
-
-    /// Recursive doubling on a power-of-two number of ranks: in round k,
-    /// ranks r and r xor 2^k exchange their blocks' results and both
-    /// compute (lower block) op (upper block) from the same bits.
-    fn doubling<T: Element>(&self, r: &mut Round<'_>, buf: &mut [T], op: Op) -> Result<(), Error> {
-        let me = self.rank;
-        let mut theirs = buf.to_vec();
-        let mut mask = 1usize;
-        while mask < self.size {
-            let peer = me ^ mask;
-            r.send(peer, &to_bytes(buf))?;
-            let b = r.recv(peer)?;
-            from_bytes(&b, &mut theirs, "allreduce")?;
-            if peer > me {
-                T::combine(op, buf, &theirs);
-            } else {
-                T::combine(op, &mut theirs, buf);
-                buf.copy_from_slice(&theirs);
-            }
-            mask <<= 1;
         }
         Ok(())
     }

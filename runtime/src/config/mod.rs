@@ -22,6 +22,7 @@
 //! | `MCAST_RING_BYTES` | bytes of each shared-memory ring (one per pair of ranks, in the receiver's segment) that carries every packet between two ranks of one host; a power of two from 4096 to 2³⁰; 0 turns the rings off (packets then go over Unix sockets) | 32 MiB / n², between 4 KiB and 256 KiB |
 //! | `MCAST_SPIN_US` | how long a host thread waiting in mcast, which drives the NI runtime itself, polls for packets (yielding the CPU between polls) before it sleeps in epoll; 0 never polls | 1000 |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
+//! | `MCAST_ALLREDUCE` | allreduce's algorithm: `auto`, `doubling` (recursive doubling), `rabenseifner` (reduce-scatter by recursive halving + allgather by recursive doubling), `ring` (reduce-scatter ring + allgather ring) or `reduce_bcast` (binomial reduce to rank 0, then the runtime's bcast); see `comm::reduce` for each one's order of reduction | `auto`: see `Comm::allreduce_algorithm` |
 //! | `MCAST_ALLGATHER` | allgather's algorithm: `auto`, `ring` or `doubling` (recursive doubling; a power-of-two rank count only, else ring) | `auto`: doubling on a power-of-two rank count up to 64 KiB gathered, else ring |
 //! | `MCAST_ALLTOALL` | alltoall's algorithm: `auto`, `pairwise` or `bruck` | `auto`: Bruck for blocks up to 256 bytes among more than 2 ranks, else pairwise |
 //! | `MCAST_FABRIC` | `ip:port` of this rank's host port on an emulated switch fabric (set by `mclaunch --fabric`): every packet then goes through the fabric, packets are the fabric's model packets, and messages carry model latency | none |
@@ -61,6 +62,7 @@ pub const ENV_RING_BYTES: &str = "MCAST_RING_BYTES";
 pub const ENV_SHM_PACKET_BYTES: &str = "MCAST_SHM_PACKET_BYTES";
 pub const ENV_FABRIC: &str = "MCAST_FABRIC";
 pub const ENV_ALLGATHER: &str = "MCAST_ALLGATHER";
+pub const ENV_ALLREDUCE: &str = "MCAST_ALLREDUCE";
 pub const ENV_ALLTOALL: &str = "MCAST_ALLTOALL";
 pub const ENV_GATHER: &str = "MCAST_GATHER";
 pub const ENV_FLOW_BYTES: &str = "MCAST_FLOW_BYTES";
@@ -212,6 +214,25 @@ menu! {
 }
 
 menu! {
+    /// `MCAST_ALLREDUCE`: how `Comm::allreduce` combines and spreads the
+    /// data (each one's order of reduction: `comm::reduce`'s module docs).
+    AllreduceAlgorithm, ENV_ALLREDUCE {
+        /// Recursive doubling: log2 p exchanges of the whole buffer (after
+        /// folding the ranks beyond a power of two p into their neighbours).
+        Doubling = "doubling",
+        /// Rabenseifner's: reduce-scatter by recursive halving, then
+        /// allgather by recursive doubling (same fold).
+        Rabenseifner = "rabenseifner",
+        /// Reduce-scatter around the ring, then allgather around it:
+        /// 2 (n − 1) steps of 1/n of the buffer each.
+        Ring = "ring",
+        /// Binomial reduce to rank 0, then the runtime's bcast from rank 0
+        /// (`MCAST_ALGORITHM`, FPFS k-binomial by default).
+        ReduceBcast = "reduce_bcast",
+    }
+}
+
+menu! {
     /// `MCAST_ALLTOALL`: how `Comm::alltoall` moves the blocks.
     AlltoallAlgorithm, ENV_ALLTOALL {
         /// size − 1 steps: send to rank + k, receive from rank − k.
@@ -274,6 +295,8 @@ pub struct Config {
     /// no rings).
     pub ring_bytes: Option<usize>,
     pub algorithm: Algorithm,
+    /// `MCAST_ALLREDUCE`: allreduce's algorithm.
+    pub allreduce: AllreduceAlgorithm,
     /// `MCAST_ALLGATHER`: allgather's algorithm.
     pub allgather: AllgatherAlgorithm,
     /// `MCAST_ALLTOALL`: alltoall's algorithm.
@@ -305,6 +328,7 @@ impl Default for Config {
             shm_packet_bytes: DEFAULT_SHM_PACKET_BYTES,
             ring_bytes: None,
             algorithm: Algorithm::Auto,
+            allreduce: AllreduceAlgorithm::Auto,
             allgather: AllgatherAlgorithm::Auto,
             alltoall: AlltoallAlgorithm::Auto,
             gather: TreeAlgorithm::Auto,
@@ -447,6 +471,9 @@ impl Config {
         }
         if let Some(v) = get(ENV_ALGORITHM) {
             c.algorithm = v.parse()?;
+        }
+        if let Some(v) = get(ENV_ALLREDUCE) {
+            c.allreduce = v.parse()?;
         }
         if let Some(v) = get(ENV_ALLGATHER) {
             c.allgather = v.parse()?;

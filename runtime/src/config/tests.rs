@@ -123,6 +123,30 @@ fn collective_algorithm_menus() {
 }
 
 #[test]
+fn allreduce_menu() {
+    assert_eq!(cfg(&[]).unwrap().allreduce, AllreduceAlgorithm::Auto);
+    for (v, want) in [
+        ("doubling", AllreduceAlgorithm::Doubling),
+        (" Rabenseifner ", AllreduceAlgorithm::Rabenseifner),
+        ("RING", AllreduceAlgorithm::Ring),
+        ("reduce_bcast", AllreduceAlgorithm::ReduceBcast),
+        ("auto", AllreduceAlgorithm::Auto),
+    ] {
+        let c = cfg(&[(ENV_ALLREDUCE, v)]).unwrap();
+        assert_eq!(c.allreduce, want, "{v}");
+        assert_eq!(c.allreduce.to_string(), v.trim().to_ascii_lowercase());
+    }
+    let e = cfg(&[(ENV_ALLREDUCE, "tree")]).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "MCAST_ALLREDUCE=tree: expected auto, doubling, rabenseifner, ring, reduce_bcast"
+        ),
+        "{e}"
+    );
+    assert!(cfg(&[(ENV_ALLREDUCE, "")]).is_err());
+}
+
+#[test]
 fn rejects_bad_values() {
     assert!(cfg(&[(ENV_PACKET_BYTES, "0")]).is_err());
     assert!(cfg(&[(ENV_PACKET_BYTES, "x")]).is_err());
