@@ -87,14 +87,26 @@ pub(crate) fn from_bytes<T: Element>(b: &[u8], out: &mut [T], what: &str) -> Res
     Ok(())
 }
 
+// On a little-endian host the wire bytes are the memory bytes: one copy
+// (bytemuck's casts of plain numbers), not an element at a time (which
+// cost 40 % of a 256 KiB alltoall in a profile).
 macro_rules! wire_codec {
     ($t:ty) => {
         fn put(v: &[Self], out: &mut Vec<u8>) {
+            if cfg!(target_endian = "little") {
+                out.extend_from_slice(bytemuck::cast_slice(v));
+                return;
+            }
             for x in v {
                 out.extend_from_slice(&x.to_le_bytes());
             }
         }
         fn get(b: &[u8], out: &mut [Self]) {
+            let n = out.len() * Self::SIZE;
+            if let Some(src) = b.get(..n).filter(|_| cfg!(target_endian = "little")) {
+                bytemuck::cast_slice_mut::<Self, u8>(out).copy_from_slice(src);
+                return;
+            }
             for (o, c) in out.iter_mut().zip(b.chunks_exact(Self::SIZE)) {
                 let mut a = [0u8; std::mem::size_of::<$t>()];
                 a.copy_from_slice(c);

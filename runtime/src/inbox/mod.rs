@@ -304,14 +304,13 @@ impl Inbox {
             return Err((e, None));
         }
         st.calls.insert(seq, fp);
-        // History is kept per communicator: a busy sub-communicator does
-        // not push the world's current call out.
+        // History is kept per communicator (the last CALL_HISTORY numbers
+        // of `seq`'s): a busy sub-communicator does not push the world's
+        // current call out. A call or two leave per call: no scan.
         let lo = comm_base(comm_of(seq));
-        while st.calls.range(lo..=seq).count() > CALL_HISTORY {
-            match st.calls.range(lo..).next() {
-                Some((&first, _)) => st.calls.remove(&first),
-                None => break,
-            };
+        let keep = seq.saturating_sub(CALL_HISTORY as u64).max(lo);
+        while let Some((&old, _)) = st.calls.range(lo..keep).next() {
+            st.calls.remove(&old);
         }
         let mut notice = None;
         if let Some(probes) = st.early_probes.remove(&seq) {
