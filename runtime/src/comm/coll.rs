@@ -73,7 +73,7 @@ impl Comm {
             return self.binomial_gather(&mut r, root, send, recv);
         }
         if self.rank != root {
-            return r.send(root, &to_bytes(send));
+            return r.send_elems(root, send);
         }
         recv[root * n..(root + 1) * n].copy_from_slice(send);
         for src in (0..self.size).filter(|&s| s != root) {
@@ -103,7 +103,7 @@ impl Comm {
         let mut mask = 1usize;
         while mask < size {
             if rel & mask != 0 {
-                return r.send(abs(rel - mask), &to_bytes(&held));
+                return r.send_elems(abs(rel - mask), &held);
             }
             if rel + mask < size {
                 let count = mask.min(size - rel - mask);
@@ -220,7 +220,7 @@ impl Comm {
             return from_bytes(&b, recv, "scatter");
         }
         for dest in (0..self.size).filter(|&d| d != root) {
-            r.send(dest, &to_bytes(&send[dest * n..(dest + 1) * n]))?;
+            r.send_elems(dest, &send[dest * n..(dest + 1) * n])?;
         }
         recv.copy_from_slice(&send[root * n..(root + 1) * n]);
         Ok(())
@@ -249,7 +249,7 @@ impl Comm {
             while mask < size {
                 let peer = me ^ mask;
                 let (mine, theirs) = (me & !(mask - 1), peer & !(mask - 1));
-                r.send(peer, &to_bytes(&recv[mine * n..(mine + mask) * n]))?;
+                r.send_elems(peer, &recv[mine * n..(mine + mask) * n])?;
                 let b = r.recv(peer)?;
                 from_bytes(&b, &mut recv[theirs * n..(theirs + mask) * n], "allgather")?;
                 mask <<= 1;
@@ -260,7 +260,7 @@ impl Comm {
         for step in 0..size - 1 {
             let out = (me + size - step) % size;
             let into = (me + size - step - 1) % size;
-            r.send(right, &to_bytes(&recv[out * n..(out + 1) * n]))?;
+            r.send_elems(right, &recv[out * n..(out + 1) * n])?;
             let b = r.recv(left)?;
             from_bytes(&b, &mut recv[into * n..(into + 1) * n], "allgather")?;
         }
@@ -360,7 +360,7 @@ impl Comm {
         recv[me * n..(me + 1) * n].copy_from_slice(&send[me * n..(me + 1) * n]);
         for k in 1..size {
             let (to, from) = ((me + k) % size, (me + size - k) % size);
-            r.send(to, &to_bytes(&send[to * n..(to + 1) * n]))?;
+            r.send_elems(to, &send[to * n..(to + 1) * n])?;
             let b = r.recv(from)?;
             from_bytes(&b, &mut recv[from * n..(from + 1) * n], "alltoall")?;
         }
@@ -395,7 +395,7 @@ impl Comm {
             for &i in &moving {
                 out.extend_from_slice(&slots[i * n..(i + 1) * n]);
             }
-            r.send(to, &to_bytes(&out))?;
+            r.send_elems(to, &out)?;
             let b = r.recv(from)?;
             from_bytes(&b, &mut out, "alltoall")?;
             for (j, &i) in moving.iter().enumerate() {

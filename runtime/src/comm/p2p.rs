@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use mcast_algorithms::ceil_log2;
 
+use super::elem::Element;
 use super::Comm;
 use crate::control::Fingerprint;
 use crate::engine::packet_count;
@@ -59,12 +60,26 @@ impl<'a> Round<'a> {
     /// Send `data` to rank `to` of the communicator, once it has room for
     /// it (flow control).
     pub(super) fn send(&mut self, to: usize, data: &[u8]) -> Result<(), Error> {
-        let c = self.comm;
-        let to = c.world(to);
-        let net = c.net()?;
         let mut buf = Vec::with_capacity(crate::control::FP_BYTES + data.len());
         buf.extend_from_slice(&self.fp.to_bytes());
         buf.extend_from_slice(data);
+        self.send_whole(to, buf)
+    }
+
+    /// Send elements `v` to rank `to` (as [`Round::send`] does their wire
+    /// bytes, written once, straight after the fingerprint).
+    pub(super) fn send_elems<T: Element>(&mut self, to: usize, v: &[T]) -> Result<(), Error> {
+        let mut buf = Vec::with_capacity(crate::control::FP_BYTES + v.len() * T::SIZE);
+        buf.extend_from_slice(&self.fp.to_bytes());
+        T::put(v, &mut buf);
+        self.send_whole(to, buf)
+    }
+
+    /// Send `buf` (the fingerprint, then the data) to rank `to`.
+    fn send_whole(&mut self, to: usize, buf: Vec<u8>) -> Result<(), Error> {
+        let c = self.comm;
+        let to = c.world(to);
+        let net = c.net()?;
         let index = self.sent.get(&to).copied().unwrap_or(0);
         let seq = self.seq;
         let cost = message_cost(buf.len(), packet_count(buf.len(), c.packet_bytes()));

@@ -52,7 +52,7 @@
 mod allreduce;
 
 use super::coll::check_len;
-use super::elem::{check_op, from_bytes, to_bytes, Element, Op};
+use super::elem::{check_op, from_bytes, Element, Op};
 use super::p2p::Round;
 use super::Comm;
 use crate::control::OpKind;
@@ -72,7 +72,7 @@ impl Comm {
         let mut mask = 1usize;
         while mask < size {
             if me & mask != 0 {
-                return r.send(me - mask, &to_bytes(acc));
+                return r.send_elems(me - mask, acc);
             }
             if me + mask < size {
                 let b = r.recv(me + mask)?;
@@ -107,7 +107,7 @@ impl Comm {
         self.tree_to_zero(&mut r, &mut acc, op)?;
         match (self.rank, root) {
             (0, 0) => buf.copy_from_slice(&acc),
-            (0, _) => r.send(root, &to_bytes(&acc))?,
+            (0, _) => r.send_elems(root, &acc)?,
             (me, _) if me == root => {
                 let b = r.recv(0)?;
                 from_bytes(&b, buf, "reduce")?;
@@ -157,7 +157,7 @@ impl Comm {
             buf.copy_from_slice(&acc);
         }
         if me + 1 < self.size {
-            r.send(me + 1, &to_bytes(buf))?;
+            r.send_elems(me + 1, buf)?;
         }
         Ok(())
     }

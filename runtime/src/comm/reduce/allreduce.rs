@@ -118,7 +118,7 @@ impl Comm {
                     self.rabenseifner(&mut r, fold, v, buf, op)?;
                 }
                 if me < 2 * fold.extra {
-                    r.send(me - 1, &to_bytes(buf))?;
+                    r.send_elems(me - 1, buf)?;
                 }
                 Ok(())
             }
@@ -168,7 +168,7 @@ impl Comm {
         let v = fold.virtual_rank(me);
         if me < 2 * fold.extra {
             if v.is_none() {
-                r.send(me + 1, &to_bytes(buf))?;
+                r.send_elems(me + 1, buf)?;
             } else {
                 let b = r.recv(me - 1)?;
                 let mut theirs = buf.to_vec();
@@ -195,7 +195,7 @@ impl Comm {
         let mut mask = 1usize;
         while mask < fold.p {
             let peer = fold.real(v ^ mask);
-            r.send(peer, &to_bytes(buf))?;
+            r.send_elems(peer, buf)?;
             let b = r.recv(peer)?;
             from_bytes(&b, &mut theirs, "allreduce")?;
             if v & mask == 0 {
@@ -237,7 +237,7 @@ impl Comm {
             } else {
                 ((mid, hi), (lo, mid))
             };
-            r.send(peer, &to_bytes(&buf[give.0..give.1]))?;
+            r.send_elems(peer, &buf[give.0..give.1])?;
             let b = r.recv(peer)?;
             let mine = &mut buf[keep.0..keep.1];
             let mut theirs = mine.to_vec();
@@ -255,7 +255,7 @@ impl Comm {
             mask >>= 1;
             let peer = fold.real(v ^ mask);
             let other = if v & mask == 0 { (hi, phi) } else { (plo, lo) };
-            r.send(peer, &to_bytes(&buf[lo..hi]))?;
+            r.send_elems(peer, &buf[lo..hi])?;
             let b = r.recv(peer)?;
             from_bytes(&b, &mut buf[other.0..other.1], "allreduce")?;
             (lo, hi) = (plo, phi);
@@ -286,7 +286,7 @@ impl Comm {
         let (right, left) = ((me + 1) % n, (me + n - 1) % n);
         for s in 0..n - 1 {
             let (out, into) = ((me + n - s) % n, (me + 2 * n - s - 1) % n);
-            r.send(right, &to_bytes(&buf[block(out)]))?;
+            r.send_elems(right, &buf[block(out)])?;
             let b = r.recv(left)?;
             let mut theirs = buf[block(into)].to_vec();
             from_bytes(&b, &mut theirs, "allreduce")?;
@@ -295,7 +295,7 @@ impl Comm {
         let mut r = Round::begin(self, self.next_seq(), fp)?;
         for s in 0..n - 1 {
             let (out, into) = ((me + 1 + n - s) % n, (me + n - s) % n);
-            r.send(right, &to_bytes(&buf[block(out)]))?;
+            r.send_elems(right, &buf[block(out)])?;
             let b = r.recv(left)?;
             from_bytes(&b, &mut buf[block(into)], "allreduce")?;
         }
