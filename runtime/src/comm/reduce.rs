@@ -58,6 +58,10 @@ use super::Comm;
 use crate::control::OpKind;
 use crate::Error;
 
+/// Largest reduce (bytes per rank) sent whole; a larger one goes in
+/// segments of this size (see [`Comm::reduce`]).
+pub const REDUCE_SEGMENT_BYTES: usize = 64 << 10;
+
 impl Comm {
     /// The binomial tree to rank 0 (see the module docs) inside round `r`:
     /// on return rank 0's `acc` holds the reduction of every rank's `acc`;
@@ -88,31 +92,48 @@ impl Comm {
     /// Reduce: `root`'s `buf` gets the reduction under `op` of every rank's
     /// `buf` (elementwise); the others' `buf` are unchanged. Binomial tree
     /// to rank 0 in rank order, then to the root (see the module docs).
+    /// A buffer over [`REDUCE_SEGMENT_BYTES`] goes in segments of that
+    /// size, one collective number each: a rank sends a segment up as soon
+    /// as it has combined it, so the tree's levels work on different
+    /// segments at once (a pipeline), and each element is still combined
+    /// in the tree's order (the same bits as unsegmented).
     pub fn reduce<T: Element>(&self, root: usize, buf: &mut [T], op: Op) -> Result<(), Error> {
         self.check_root("reduce", root)?;
         check_op::<T>(op, "reduce")?;
-        let mut r = self.data_round::<T>(OpKind::Reduce, root, buf.len(), op.code())?;
-        tracing::debug!(
-            seq = r.seq,
-            root,
-            n = buf.len(),
-            ?op,
-            algorithm = "binomial to 0",
-            "reduce"
-        );
-        if self.size == 1 {
-            return Ok(());
-        }
+        let seg = (REDUCE_SEGMENT_BYTES / T::SIZE).max(1);
+        let count = buf.len().div_ceil(seg).max(1);
         let mut acc = buf.to_vec();
-        self.tree_to_zero(&mut r, &mut acc, op)?;
-        match (self.rank, root) {
-            (0, 0) => buf.copy_from_slice(&acc),
-            (0, _) => r.send_elems(root, &acc)?,
-            (me, _) if me == root => {
-                let b = r.recv(0)?;
-                from_bytes(&b, buf, "reduce")?;
+        for k in 0..count {
+            let part = k * seg..((k + 1) * seg).min(buf.len());
+            // The first segment's call names the whole length, so ranks
+            // that pass different lengths fail there, not segments later.
+            let named = if k == 0 { buf.len() } else { part.len() };
+            let mut r = self.data_round::<T>(OpKind::Reduce, root, named, op.code())?;
+            if k == 0 {
+                tracing::debug!(
+                    seq = r.seq,
+                    root,
+                    n = buf.len(),
+                    ?op,
+                    segments = count,
+                    algorithm = "binomial to 0",
+                    "reduce"
+                );
             }
-            _ => {}
+            if self.size == 1 {
+                continue;
+            }
+            let mine = &mut acc[part.clone()];
+            self.tree_to_zero(&mut r, mine, op)?;
+            match (self.rank, root) {
+                (0, 0) => buf[part].copy_from_slice(mine),
+                (0, _) => r.send_elems(root, mine)?,
+                (me, _) if me == root => {
+                    let b = r.recv(0)?;
+                    from_bytes(&b, &mut buf[part], "reduce")?;
+                }
+                _ => {}
+            }
         }
         Ok(())
     }
