@@ -100,31 +100,11 @@ impl Comm {
     pub fn reduce<T: Element>(&self, root: usize, buf: &mut [T], op: Op) -> Result<(), Error> {
         self.check_root("reduce", root)?;
         check_op::<T>(op, "reduce")?;
-        let seg = (REDUCE_SEGMENT_BYTES / T::SIZE).max(1);
-        let count = buf.len().div_ceil(seg).max(1);
         let mut acc = buf.to_vec();
-        for k in 0..count {
-            let part = k * seg..((k + 1) * seg).min(buf.len());
-            // The first segment's call names the whole length, so ranks
-            // that pass different lengths fail there, not segments later.
-            let named = if k == 0 { buf.len() } else { part.len() };
-            let mut r = self.data_round::<T>(OpKind::Reduce, root, named, op.code())?;
-            if k == 0 {
-                tracing::debug!(
-                    seq = r.seq,
-                    root,
-                    n = buf.len(),
-                    ?op,
-                    segments = count,
-                    algorithm = "binomial to 0",
-                    "reduce"
-                );
-            }
-            if self.size == 1 {
-                continue;
-            }
+        let kind = OpKind::Reduce;
+        self.in_segments::<T>(kind, root, buf.len(), op, "binomial to 0", |r, part| {
             let mine = &mut acc[part.clone()];
-            self.tree_to_zero(&mut r, mine, op)?;
+            self.tree_to_zero(r, mine, op)?;
             match (self.rank, root) {
                 (0, 0) => buf[part].copy_from_slice(mine),
                 (0, _) => r.send_elems(root, mine)?,
@@ -134,13 +114,44 @@ impl Comm {
                 }
                 _ => {}
             }
+            Ok(())
+        })
+    }
+
+    /// Run `step` once per segment of `len` elements ([`REDUCE_SEGMENT_BYTES`]
+    /// each; one segment, maybe empty, for a short buffer), each in a round
+    /// of its own collective number: the call `kind` at `root` under `op`.
+    /// The first round names the whole length, so ranks that pass different
+    /// lengths fail there. A lone rank does nothing (but counts the calls).
+    fn in_segments<T: Element>(
+        &self,
+        kind: OpKind,
+        root: usize,
+        len: usize,
+        op: Op,
+        algorithm: &str,
+        mut step: impl FnMut(&mut Round<'_>, std::ops::Range<usize>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let seg = (REDUCE_SEGMENT_BYTES / T::SIZE).max(1);
+        let count = len.div_ceil(seg).max(1);
+        for k in 0..count {
+            let part = k * seg..((k + 1) * seg).min(len);
+            let named = if k == 0 { len } else { part.len() };
+            let mut r = self.data_round::<T>(kind, root, named, op.code())?;
+            if k == 0 {
+                tracing::debug!(seq = r.seq, %kind, root, n = len, ?op, segments = count, algorithm);
+            }
+            if self.size > 1 {
+                step(&mut r, part)?;
+            }
         }
         Ok(())
     }
 
     /// Reduce-scatter: rank r's `recv` gets block r of the reduction under
     /// `op` of every rank's `send` (`size × recv.len()` elements). Reduce
-    /// to rank 0 (the binomial tree), then scatter from rank 0.
+    /// to rank 0 (the binomial tree, in segments as [`Comm::reduce`]), then
+    /// scatter from rank 0.
     pub fn reduce_scatter<T: Element>(
         &self,
         send: &[T],
@@ -149,37 +160,41 @@ impl Comm {
     ) -> Result<(), Error> {
         check_op::<T>(op, "reduce_scatter")?;
         check_len("reduce_scatter", "send", send.len(), self.size * recv.len())?;
-        let mut r = self.data_round::<T>(OpKind::ReduceScatter, 0, recv.len(), op.code())?;
-        tracing::debug!(
-            seq = r.seq,
-            n = recv.len(),
-            ?op,
-            algorithm = "binomial to 0 + scatter",
-            "reduce_scatter"
-        );
         let mut acc = send.to_vec();
-        self.tree_to_zero(&mut r, &mut acc, op)?;
+        let kind = OpKind::ReduceScatter;
+        self.in_segments::<T>(
+            kind,
+            0,
+            acc.len(),
+            op,
+            "binomial to 0 + scatter",
+            |r, part| self.tree_to_zero(r, &mut acc[part], op),
+        )?;
+        // The scatter from rank 0: a round of its own.
+        let mut r = self.data_round::<T>(kind, 0, recv.len(), op.code())?;
         self.scatter_in(&mut r, 0, &acc, recv)
     }
 
     /// Inclusive scan: rank r's `buf` gets the reduction under `op` of
     /// ranks 0..=r's `buf`. A chain in rank order: rank r receives the
-    /// prefix from r − 1, combines (prefix op own), sends on to r + 1.
+    /// prefix from r − 1, combines (prefix op own), sends on to r + 1; in
+    /// segments as [`Comm::reduce`], so the chain is a pipeline.
     pub fn scan<T: Element>(&self, buf: &mut [T], op: Op) -> Result<(), Error> {
         check_op::<T>(op, "scan")?;
-        let mut r = self.data_round::<T>(OpKind::Scan, 0, buf.len(), op.code())?;
-        tracing::debug!(seq = r.seq, n = buf.len(), ?op, algorithm = "chain", "scan");
         let me = self.rank;
-        if me > 0 {
-            let b = r.recv(me - 1)?;
-            let mut acc = buf.to_vec();
-            from_bytes(&b, &mut acc, "scan")?;
-            T::combine(op, &mut acc, buf);
-            buf.copy_from_slice(&acc);
-        }
-        if me + 1 < self.size {
-            r.send_elems(me + 1, buf)?;
-        }
-        Ok(())
+        self.in_segments::<T>(OpKind::Scan, 0, buf.len(), op, "chain", |r, part| {
+            let mine = &mut buf[part];
+            if me > 0 {
+                let b = r.recv(me - 1)?;
+                let mut acc = mine.to_vec();
+                from_bytes(&b, &mut acc, "scan")?;
+                T::combine(op, &mut acc, mine);
+                mine.copy_from_slice(&acc);
+            }
+            if me + 1 < self.size {
+                r.send_elems(me + 1, mine)?;
+            }
+            Ok(())
+        })
     }
 }
