@@ -2,13 +2,9 @@
 //! real TCP driver and engine without mclaunch. (Whole-process tests through
 //! mclaunch live in the workspace root's tests/.)
 
-use std::net::TcpListener;
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcast::bootstrap::{self, Hello, RendezvousReply};
-use mcast::config::JobEnv;
-use mcast::{Algorithm, Comm, Config, Error, Forwarding};
+use mcast::{Algorithm, Comm, Error, Forwarding};
 
 mod common;
 use common::{pattern, run};

@@ -107,7 +107,11 @@ fn a_request_is_a_future_and_bad_arguments_fail_at_once() {
                 .build()
                 .unwrap();
             let req = c.iallreduce(vec![c.rank() as u32 + 1], Op::Prod)?;
-            let got = rt.block_on(async { req.await })?;
+            // Awaited in async code, beside another future.
+            let got = rt.block_on(async {
+                tokio::task::yield_now().await;
+                req.await
+            })?;
             assert_eq!(got, vec![2]);
             c.finalize()
         },
@@ -128,6 +132,43 @@ fn typed_bcast_of_elements() {
             };
             c.bcast_elems(1, &mut buf)?;
             assert_eq!(buf, want);
+            c.finalize()
+        },
+    );
+}
+
+#[test]
+fn every_non_blocking_call_gives_what_its_blocking_twin_gives() {
+    run(
+        3,
+        |_| {},
+        |c| {
+            let (me, n) = (c.rank(), c.size());
+            let mine: Vec<i32> = (0..4).map(|i| (me * 10 + i) as i32).collect();
+            // All started at once, waited for at the end.
+            let bar = c.ibarrier()?;
+            let red = c.ireduce(1, mine.clone(), Op::Max)?;
+            let all = c.iallgather(mine.clone())?;
+            let a2a = c.ialltoall((0..n * 2).map(|i| (me * 100 + i) as u16).collect())?;
+            let scan = c.iscan(mine.clone(), Op::Sum)?;
+            let mut want = mine.clone();
+            c.reduce(1, &mut want, Op::Max)?;
+            assert_eq!(red.wait()?, want);
+            let mut want = vec![0i32; 4 * n];
+            c.allgather(&mine, &mut want)?;
+            assert_eq!(all.wait()?, want);
+            let want: Vec<u16> = (0..n * 2)
+                .map(|i| (i / 2 * 100 + me * 2 + i % 2) as u16)
+                .collect();
+            assert_eq!(a2a.wait()?, want);
+            let mut want = mine.clone();
+            c.scan(&mut want, Op::Sum)?;
+            assert_eq!(scan.wait()?, want);
+            bar.wait()?;
+            assert!(matches!(
+                c.ialltoall(vec![1u8; n + 1]),
+                Err(Error::InvalidArgument(_))
+            ));
             c.finalize()
         },
     );

@@ -1,5 +1,6 @@
-//! Non-blocking collectives: [`Comm::ibcast`], [`Comm::iallreduce`] and the
-//! [`Request`] they return.
+//! Non-blocking collectives: [`Comm::ibcast`], [`Comm::iallreduce`],
+//! [`Comm::ibarrier`], [`Comm::ireduce`], [`Comm::iallgather`],
+//! [`Comm::ialltoall`], [`Comm::iscan`], and the [`Request`] they return.
 //!
 //! # How a request makes progress
 //! Each communicator has, once it first starts a non-blocking call, a
@@ -217,4 +218,72 @@ impl Comm {
             Ok(buf)
         })
     }
+
+    /// Non-blocking [`Comm::barrier`]: the request completes once every
+    /// rank has entered it.
+    pub fn ibarrier(&self) -> Result<Request<()>, Error> {
+        self.start(|c| c.barrier())
+    }
+
+    /// Non-blocking [`Comm::reduce`]: the request gives `buf` back, holding
+    /// the reduction at `root` (unchanged elsewhere).
+    pub fn ireduce<T: Element>(
+        &self,
+        root: usize,
+        buf: Vec<T>,
+        op: Op,
+    ) -> Result<Request<Vec<T>>, Error> {
+        self.check_root("ireduce", root)?;
+        check_op::<T>(op, "ireduce")?;
+        self.start(move |c| {
+            let mut buf = buf;
+            c.reduce(root, &mut buf, op)?;
+            Ok(buf)
+        })
+    }
+
+    /// Non-blocking [`Comm::allgather`]: the request gives every rank's
+    /// block, `size × send.len()` elements.
+    pub fn iallgather<T: Element>(&self, send: Vec<T>) -> Result<Request<Vec<T>>, Error> {
+        let n = self.size * send.len();
+        self.start(move |c| {
+            let mut recv = filled_like(&send, n);
+            c.allgather(&send, &mut recv)?;
+            Ok(recv)
+        })
+    }
+
+    /// Non-blocking [`Comm::alltoall`]: `send` holds `size` blocks; the
+    /// request gives the `size` blocks this rank receives.
+    pub fn ialltoall<T: Element>(&self, send: Vec<T>) -> Result<Request<Vec<T>>, Error> {
+        if !send.len().is_multiple_of(self.size) {
+            return Err(Error::InvalidArgument(format!(
+                "ialltoall: send holds {} elements, not {} equal blocks",
+                send.len(),
+                self.size
+            )));
+        }
+        self.start(move |c| {
+            let mut recv = filled_like(&send, send.len());
+            c.alltoall(&send, &mut recv)?;
+            Ok(recv)
+        })
+    }
+
+    /// Non-blocking [`Comm::scan`]: the request gives `buf` back holding
+    /// the inclusive prefix.
+    pub fn iscan<T: Element>(&self, buf: Vec<T>, op: Op) -> Result<Request<Vec<T>>, Error> {
+        check_op::<T>(op, "iscan")?;
+        self.start(move |c| {
+            let mut buf = buf;
+            c.scan(&mut buf, op)?;
+            Ok(buf)
+        })
+    }
+}
+
+/// `len` elements to receive into (copies of `like`'s first; none if it
+/// has none, when `len` is 0 too).
+fn filled_like<T: Element>(like: &[T], len: usize) -> Vec<T> {
+    like.first().map_or_else(Vec::new, |&x| vec![x; len])
 }
