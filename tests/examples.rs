@@ -21,6 +21,7 @@ const EXAMPLES: &[&str] = &[
     "bcast",
     "multicast",
     "split",
+    "nonblocking",
 ];
 
 #[test]
@@ -61,6 +62,8 @@ fn the_examples_compute_what_they_say() {
     assert!(so.contains("rank 3: scan sum = 10"), "{so}");
     let so = run("alltoall");
     assert!(so.contains("alltoall gave [1, 11, 21, 31]"), "{so}");
+    let so = run("nonblocking");
+    assert_eq!(so.matches("iallreduce sum = 10 ").count(), 4, "{so}");
     let so = run("split");
     for line in [
         "rank 2: rank 1 of 2 in communicator 1; sum of its world ranks = 2; bcast: from world rank 0",
