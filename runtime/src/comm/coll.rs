@@ -17,7 +17,7 @@ use crate::{AllgatherAlgorithm, AlltoallAlgorithm, TreeAlgorithm};
 
 /// `len` copies of `like` (none if there is none to copy: then `len` is 0
 /// wherever it is called).
-fn filled<T: Copy>(len: usize, like: Option<T>) -> Vec<T> {
+pub(super) fn filled<T: Copy>(len: usize, like: Option<T>) -> Vec<T> {
     like.map_or_else(Vec::new, |x| vec![x; len])
 }
 

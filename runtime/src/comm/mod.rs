@@ -269,16 +269,17 @@ impl Comm {
     /// member of the communicator.
     fn stall_probe(&self, seq: u64, fp: Fingerprint) -> Option<Stall<'_>> {
         let net = self.net.as_ref()?;
-        let others = self.others();
         Some(Stall {
             since: Instant::now(),
             after: self.cfg.probe_after,
+            // The members are listed only if the wait stalls: not on
+            // every call.
             run: Box::new(move || {
                 tracing::debug!(seq, "collective stalled; probing peers");
                 let probe = Control::Probe { seq, fp };
-                let _ = net.send(match &others {
+                let _ = net.send(match self.others() {
                     None => Cmd::Control(probe),
-                    Some(o) => Cmd::ControlTo(o.clone(), probe),
+                    Some(o) => Cmd::ControlTo(o, probe),
                 });
             }),
         })

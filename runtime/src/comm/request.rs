@@ -31,6 +31,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 
+use super::coll::filled;
 use super::elem::{check_op, Element, Op};
 use super::Comm;
 use crate::sync::lock;
@@ -247,7 +248,7 @@ impl Comm {
     pub fn iallgather<T: Element>(&self, send: Vec<T>) -> Result<Request<Vec<T>>, Error> {
         let n = self.size * send.len();
         self.start(move |c| {
-            let mut recv = filled_like(&send, n);
+            let mut recv = filled(n, send.first().copied());
             c.allgather(&send, &mut recv)?;
             Ok(recv)
         })
@@ -264,7 +265,7 @@ impl Comm {
             )));
         }
         self.start(move |c| {
-            let mut recv = filled_like(&send, send.len());
+            let mut recv = filled(send.len(), send.first().copied());
             c.alltoall(&send, &mut recv)?;
             Ok(recv)
         })
@@ -280,10 +281,4 @@ impl Comm {
             Ok(buf)
         })
     }
-}
-
-/// `len` elements to receive into (copies of `like`'s first; none if it
-/// has none, when `len` is 0 too).
-fn filled_like<T: Element>(like: &[T], len: usize) -> Vec<T> {
-    like.first().map_or_else(Vec::new, |&x| vec![x; len])
 }

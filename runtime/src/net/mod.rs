@@ -419,7 +419,13 @@ fn send_control(sh: &Shared, msg: &Control) {
         Control::Mismatch { seq, .. } => crate::wire::comm_of(*seq),
         _ => 0,
     };
-    let peers: Vec<usize> = match sh.inbox.members(comm).filter(|_| comm != 0) {
+    // Only a sub-communicator's notice asks the inbox (and takes its lock).
+    let members = if comm == 0 {
+        None
+    } else {
+        sh.inbox.members(comm)
+    };
+    let peers: Vec<usize> = match members {
         Some(m) => m.iter().copied().filter(|&p| p != sh.me).collect(),
         None => (0..sh.size).filter(|&p| p != sh.me).collect(),
     };
