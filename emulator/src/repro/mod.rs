@@ -18,6 +18,7 @@ use std::sync::Mutex;
 
 pub mod paper000;
 pub mod paper001;
+pub mod paper003;
 pub mod plot;
 pub mod report;
 pub mod run;
@@ -223,7 +224,14 @@ pub trait Paper: Sync {
 pub fn papers(seed: u64) -> Vec<Box<dyn Paper>> {
     let mut p0 = paper000::Paper000::default();
     p0.params.seed = seed;
-    vec![Box::new(p0), Box::new(paper001::Paper001 { seed })]
+    vec![
+        Box::new(p0),
+        Box::new(paper001::Paper001 { seed }),
+        Box::new(paper003::Paper003 {
+            seed,
+            table1_in_ns: false,
+        }),
+    ]
 }
 
 /// Progress: (points done, points planned).

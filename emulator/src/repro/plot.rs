@@ -55,6 +55,28 @@ fn look(i: usize) -> (RGBColor, Dash) {
     (COLOURS[i % COLOURS.len()], dash)
 }
 
+/// The looks of every line: in order, except that a line named
+/// `"<name> model"` is drawn dashed in the colour of the line `<name>`
+/// when there is one (a model beside what it models).
+fn looks(lines: &[Line]) -> Vec<(RGBColor, Dash)> {
+    let mut out: Vec<(RGBColor, Dash)> = Vec::with_capacity(lines.len());
+    let mut next = 0;
+    for line in lines {
+        let measured = line
+            .name
+            .strip_suffix(" model")
+            .and_then(|m| lines.iter().position(|l| l.name == m));
+        match measured {
+            Some(j) if j < out.len() => out.push((out[j].0, Dash::Dashed)),
+            _ => {
+                out.push(look(next));
+                next += 1;
+            }
+        }
+    }
+    out
+}
+
 /// A point's marker: a dot on solid lines, a triangle on dashed, a cross
 /// on dotted.
 fn marker<'a, C>(at: C, dash: Dash, c: RGBColor) -> DynElement<'static, SVGBackend<'a>, C>
@@ -134,8 +156,8 @@ impl Chart {
                 .light_line_style(WHITE.mix(0.0))
                 .draw()
                 .map_err(|x| e(&x))?;
-            for (i, line) in self.lines.iter().enumerate() {
-                let (c, dash) = look(i);
+            let looks = looks(&self.lines);
+            for (line, &(c, dash)) in self.lines.iter().zip(&looks) {
                 let xy: Vec<(f64, f64)> = line.points.iter().map(|p| (p.0, p.1)).collect();
                 let stroke = c.stroke_width(2);
                 match dash {
@@ -161,8 +183,7 @@ impl Chart {
             // hides a curve; past six lines the colours repeat with dashed,
             // then dotted lines and other markers.
             let label = ("sans-serif", 13).into_font();
-            for (i, line) in self.lines.iter().enumerate() {
-                let (c, dash) = look(i);
+            for (i, (line, &(c, dash))) in self.lines.iter().zip(&looks).enumerate() {
                 let y = 20 + 20 * i as i32;
                 let stroke = c.stroke_width(2);
                 let sample: Vec<(i32, i32)> = match dash {

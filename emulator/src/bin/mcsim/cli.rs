@@ -45,14 +45,20 @@ pub(crate) enum Command {
             path-greedy, path-lg and tree-worm run switch-replicated worms on irregular fabrics; \
             storus, mtorus-d and mtorus-u:R run path worms with intermediate reception (R_UTPR, \
             p/h VC classes) on unidirectional tori; min-two-pass[:S] runs the two-pass region \
-            multicast on min:N fabrics. \
+            multicast on min:N fabrics; host:<tree> is software multicast over a conventional \
+            NI: every relay's host receives the whole message, then pays t_hs per copy it \
+            sends (<tree>: any planner on direct topologies, e.g. host:utorus, host:mdtorus, \
+            host:mutorus:4:length, host:storus for the S-torus worm as a relay chain; \
+            host:binomial, host:chain, host:flat elsewhere); its JSON lists every copy's \
+            transfer times. \
             Every run is checked: each destination receives each packet exactly once. Output: \
             completion (cycles, last destination's host), mean_completion, completion_us, \
             per_destination, injected, network counters.",
         after_help = "Examples:\n  mcsim run --fabric torus:8x8 --algo utorus --dests random:20 --packets 4 --seed 1\n  \
             mcsim run --fabric torus:16x16:uni --algo mtorus-u:8 --dests random:64 --preset high-startup\n  \
             mcsim run --fabric irregular:switches=8,ports=8,nodes=32,seed=7 --algo tree-worm --dests random:15 --json\n  \
-            mcsim run --fabric crossbar:16 --algo kbinomial:2 --dests all --packets 6 --preset unitstep\n\n\
+            mcsim run --fabric crossbar:16 --algo kbinomial:2 --dests all --packets 6 --preset unitstep\n  \
+            mcsim run --fabric torus:4x4:uni --algo host:mdtorus --dests random:9 --set t_hs=208000\n\n\
             Cost knobs: --preset irregular|ncube2|high-startup|low-startup|unitstep, --config FILE \
             (BookSim-style `key = value;`), knobs on the fabric spec (SPEC@key=value,key=value), \
             --set key=value (repeatable), applied in that order; --print-cost shows the result."

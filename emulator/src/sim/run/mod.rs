@@ -47,11 +47,14 @@ use crate::sim::spec::SimFabric;
 use crate::switch::routing::PathHeader;
 use crate::switch::{SwitchHeader, SwitchPacket, Time};
 
+mod host;
 mod ni;
 #[cfg(test)]
 mod tests;
 mod worm;
 
+use host::host_sends;
+pub use host::Transfer;
 use ni::run_ni;
 use worm::{run_min, run_worms};
 
@@ -160,6 +163,10 @@ pub struct RunResult {
     pub injected: u64,
     /// Network counters.
     pub network: NetStats,
+    /// Host-relayed trees (`host:<tree>`) only: every copy and when it was
+    /// in transit, in send order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub transfers: Vec<Transfer>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,12 +262,49 @@ pub fn run_with_progress(
     cfg: &RunConfig,
     progress: &mut ProgressFn<'_>,
 ) -> Result<RunResult, SimulatorError> {
+    let n = fabric.routing().nodes();
+    let dests = pick_dests(n, cfg.source, cfg.dests, cfg.seed)?;
+    run_inner(fabric, cost, cfg, dests, progress)
+}
+
+/// [`run`] to exactly `dests` (`cfg.dests` and `cfg.seed` are not used).
+///
+/// # Errors
+/// As [`run`], and [`SimulatorError::Input`] for a destination outside the
+/// fabric, repeated, or equal to the source.
+pub fn run_to(
+    fabric: &SimFabric,
+    cost: &FabricCostModel,
+    cfg: &RunConfig,
+    dests: &[usize],
+) -> Result<RunResult, SimulatorError> {
+    let n = fabric.routing().nodes();
+    let mut d = dests.to_vec();
+    d.sort_unstable();
+    d.dedup();
+    if d.len() != dests.len() || d.iter().any(|&x| x >= n || x == cfg.source) || cfg.source >= n {
+        return Err(SimulatorError::Input(format!(
+            "destinations {dests:?} from {}: each must be a host other than the source \
+             (0..={}), listed once",
+            cfg.source,
+            n.saturating_sub(1)
+        )));
+    }
+    run_inner(fabric, cost, cfg, d, &mut |_| {})
+}
+
+fn run_inner(
+    fabric: &SimFabric,
+    cost: &FabricCostModel,
+    cfg: &RunConfig,
+    dests: Vec<usize>,
+    progress: &mut ProgressFn<'_>,
+) -> Result<RunResult, SimulatorError> {
     if cfg.packets == 0 {
         return Err(SimulatorError::Input("--packets must be at least 1".into()));
     }
     let routing = fabric.routing();
     let n = routing.nodes();
-    let dests = pick_dests(n, cfg.source, cfg.dests, cfg.seed)?;
     let mut net: Net<Ev> = Net::new(routing, cost)?;
     let mut nodes: Vec<Node> = (0..n)
         .map(|_| Node {
@@ -275,7 +319,25 @@ pub fn run_with_progress(
     let m = cfg.packets;
     let mut bar = Reporter::new(progress, (dests.len() * m) as u64);
     let algo = cfg.algo.trim();
-    let (name, injected) = if let Ok(scheme) = algo.parse::<Scheme>() {
+    let mut transfers = Vec::new();
+    let (name, injected) = if let Some(tree) = algo.strip_prefix("host:") {
+        let sends = host_sends(fabric, tree, cfg.source, &dests, m)?;
+        let jobs = sends
+            .iter()
+            .enumerate()
+            .map(|(i, &(from, to))| (i, from, unicast(to)))
+            .collect();
+        let run = run_worms(&mut net, &mut nodes, &mut bar, cost, m, cfg.source, jobs)?;
+        for (&(from, to), start) in sends.iter().zip(&run.starts) {
+            transfers.push(Transfer {
+                from,
+                to,
+                start: start.unwrap_or_default(),
+                end: nodes[to].done.unwrap_or_default(),
+            });
+        }
+        (format!("host:{}", tree.trim()), run.injected)
+    } else if let Ok(scheme) = algo.parse::<Scheme>() {
         let SimFabric::Irregular(irr) = fabric else {
             return Err(SimulatorError::Input(format!(
                 "{algo} is a switch-based worm scheme; it needs an irregular fabric"
@@ -297,7 +359,7 @@ pub fn run_with_progress(
             })
             .collect();
         let inj = run_worms(&mut net, &mut nodes, &mut bar, cost, m, cfg.source, jobs)?;
-        (scheme.name().to_string(), inj)
+        (scheme.name().to_string(), inj.injected)
     } else if let Some(start) = min_algo(algo, cfg.seed)? {
         let SimFabric::Min(mr) = fabric else {
             return Err(SimulatorError::Input(format!(
@@ -341,7 +403,7 @@ pub fn run_with_progress(
             ));
         }
         let inj = run_worms(&mut net, &mut nodes, &mut bar, cost, m, cfg.source, jobs)?;
-        (pa.to_string(), inj)
+        (pa.to_string(), inj.injected)
     } else {
         // `separate` (the `mcsim plan` name) is the runtime's `flat`.
         let a: Algorithm = if algo == "separate" { "flat" } else { algo }
@@ -416,6 +478,7 @@ pub fn run_with_progress(
         per_destination: per,
         injected,
         network: net.stats,
+        transfers,
     })
 }
 

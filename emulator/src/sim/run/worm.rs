@@ -4,7 +4,15 @@
 use super::*;
 
 /// One worm to inject: (phase, sender, header).
-type WormJob = (usize, usize, SwitchHeader);
+pub(super) type WormJob = (usize, usize, SwitchHeader);
+
+/// What [`run_worms`] did: the packets injected, and per job (in the
+/// order given) the host clock at which its sender started posting it
+/// (`None`: its sender never had the message).
+pub(super) struct WormRun {
+    pub(super) injected: u64,
+    pub(super) starts: Vec<Option<Time>>,
+}
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_worms(
@@ -15,14 +23,15 @@ pub(super) fn run_worms(
     m: usize,
     source: usize,
     jobs: Vec<WormJob>,
-) -> Result<u64, SimulatorError> {
-    // Each sender's worms, in phase order.
-    let mut by_sender: HashMap<usize, Vec<WormJob>> = HashMap::new();
-    for j in jobs {
-        by_sender.entry(j.1).or_default().push(j);
+) -> Result<WormRun, SimulatorError> {
+    // Each sender's worms, in phase order, with their index in `jobs`.
+    let mut starts = vec![None; jobs.len()];
+    let mut by_sender: HashMap<usize, Vec<(usize, WormJob)>> = HashMap::new();
+    for (i, j) in jobs.into_iter().enumerate() {
+        by_sender.entry(j.1).or_default().push((i, j));
     }
     for v in by_sender.values_mut() {
-        v.sort_by_key(|s| s.0);
+        v.sort_by_key(|s| s.1 .0);
     }
     let hn = cost.host_ni();
     let mut pkt_of: Vec<usize> = Vec::new();
@@ -30,8 +39,9 @@ pub(super) fn run_worms(
     let mut send_all =
         |net: &mut Net<Ev>, node: &mut Node, who: usize, ready: Time, pkt_of: &mut Vec<usize>| {
             let mut host = ready;
-            for w in by_sender.get(&who).map(Vec::as_slice).unwrap_or(&[]) {
+            for (i, w) in by_sender.get(&who).map(Vec::as_slice).unwrap_or(&[]) {
                 // The host posts each worm in turn.
+                starts[*i] = Some(host);
                 let posted = hn.post(&mut node.dma, host, m);
                 host = posted.host;
                 for j in 0..m {
@@ -73,7 +83,7 @@ pub(super) fn run_worms(
             Happening::User(e, _) => match e {},
         }
     }
-    Ok(injected)
+    Ok(WormRun { injected, starts })
 }
 
 /// The two-pass MIN multicast [Park 1996, §3.1]: the source injects the region
