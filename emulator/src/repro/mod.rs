@@ -19,6 +19,7 @@ use std::sync::Mutex;
 pub mod paper000;
 pub mod paper001;
 pub mod paper003;
+pub mod paper004;
 pub mod plot;
 pub mod report;
 pub mod run;
@@ -231,6 +232,7 @@ pub fn papers(seed: u64) -> Vec<Box<dyn Paper>> {
             seed,
             table1_in_ns: false,
         }),
+        Box::new(paper004::Paper004 { seed }),
     ]
 }
 
