@@ -37,8 +37,8 @@ mod engine;
 mod params;
 pub mod routing;
 
-pub use engine::SwitchEngine;
-pub use params::{link_tables, SwitchParams};
+pub use engine::{SwitchEngine, WormNote};
+pub use params::{link_tables, SwitchParams, Switching};
 pub use routing::{Out, PortLink, Routing, SwitchHeader, SwitchRouteError};
 
 /// Virtual time in cycles.

@@ -58,6 +58,7 @@ fn params() -> SwitchParams {
         flits: 4,
         buf: 4,
         vcs: 1,
+        wormhole: false,
     }
 }
 
