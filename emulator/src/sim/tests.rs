@@ -228,3 +228,59 @@ fn blocked_worm_holds_its_channels_back_to_its_tail() {
     wh.set("vc_buf_flits", "64").unwrap();
     assert_eq!(arrivals("mesh:4", &wh, &with_c), vec![71, 70, 38]);
 }
+
+/// Replication under wormhole: the input buffer of a replicating switch
+/// frees a flit only when every branch has read it, so a blocked branch
+/// stalls the others once the buffer (and the pipelines behind it) are
+/// full. A path worm P from 0 to {1, 3} on the ring `torus:4:uni` (one
+/// VC, L = 32, B = 2, t_r = 2, t_w = 1) is absorbed at switch 1 (a branch
+/// to host 1, granted at 6) and forwarded; with C (2 -> 3, at 0) holding
+/// the channel 2->3 until 38, P's head waits at switch 2 until 38, the
+/// flits stop, and host 1's copy cannot finish before P's tail has reached
+/// switch 1: the tail leaves switch 0 at 38 + 32 − 2·2 − 6 = 60 and host 1
+/// has it at 60 + 3 + 1 = 64 (39 without C, or under VCT with or without
+/// C). Host 3 has its copy at 74 (VCT: 70; without C: 45).
+#[test]
+fn blocked_branch_stalls_its_siblings_under_wormhole() {
+    use crate::switch::routing::PathHeader;
+    let path = SwitchHeader::Path(Box::new(PathHeader {
+        dests: Arc::from(vec![1u32, 3]),
+        pos: 0,
+        on_h: false,
+    }));
+    let run = |cost: &FabricCostModel, blocker: bool| {
+        let f = SimFabric::parse("torus:4:uni", false).unwrap();
+        let mut net: Net<()> = Net::new(f.routing(), cost).unwrap();
+        let p = SwitchPacket {
+            id: 0,
+            header: path.clone(),
+        };
+        net.inject(0, 1, p);
+        if blocker {
+            let header = unicast(3);
+            net.inject(2, 0, SwitchPacket { id: 1, header });
+        }
+        let mut got = Vec::new();
+        while let Some(h) = net.step().unwrap() {
+            if let Happening::Arrived { packet, at, node } = h {
+                got.push((packet.id, node, at));
+            }
+        }
+        assert_eq!(net.buffered(), 0);
+        assert_eq!(net.worm_hops_live(), 0);
+        got.sort_unstable();
+        got
+    };
+    let base = "packet_flits = 32; num_vcs = 1; dateline = 0; t_hs = 0; t_hr = 0; \
+                t_ns = 0; t_nr = 0;";
+    let mut wh = FabricCostModel::default();
+    wh.parse_config(&format!("{base} switching = wormhole; vc_buf_flits = 2;"))
+        .unwrap();
+    assert_eq!(run(&wh, true), vec![(0, 1, 64), (0, 3, 74), (1, 3, 38)]);
+    assert_eq!(run(&wh, false), vec![(0, 1, 39), (0, 3, 45)]);
+    let mut vct = FabricCostModel::default();
+    vct.parse_config(&format!("{base} vc_buf_flits = 64;"))
+        .unwrap();
+    assert_eq!(run(&vct, true), vec![(0, 1, 39), (0, 3, 70), (1, 3, 38)]);
+    assert_eq!(run(&vct, false), vec![(0, 1, 39), (0, 3, 45)]);
+}
