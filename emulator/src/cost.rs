@@ -33,7 +33,9 @@
 //! is not stored: setting it sets `t_ns = t_nr = t_hs / r` from the current
 //! `t_hs`. `preset = NAME` resets every field to a preset. `num_vcs = 0`
 //! means "as many virtual channels as the fabric has VC classes" (2 on tori
-//! with the dateline, 1 elsewhere).
+//! with the dateline, 1 elsewhere). `switching = vct` (the default) needs
+//! `vc_buf_flits >= packet_flits`; `switching = wormhole` takes any buffer
+//! from one flit (see [`crate::switch`]).
 
 use std::fmt;
 

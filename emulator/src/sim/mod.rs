@@ -17,6 +17,11 @@
 //! included, adds `t_w` to the head. So a unicast through H switches at
 //! zero load has its tail at the destination host H·(t_r + t_w) + L/b
 //! cycles after injection (H = the route's links between switches + 1).
+//! Under wormhole switching (`switching = wormhole`, any `vc_buf_flits`)
+//! the zero-load latency is the same; the worm tracker (`sim::worms`) follows
+//! every worm hop by hop, computes when each tail leaves each switch (the
+//! rule of [`crate::switch`]'s module doc), frees the input buffers then,
+//! and hands a host its copy when the tail arrives.
 //!
 //! Events at the same cycle run in the order they were scheduled, so a run
 //! is a pure function of its inputs (and the seed).
@@ -25,7 +30,8 @@
 //! If no packet moves for `watchdog_cycles` while packets are buffered in
 //! switches, or the event queue empties with packets still buffered,
 //! [`Net::step`] returns [`SimulatorError::Deadlock`] naming the blocked
-//! channels.
+//! channels (the heads waiting for an output; under wormhole each of them
+//! also holds the channels back to its tail).
 
 pub mod load;
 mod nic;
