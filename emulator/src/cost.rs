@@ -122,7 +122,9 @@ pub struct FabricCostModel {
     /// which the watchdog reports deadlock.
     pub watchdog_cycles: u64,
     /// Virtual cut-through (the default) or flit-level wormhole switching
-    /// (see [`crate::switch`]).
+    /// (see [`crate::switch`]). Serialized only when not the default, so
+    /// the JSON of VCT runs is what it was before the knob existed.
+    #[serde(skip_serializing_if = "Switching::is_vct")]
     pub switching: Switching,
 }
 
@@ -562,5 +564,12 @@ mod tests {
             e.set("switching", "store-and-forward"),
             Err(CostError::BadValue { .. })
         ));
+        // The simulator's parameters take wormhole; the socket fabric's
+        // (VCT only) refuse it.
+        use crate::switch::SwitchParams;
+        e.set_pair("switching=wormhole").unwrap();
+        let p = SwitchParams::from_cost_any(&e, 1).unwrap();
+        assert!(p.wormhole && p.need() == 7);
+        assert!(SwitchParams::from_cost(&e, 1).is_err());
     }
 }

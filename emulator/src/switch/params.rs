@@ -19,6 +19,11 @@ pub enum Switching {
 }
 
 impl Switching {
+    /// The default, virtual cut-through.
+    pub fn is_vct(&self) -> bool {
+        *self == Switching::Vct
+    }
+
     /// The name a config file uses.
     pub fn name(self) -> &'static str {
         match self {
