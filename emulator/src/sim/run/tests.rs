@@ -204,3 +204,38 @@ fn every_family_runs_under_wormhole() {
         run(&f, &low, &cfg(algo, Dests::All, 2)).unwrap();
     }
 }
+
+/// A one-packet unicast with the hosts' and NIs' costs, under wormhole
+/// with buffers of an eighth of a packet, on every fabric kind: the
+/// completion is t_hs + DMA + t_ns + H·(t_r + t_w) + ceil(L/b) + t_nr +
+/// DMA + t_hr, the same as under VCT.
+#[test]
+fn wormhole_unicast_completion_with_overheads() {
+    let mut wh = FabricCostModel::default();
+    wh.parse_config("switching = wormhole; vc_buf_flits = 16;")
+        .unwrap();
+    let vct = FabricCostModel::default();
+    let fixed = wh.t_hs + 2 * wh.dma_cycles() + wh.t_ns + wh.t_nr + wh.t_hr;
+    for spec in [
+        "torus:4x4",
+        "torus:4x4:uni",
+        "mesh:3x4",
+        "hypercube:4",
+        "irregular:switches=8,ports=8,nodes=32,seed=4",
+        "min:4",
+        "crossbar:8",
+    ] {
+        let f = SimFabric::parse(spec, true).unwrap();
+        let routing = f.routing();
+        for seed in 0..4 {
+            let mut c = cfg("separate", Dests::Random(1), 1);
+            c.seed = seed;
+            let r = run(&f, &wh, &c).unwrap();
+            let d = r.destinations[0];
+            let h = routing.switch_hops(0, d).unwrap() as u64;
+            let net = h * (wh.t_r() + wh.link_delay) + wh.serialization();
+            assert_eq!(r.completion, fixed + net, "{spec} 0->{d}");
+            assert_eq!(r.completion, run(&f, &vct, &c).unwrap().completion);
+        }
+    }
+}
