@@ -364,3 +364,158 @@ impl<U> Net<U> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::switch::{SwitchHeader, SwitchParams};
+
+    /// The tracker's closed form against the flit recurrence it solves
+    /// (b = 1), on random worm trees: `F_e(x)`, the time the first `x`
+    /// flits have left on hop `e`, is the latest of `G_e + x` (link rate),
+    /// `F_parent(x) + δ_parent` (a flit leaves after it arrived) and
+    /// `F_c(x − B − δ_e)` for every branch `c` (the buffer at the end of
+    /// `e` frees a flit when every branch has read it); `F(y ≤ 0) = −∞`.
+    /// Every host's arrival is `F_h(L)`, every input is freed at
+    /// `max_c F_c(L)`, and no hop is left behind.
+    #[test]
+    fn closed_form_matches_the_flit_recurrence() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _case in 0..300 {
+            let (t_r, t_w) = (rnd(4), rnd(3));
+            let (l, b) = (1 + rnd(40) as u32, 1 + rnd(6) as u32);
+            // The tree: (parent, G, host); edge i leads to switch i.
+            let mut edges: Vec<(usize, Time, bool)> = vec![(usize::MAX, rnd(5), false)];
+            let mut i = 0;
+            while i < edges.len() {
+                if !edges[i].2 {
+                    let delta = if i == 0 { t_r } else { t_w + t_r };
+                    for _ in 0..1 + rnd(3) {
+                        let host = edges.len() > 12 || rnd(3) == 0;
+                        edges.push((i, edges[i].1 + delta + rnd(3) * rnd(15), host));
+                    }
+                }
+                i += 1;
+            }
+            let n = edges.len();
+            let p = SwitchParams {
+                t_r,
+                ser: Time::from(l),
+                flits: l,
+                buf: b,
+                vcs: 1,
+                wormhole: true,
+            };
+            let mut tr = Tracker::new(n, 1, p, 1);
+            tr.inject(edges[0].1, 0, 0, 0);
+            // The grants in time order, each switch's last one marked.
+            let mut order: Vec<usize> = (1..n).collect();
+            order.sort_by_key(|&e| (edges[e].1, e));
+            let last: Vec<usize> = (0..n)
+                .map(|s| {
+                    (1..n)
+                        .filter(|&e| edges[e].0 == s)
+                        .max_by_key(|&e| (edges[e].1, e))
+                })
+                .map(|e| e.unwrap_or(usize::MAX))
+                .collect();
+            for &e in &order {
+                let (parent, g, host) = edges[e];
+                let note = WormNote {
+                    input: Some((0, 0)),
+                    last: last[parent] == e,
+                };
+                let packet = SwitchPacket {
+                    id: e as u64,
+                    header: SwitchHeader::Consumed,
+                };
+                let (to, h) = if host {
+                    (None, Some((e as u32, packet)))
+                } else {
+                    (Some((e, 0, 0)), None)
+                };
+                tr.out(g, parent, note, g, t_w, to, h);
+            }
+            // The recurrence, x ascending, parents before children.
+            let neg = i64::MIN / 4;
+            let mut f = vec![vec![neg; l as usize + 1]; n];
+            for x in 1..=l as i64 {
+                for e in 0..n {
+                    let (parent, g, _) = edges[e];
+                    let mut v = g as i64 + x;
+                    if parent != usize::MAX {
+                        let dp = if parent == 0 { t_r } else { t_w + t_r };
+                        v = v.max(f[parent][x as usize] + dp as i64);
+                    }
+                    f[e][x as usize] = v;
+                }
+                for e in (0..n).rev() {
+                    let de = if e == 0 { t_r } else { t_w + t_r } as i64;
+                    let y = x - i64::from(b) - de;
+                    if y > 0 {
+                        for c in (e + 1..n).filter(|&c| edges[c].0 == e) {
+                            f[e][x as usize] = f[e][x as usize].max(f[c][y as usize]);
+                        }
+                    }
+                }
+            }
+            // A child's own F(x) may have grown through its parent's:
+            // settle by repeating until nothing moves.
+            loop {
+                let mut moved = false;
+                for x in 1..=l as usize {
+                    for e in 0..n {
+                        let (parent, g, _) = edges[e];
+                        let mut v = (g as i64 + x as i64).max(f[e][x]);
+                        if parent != usize::MAX {
+                            let dp = if parent == 0 { t_r } else { t_w + t_r };
+                            v = v.max(f[parent][x] + dp as i64);
+                        }
+                        let de = if e == 0 { t_r } else { t_w + t_r } as i64;
+                        let y = x as i64 - i64::from(b) - de;
+                        if y > 0 {
+                            for c in (e + 1..n).filter(|&c| edges[c].0 == e) {
+                                v = v.max(f[c][y as usize]);
+                            }
+                        }
+                        if v != f[e][x] {
+                            f[e][x] = v;
+                            moved = true;
+                        }
+                    }
+                }
+                if !moved {
+                    break;
+                }
+            }
+            let tail = |e: usize| f[e][l as usize] as Time;
+            let mut want_arr: Vec<(Time, u32)> = (1..n)
+                .filter(|&e| edges[e].2)
+                .map(|e| (tail(e), e as u32))
+                .collect();
+            let mut got_arr: Vec<(Time, u32)> = tr.arrivals.iter().map(|a| (a.0, a.1)).collect();
+            want_arr.sort_unstable();
+            got_arr.sort_unstable();
+            let ctx = format!("t_r {t_r} t_w {t_w} L {l} B {b} tree {edges:?}");
+            assert_eq!(got_arr, want_arr, "{ctx}");
+            let mut want_in: Vec<(u32, Time)> = (0..n)
+                .filter(|&e| !edges[e].2)
+                .map(|e| {
+                    let kids = (1..n).filter(|&c| edges[c].0 == e);
+                    (e as u32, kids.map(tail).max().unwrap())
+                })
+                .collect();
+            let mut got_in: Vec<(u32, Time)> = tr.tails.iter().map(|t| (t.0, t.3)).collect();
+            want_in.sort_unstable();
+            got_in.sort_unstable();
+            assert_eq!(got_in, want_in, "{ctx}");
+            assert_eq!(tr.live(), 0, "{ctx}");
+        }
+    }
+}

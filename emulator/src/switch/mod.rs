@@ -80,9 +80,11 @@
 //! rules above (a fluid model at `b` flits per cycle, in which a hop holds
 //! at most `B` flits beyond its pipeline and a switch frees a flit when
 //! every branch has read it); with `b = 1` the terms are whole flits. The
-//! tests check hand-derived cases (zero load on every fabric, a blocked
-//! unicast worm, a blocked branch of a path worm) against it; there is no
-//! flit-by-flit simulator here to compare with. **Approximated:** (1)
+//! tests check the closed form against that flit recurrence solved flit by
+//! flit on random worm trees (`b = 1`), and the simulator against
+//! hand-derived cases (zero load on every fabric, a blocked unicast worm,
+//! a blocked branch of a path worm). There is no independent
+//! cycle-accurate router model here to compare with. **Approximated:** (1)
 //! credits for the flits of a moving worm are not charged a round trip: a
 //! worm streams at link rate with any `B` (hence the zero-load formula),
 //! whereas a real router with `B` below the credit round trip throttles;
