@@ -30,8 +30,8 @@
 //! If no packet moves for `watchdog_cycles` while packets are buffered in
 //! switches, or the event queue empties with packets still buffered,
 //! [`Net::step`] returns [`SimulatorError::Deadlock`] naming the blocked
-//! channels (the heads waiting for an output; under wormhole each of them
-//! also holds the channels back to its tail).
+//! channels (the heads waiting for an output) and, under wormhole, the
+//! channels held behind stalled heads.
 
 pub mod load;
 mod nic;
@@ -60,18 +60,32 @@ pub enum SimulatorError {
     #[error("cost model: {0}")]
     Cost(#[from] CostError),
     /// The watchdog fired.
-    #[error("deadlock at cycle {at}: no packet moved since cycle {since}; {} blocked channels, first: {}", blocked.len(), show_blocked(blocked))]
+    #[error("deadlock at cycle {at}: no packet moved since cycle {since}; {} blocked channels, first: {}{}", blocked.len(), show_blocked(blocked), show_held(held))]
     Deadlock {
         /// When it was detected.
         at: Time,
         /// The last movement.
         since: Time,
-        /// The blocked channels.
+        /// The blocked channels (heads waiting for an output).
         blocked: Vec<Blocked>,
+        /// Wormhole: the channels held behind stalled heads (every branch
+        /// sent on `out_port`, the tail not yet gone); empty under VCT.
+        held: Vec<Blocked>,
     },
     /// An engine or oracle reported an inconsistency.
     #[error("internal: {0}")]
     Internal(String),
+}
+
+fn show_held(b: &[Blocked]) -> String {
+    if b.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; {} channels held by stalled worms, first: {}",
+        b.len(),
+        show_blocked(b)
+    )
 }
 
 fn show_blocked(b: &[Blocked]) -> String {
@@ -455,6 +469,7 @@ impl<U> Net<U> {
                 .iter()
                 .flat_map(SwitchEngine::blocked)
                 .collect(),
+            held: self.switches.iter().flat_map(SwitchEngine::held).collect(),
         }
     }
 

@@ -415,6 +415,30 @@ impl SwitchEngine {
         out
     }
 
+    /// Wormhole: every input VC whose front packet has sent all its
+    /// branches but whose tail has not left (a channel a worm holds behind
+    /// its head), with the port and class of each branch. Empty under VCT.
+    pub fn held(&self) -> Vec<Blocked> {
+        let mut out = Vec::new();
+        if !self.p.wormhole {
+            return out;
+        }
+        for input in &self.inputs {
+            if input.routed && input.pending == 0 && !input.queue.is_empty() {
+                for b in &input.branches {
+                    out.push(Blocked {
+                        switch: self.id,
+                        in_port: input.port,
+                        in_vc: input.vc,
+                        out_port: b.out.port,
+                        class: b.out.class,
+                    });
+                }
+            }
+        }
+        out
+    }
+
     /// Packets buffered in this switch.
     pub fn buffered(&self) -> usize {
         self.inputs.iter().map(|i| i.queue.len()).sum()

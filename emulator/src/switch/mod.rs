@@ -100,7 +100,8 @@
 //! the channel dependency of Dally and Seitz [Robinson 1994, ch. 2]: one VC
 //! on a torus ring deadlocks under wormhole even with one packet per node,
 //! the dateline classes do not. The watchdog ([`crate::sim`]) names the
-//! waiting heads ([`SwitchEngine::blocked`]).
+//! waiting heads ([`SwitchEngine::blocked`]) and the channels held behind
+//! them ([`SwitchEngine::held`]).
 //!
 //! # Events and actions
 //! Events in: [`SwitchEngine::packet_in`] (a head arrived on port p, VC v,

@@ -341,10 +341,22 @@ mod tests {
         )
         .unwrap();
         match send(&wh, false) {
-            Err(SimulatorError::Deadlock { blocked, .. }) => {
+            Err(e @ SimulatorError::Deadlock { .. }) => {
+                let SimulatorError::Deadlock { blocked, held, .. } = &e else {
+                    unreachable!()
+                };
                 let mut at: Vec<_> = blocked.iter().map(|b| b.switch).collect();
                 at.sort_unstable();
                 assert_eq!(at, vec![0, 1, 2, 3], "{blocked:?}");
+                // Each worm also holds its injection channel (host port 0)
+                // behind its head, and the message says so.
+                let mut held: Vec<_> = held.iter().map(|h| (h.switch, h.in_port)).collect();
+                held.sort_unstable();
+                assert_eq!(held, vec![(0, 0), (1, 0), (2, 0), (3, 0)]);
+                assert!(
+                    e.to_string().contains("4 channels held by stalled worms"),
+                    "{e}"
+                );
             }
             other => panic!("expected the ring deadlock, got {other:?}"),
         }
