@@ -24,7 +24,7 @@
 //! [Robinson 1994, §4.2.1, Fig 4.2; §4.2.2, Fig 4.3]); other fabrics one.
 //!
 //! # Wormhole (`switching = wormhole`)
-//! Wormhole switching [Robinson 1994, ch. 2; Al-Dubai 2009, §1.2]: the
+//! Wormhole switching [Robinson 1994, §2.2.2; Al-Dubai 2009, §4.2]: the
 //! header flit leads and the rest follow in a pipeline; if the header
 //! blocks, the worm stalls in place with a few flits per buffer and keeps
 //! every channel it holds, from its head back to its tail. The buffers may
@@ -62,7 +62,8 @@
 //!   tail can leave no earlier than `δ` after its parent's tail has, and
 //!   the parent's tail waits for every branch's head. So a blocked branch
 //!   stops the others once the buffer behind it is full [Robinson 1994,
-//!   ch. 2: "if any branch blocks, the whole tree blocks"]; host branches
+//!   §2.5: when one branch is blocked, progress on every branch is
+//!   suspended]; host branches
 //!   (intermediate reception, deliver-and-forward) included. A host drains
 //!   its ejection link at link rate (never blocks).
 //! * **Who computes the tails.** A tail depends on the head's later
@@ -97,9 +98,9 @@
 //! at once, as under VCT.
 //!
 //! **Deadlock**: a worm holding channels while its head waits is exactly
-//! the channel dependency of Dally and Seitz [Robinson 1994, ch. 2]: one VC
-//! on a torus ring deadlocks under wormhole even with one packet per node,
-//! the dateline classes do not. The watchdog ([`crate::sim`]) names the
+//! the channel dependency of Dally and Seitz [Robinson 1994, §2.4, Fig
+//! 2.4]: one VC on a torus ring deadlocks under wormhole even with one
+//! packet per node; the dateline classes do not. The watchdog ([`crate::sim`]) names the
 //! waiting heads ([`SwitchEngine::blocked`]) and the channels held behind
 //! them ([`SwitchEngine::held`]).
 //!

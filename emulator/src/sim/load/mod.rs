@@ -300,15 +300,15 @@ mod tests {
         run_load(&f, &c, &k).unwrap();
     }
 
-    /// The classic wormhole deadlock [Dally & Seitz 1987; Robinson 1994,
-    /// §4.2.1]: on a unidirectional ring of 4 with one VC and 2-flit
-    /// buffers, every node sends a 32-flit worm 3 hops ahead at once; each
-    /// worm takes its first channel and its head waits for the next, held
-    /// by the next worm, whose tail is still behind it. The event queue
-    /// runs dry with every packet buffered: the watchdog names the 4 heads
-    /// (switch i+1, input from i, waiting for output +). VCT with buffers
-    /// of two packets takes the same traffic (each packet fits in the next
-    /// buffer), and so does wormhole with the dateline classes.
+    /// The classic wormhole deadlock [Robinson 1994, §2.4, Fig 2.4]: on a
+    /// unidirectional ring of 4 with one VC and 2-flit buffers, every node
+    /// sends a 32-flit worm 3 hops ahead at once; each worm takes its
+    /// first channel and its head waits for the next, held by the next
+    /// worm, whose tail is still behind it. The event queue runs dry with
+    /// every packet buffered: the watchdog names the 4 waiting heads (one
+    /// per switch) and the 4 injection channels held behind them. VCT
+    /// with buffers of two packets takes the same traffic (each packet fits
+    /// in the next buffer), and so does wormhole with the dateline classes.
     #[test]
     fn watchdog_finds_the_wormhole_ring_deadlock() {
         let send = |cost: &FabricCostModel, dateline: bool| {
