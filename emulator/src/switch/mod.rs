@@ -13,8 +13,8 @@
 //!
 //! **Replication** is asynchronous [Sivaram 1998, §5.1.2, §6.2]: the routing function
 //! may return several branches; each branch waits for its own output port
-//! and VC, independently of the others, so a blocked branch does not stall
-//! the rest. The packet's chunk counter is its number of unsent branches;
+//! and VC, independently of the others, so under VCT a blocked branch does
+//! not stall the rest (for wormhole see below). The packet's chunk counter is its number of unsent branches;
 //! the buffer space is freed (and credits returned) when the last branch
 //! has read the tail.
 //!
@@ -63,17 +63,18 @@
 //!   the parent's tail waits for every branch's head. So a blocked branch
 //!   stops the others once the buffer behind it is full [Robinson 1994,
 //!   §2.5: when one branch is blocked, progress on every branch is
-//!   suspended]; host branches
-//!   (intermediate reception, deliver-and-forward) included. A host drains
-//!   its ejection link at link rate (never blocks).
+//!   suspended], host branches (intermediate reception, deliver-and-
+//!   forward) included. A host drains its ejection link at link rate (it
+//!   never blocks).
 //! * **Who computes the tails.** A tail depends on the head's later
 //!   grants, up to the worm's span downstream, which one switch does not
 //!   see. The driver tracks the worms (the simulator's tracker,
 //!   `sim::worms`): the engine leaves a [`WormNote`] with every `Send`,
 //!   `Deliver` and `Drop` (which input the copy came from), keeps the
 //!   buffer after the last branch's grant, and frees it when the driver
-//!   calls [`SwitchEngine::input_tail`]. A tail time is always known
-//!   before it falls due (it exceeds the grant that completes it). The
+//!   calls [`SwitchEngine::input_tail`]. A tail time is known before it
+//!   falls due (it exceeds the grant that completes it; a packet dropped
+//!   at routing is the exception, and its tail is clamped to now). The
 //!   socket fabric does not track worms: it runs VCT only
 //!   ([`SwitchParams::from_cost`] refuses wormhole).
 //!
@@ -100,9 +101,9 @@
 //! **Deadlock**: a worm holding channels while its head waits is exactly
 //! the channel dependency of Dally and Seitz [Robinson 1994, §2.4, Fig
 //! 2.4]: one VC on a torus ring deadlocks under wormhole even with one
-//! packet per node; the dateline classes do not. The watchdog ([`crate::sim`]) names the
-//! waiting heads ([`SwitchEngine::blocked`]) and the channels held behind
-//! them ([`SwitchEngine::held`]).
+//! packet per node; the dateline classes do not. The watchdog
+//! ([`crate::sim`]) names the waiting heads ([`SwitchEngine::blocked`]) and
+//! the channels held behind them ([`SwitchEngine::held`]).
 //!
 //! # Events and actions
 //! Events in: [`SwitchEngine::packet_in`] (a head arrived on port p, VC v,
