@@ -39,9 +39,10 @@
 //!   to its tail and packets never interleave on it. The head does not
 //!   need room for the whole packet. (With `B >= L` a VC queues whole
 //!   packets as under VCT, and the timing is VCT's.) So a single packet
-//!   in an idle fabric takes VCT's time, but back-to-back packets on one
-//!   VC do not: the next head waits until the previous tail has left the
-//!   buffer ahead and its credits are back (with more VCs it takes
+//!   in an idle fabric takes VCT's time, and back-to-back packets on one
+//!   VC take the time of VCT with one-packet buffers (slower than with
+//!   bigger ones): the next head waits until the previous tail has left
+//!   the buffer ahead and its credits are back (with more VCs it takes
 //!   another).
 //! * **Streaming and stalls.** A granted hop's link is charged `ceil(L/b)`
 //!   cycles from the grant, as under VCT. The body follows the head at `b`
