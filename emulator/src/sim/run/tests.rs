@@ -239,3 +239,31 @@ fn wormhole_unicast_completion_with_overheads() {
         }
     }
 }
+
+/// A train of packets on one VC in an idle fabric: wormhole with buffers
+/// of a quarter packet takes the time of VCT with one-packet buffers (each
+/// head waits for the buffer ahead to empty and its credits to come
+/// back), and more than VCT with buffers of two packets.
+#[test]
+fn wormhole_train_on_one_vc_matches_vct_with_one_packet_buffers() {
+    let base = "num_vcs = 1; dateline = 0; t_hs = 0; t_hr = 0; t_ns = 0; t_nr = 0; \
+                dma_mb_s = 0;";
+    let cost = |extra: &str| {
+        let mut c = FabricCostModel::default();
+        c.parse_config(&format!("{base} {extra}")).unwrap();
+        c
+    };
+    let wh = cost("switching = wormhole; vc_buf_flits = 32;");
+    let vct1 = cost("vc_buf_flits = 128;");
+    let vct2 = cost("vc_buf_flits = 256;");
+    for spec in ["mesh:4x4", "torus:4x4:uni", "hypercube:4", "crossbar:6"] {
+        let f = SimFabric::parse(spec, false).unwrap();
+        for seed in 0..3 {
+            let mut c = cfg("separate", Dests::Random(1), 3);
+            c.seed = seed;
+            let w = run(&f, &wh, &c).unwrap().completion;
+            assert_eq!(w, run(&f, &vct1, &c).unwrap().completion, "{spec}");
+            assert!(w > run(&f, &vct2, &c).unwrap().completion, "{spec}");
+        }
+    }
+}
