@@ -33,9 +33,13 @@
 //! is not stored: setting it sets `t_ns = t_nr = t_hs / r` from the current
 //! `t_hs`. `preset = NAME` resets every field to a preset. `num_vcs = 0`
 //! means "as many virtual channels as the fabric has VC classes" (2 on tori
-//! with the dateline, 1 elsewhere).
+//! with the dateline, 1 elsewhere). `switching = vct` (the default) needs
+//! `vc_buf_flits >= packet_flits`; `switching = wormhole` takes any buffer
+//! from one flit (see [`crate::switch`]).
 
 use std::fmt;
+
+pub use crate::switch::Switching;
 
 /// A bad key, value or config line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,6 +121,11 @@ pub struct FabricCostModel {
     /// Cycles without any packet moving, with packets in flight, after
     /// which the watchdog reports deadlock.
     pub watchdog_cycles: u64,
+    /// Virtual cut-through (the default) or flit-level wormhole switching
+    /// (see [`crate::switch`]). Serialized only when not the default, so
+    /// the JSON of VCT runs is what it was before the knob existed.
+    #[serde(skip_serializing_if = "Switching::is_vct")]
+    pub switching: Switching,
 }
 
 /// Every settable key, with a one-line description.
@@ -145,6 +154,10 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "watchdog_cycles",
         "cycles without progress that mean deadlock",
+    ),
+    (
+        "switching",
+        "vct (virtual cut-through, default) or wormhole (flit buffers)",
     ),
 ];
 
@@ -176,6 +189,7 @@ impl FabricCostModel {
             vc_buf_flits: 640,
             dateline: true,
             watchdog_cycles: 100_000,
+            switching: Switching::Vct,
         }
     }
 
@@ -201,6 +215,7 @@ impl FabricCostModel {
             vc_buf_flits: 16_384,
             dateline: true,
             watchdog_cycles: 1_000_000,
+            switching: Switching::Vct,
         }
     }
 
@@ -225,6 +240,7 @@ impl FabricCostModel {
             vc_buf_flits: 64,
             dateline: true,
             watchdog_cycles: 1_000,
+            switching: Switching::Vct,
         }
     }
 
@@ -318,6 +334,7 @@ impl FabricCostModel {
                 }
             }
             "watchdog_cycles" => self.watchdog_cycles = pos()?,
+            "switching" => self.switching = value.parse().map_err(|e: String| bad(&e))?,
             _ => {
                 return Err(CostError::UnknownKey {
                     key: key.to_string(),
@@ -411,10 +428,12 @@ impl FabricCostModel {
     /// # Errors
     /// [`CostError::Inconsistent`].
     pub fn validate(&self) -> Result<(), CostError> {
-        if self.vc_buf_flits < self.packet_flits {
+        // Wormhole takes any buffer of at least one flit (`set` refuses 0).
+        if self.switching == Switching::Vct && self.vc_buf_flits < self.packet_flits {
             return Err(CostError::Inconsistent(format!(
                 "vc_buf_flits = {} is smaller than packet_flits = {}: the simulator models \
-                 virtual cut-through, where a VC buffer holds a whole packet",
+                 virtual cut-through, where a VC buffer holds a whole packet \
+                 (set switching = wormhole for flit buffers)",
                 self.vc_buf_flits, self.packet_flits
             )));
         }
@@ -442,7 +461,8 @@ impl fmt::Display for FabricCostModel {
         writeln!(f, "num_vcs = {};", self.num_vcs)?;
         writeln!(f, "vc_buf_flits = {};", self.vc_buf_flits)?;
         writeln!(f, "dateline = {};", u8::from(self.dateline))?;
-        writeln!(f, "watchdog_cycles = {};", self.watchdog_cycles)
+        writeln!(f, "watchdog_cycles = {};", self.watchdog_cycles)?;
+        writeln!(f, "switching = {};", self.switching.name())
     }
 }
 
@@ -516,5 +536,40 @@ mod tests {
         let mut c = FabricCostModel::default();
         c.set("vc_buf_flits", "64").unwrap();
         assert!(c.validate().is_err());
+    }
+
+    /// `switching`: vct by default, wormhole by key, config line or
+    /// `--set`, printed and read back; wormhole takes buffers of any size
+    /// from one flit, VCT still refuses buffers smaller than a packet.
+    #[test]
+    fn switching_knob_round_trips_and_validates() {
+        let mut c = FabricCostModel::default();
+        assert_eq!(c.switching, Switching::Vct);
+        assert!(c.to_string().contains("switching = vct;"));
+        c.parse_config("switching = wormhole; vc_buf_flits = 1;")
+            .unwrap();
+        assert_eq!(c.switching, Switching::Wormhole);
+        assert!(c.validate().is_ok());
+        let mut d = FabricCostModel::default();
+        d.parse_config(&c.to_string()).unwrap();
+        assert_eq!(c, d);
+        let mut e = FabricCostModel::default();
+        e.set_pair("switching=wormhole").unwrap();
+        e.set_pair("vc_buf_flits=7").unwrap();
+        assert!(e.validate().is_ok());
+        e.set_pair("switching=vct").unwrap();
+        assert!(e.validate().is_err());
+        assert!(e.set("vc_buf_flits", "0").is_err());
+        assert!(matches!(
+            e.set("switching", "store-and-forward"),
+            Err(CostError::BadValue { .. })
+        ));
+        // The simulator's parameters take wormhole; the socket fabric's
+        // (VCT only) refuse it.
+        use crate::switch::SwitchParams;
+        e.set_pair("switching=wormhole").unwrap();
+        let p = SwitchParams::from_cost_any(&e, 1).unwrap();
+        assert!(p.wormhole && p.need() == 7);
+        assert!(SwitchParams::from_cost(&e, 1).is_err());
     }
 }

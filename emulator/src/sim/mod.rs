@@ -17,6 +17,11 @@
 //! included, adds `t_w` to the head. So a unicast through H switches at
 //! zero load has its tail at the destination host H·(t_r + t_w) + L/b
 //! cycles after injection (H = the route's links between switches + 1).
+//! Under wormhole switching (`switching = wormhole`, any `vc_buf_flits`)
+//! the zero-load latency is the same; the worm tracker (`sim::worms`) follows
+//! every worm hop by hop, computes when each tail leaves each switch (the
+//! rule of [`crate::switch`]'s module doc), frees the input buffers then,
+//! and hands a host its copy when the tail arrives.
 //!
 //! Events at the same cycle run in the order they were scheduled, so a run
 //! is a pure function of its inputs (and the seed).
@@ -25,13 +30,16 @@
 //! If no packet moves for `watchdog_cycles` while packets are buffered in
 //! switches, or the event queue empties with packets still buffered,
 //! [`Net::step`] returns [`SimulatorError::Deadlock`] naming the blocked
-//! channels.
+//! channels (the heads waiting for an output) and, under wormhole, the
+//! channels held behind stalled heads.
 
 pub mod load;
+mod nic;
 pub mod progress;
 mod queue;
 pub mod run;
 pub mod spec;
+mod worms;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -52,18 +60,32 @@ pub enum SimulatorError {
     #[error("cost model: {0}")]
     Cost(#[from] CostError),
     /// The watchdog fired.
-    #[error("deadlock at cycle {at}: no packet moved since cycle {since}; {} blocked channels, first: {}", blocked.len(), show_blocked(blocked))]
+    #[error("deadlock at cycle {at}: no packet moved since cycle {since}; {} blocked channels, first: {}{}", blocked.len(), show_blocked(blocked), show_held(held))]
     Deadlock {
         /// When it was detected.
         at: Time,
         /// The last movement.
         since: Time,
-        /// The blocked channels.
+        /// The blocked channels (heads waiting for an output).
         blocked: Vec<Blocked>,
+        /// Wormhole: the channels held behind stalled heads (every branch
+        /// sent on `out_port`, the tail not yet gone); empty under VCT.
+        held: Vec<Blocked>,
     },
     /// An engine or oracle reported an inconsistency.
     #[error("internal: {0}")]
     Internal(String),
+}
+
+fn show_held(b: &[Blocked]) -> String {
+    if b.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; {} channels held by stalled worms, first: {}",
+        b.len(),
+        show_blocked(b)
+    )
 }
 
 fn show_blocked(b: &[Blocked]) -> String {
@@ -98,6 +120,13 @@ enum Ev<U> {
     Timer {
         sw: u32,
         token: u32,
+    },
+    /// Wormhole: the tail of the front packet of an input has left.
+    Tail {
+        sw: u32,
+        port: u16,
+        vc: u16,
+        at: Time,
     },
     NiCredit {
         node: u32,
@@ -187,6 +216,8 @@ pub struct Net<U> {
     pub stats: NetStats,
     /// Last drop reason, if any.
     pub last_drop: Option<String>,
+    /// Wormhole: the worms' tails.
+    worms: Option<worms::Tracker>,
 }
 
 impl<U> Net<U> {
@@ -199,8 +230,8 @@ impl<U> Net<U> {
         cost: &FabricCostModel,
     ) -> Result<Net<U>, SimulatorError> {
         cost.validate()?;
-        let params =
-            SwitchParams::from_cost(cost, routing.vc_classes()).map_err(SimulatorError::Input)?;
+        let params = SwitchParams::from_cost_any(cost, routing.vc_classes())
+            .map_err(SimulatorError::Input)?;
         let n_sw = routing.switches();
         let ports = routing.ports();
         let switches = (0..n_sw)
@@ -239,6 +270,9 @@ impl<U> Net<U> {
             last_progress: 0,
             stats: NetStats::default(),
             last_drop: None,
+            worms: params
+                .wormhole
+                .then(|| worms::Tracker::new(n_sw, ports, params, cost.link_bandwidth)),
         })
     }
 
@@ -301,79 +335,6 @@ impl<U> Net<U> {
         self.nis[node].queue.len()
     }
 
-    /// Arm host `node`'s injection retry at `at` unless an earlier one is
-    /// pending.
-    fn ni_arm(&mut self, node: usize, at: Time) {
-        let now = self.now;
-        let ni = &mut self.nis[node];
-        if ni.armed_at < now {
-            ni.armed_at = Time::MAX;
-        }
-        if ni.armed_at <= at {
-            return;
-        }
-        ni.armed_at = at;
-        self.push(at, Ev::NiTry { node: node as u32 });
-    }
-
-    fn ni_try(&mut self, node: usize) {
-        let now = self.now;
-        let ser = self.params.ser;
-        let flits = self.params.flits;
-        let buf = self.params.buf;
-        let (sw, port) = (self.nis[node].sw, self.nis[node].port);
-        loop {
-            let ni = &mut self.nis[node];
-            if ni.queue.is_empty() {
-                return;
-            }
-            if ni.link_free > now {
-                let at = ni.link_free;
-                self.ni_arm(node, at);
-                return;
-            }
-            let mut i = 0;
-            while i < ni.pending.len() {
-                let (t, vc, f) = ni.pending[i];
-                if t <= now {
-                    let c = &mut ni.credits[vc as usize];
-                    *c = (*c + f).min(buf);
-                    ni.pending.swap_remove(i);
-                } else {
-                    i += 1;
-                }
-            }
-            // Round robin from next_vc.
-            let start = ni.next_vc as usize;
-            let (before, after) = ni.credits.split_at(start.min(ni.credits.len()));
-            let found = match after.iter().position(|&c| c >= flits) {
-                Some(k) => Some(start + k),
-                None => before.iter().position(|&c| c >= flits),
-            };
-            let v = ni.credits.len() as u16;
-            let Some(vc) = found.map(|c| c as u16) else {
-                if let Some(t) = ni.pending.iter().map(|p| p.0).min() {
-                    self.ni_arm(node, t);
-                }
-                return;
-            };
-            ni.next_vc = (vc + 1) % v;
-            ni.credits[vc as usize] -= flits;
-            ni.link_free = now + ser;
-            let packet = ni.queue.pop_front().expect("non-empty");
-            self.last_progress = now;
-            self.push(
-                now + self.params.t_r,
-                Ev::Head {
-                    sw,
-                    port,
-                    vc,
-                    packet,
-                },
-            );
-        }
-    }
-
     fn drain(&mut self, sw: usize) {
         while let Some(a) = self.switches[sw].poll_action() {
             match a {
@@ -385,9 +346,11 @@ impl<U> Net<U> {
                 } => {
                     self.stats.hops += 1;
                     self.last_progress = self.now;
-                    if let PortLink::Switch { switch, port: p } =
-                        self.links[sw * self.ports + port as usize]
-                    {
+                    let link = self.links[sw * self.ports + port as usize];
+                    if self.worms.is_some() {
+                        self.worm_out(sw, at, link, vc, None);
+                    }
+                    if let PortLink::Switch { switch, port: p } = link {
                         self.push(
                             at + self.t_w + self.params.t_r,
                             Ev::Head {
@@ -405,7 +368,13 @@ impl<U> Net<U> {
                 SwAction::Deliver { port, at, packet } => {
                     self.stats.hops += 1;
                     self.last_progress = self.now;
-                    if let PortLink::Host(node) = self.links[sw * self.ports + port as usize] {
+                    let link = self.links[sw * self.ports + port as usize];
+                    if self.worms.is_some() {
+                        // The tracker schedules the arrival at the tail.
+                        self.worm_out(sw, at, link, 0, Some(packet));
+                        continue;
+                    }
+                    if let PortLink::Host(node) = link {
                         self.push(
                             at + self.t_w + self.params.ser,
                             Ev::Arrive {
@@ -475,6 +444,9 @@ impl<U> Net<U> {
                     },
                 ),
                 SwAction::Drop { packet, error } => {
+                    if self.worms.is_some() {
+                        self.worm_out(sw, self.now, PortLink::Open, 0, None);
+                    }
                     self.stats.dropped += 1;
                     self.last_drop =
                         Some(format!("switch {sw} dropped packet {}: {error}", packet.id));
@@ -497,6 +469,7 @@ impl<U> Net<U> {
                 .iter()
                 .flat_map(SwitchEngine::blocked)
                 .collect(),
+            held: self.switches.iter().flat_map(SwitchEngine::held).collect(),
         }
     }
 
@@ -506,6 +479,9 @@ impl<U> Net<U> {
     /// [`SimulatorError::Deadlock`] from the watchdog.
     pub fn step(&mut self) -> Result<Option<Happening<U>>, SimulatorError> {
         loop {
+            if self.worms.is_some() {
+                self.flush_worms();
+            }
             let Some((at, ev)) = self.queue.pop() else {
                 if self.buffered() > 0 {
                     return Err(self.deadlock());
@@ -539,6 +515,10 @@ impl<U> Net<U> {
                 }
                 Ev::Timer { sw, token } => {
                     self.switches[sw as usize].timer(at, token);
+                    self.drain(sw as usize);
+                }
+                Ev::Tail { sw, port, vc, at } => {
+                    self.switches[sw as usize].input_tail(self.now, port, vc, at);
                     self.drain(sw as usize);
                 }
                 Ev::NiCredit { node, vc, flits } => {

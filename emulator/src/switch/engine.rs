@@ -87,6 +87,21 @@ pub struct SwitchEngine {
     /// Grant an output link in a gap before later reservations (socket
     /// fabric; see [`SwitchEngine::set_backfill`]).
     backfill: bool,
+    /// Wormhole only: one note per `Send`, `Deliver` and `Drop` action, in
+    /// the same order (see [`SwitchEngine::poll_note`]).
+    notes: VecDeque<WormNote>,
+}
+
+/// Wormhole only: where the copy of a `Send`, `Deliver` or `Drop` action
+/// came from, for the driver that tracks worms (the actions themselves do
+/// not say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WormNote {
+    /// The input port and VC whose front packet it is (`None`: a packet
+    /// handed to a port the switch does not have).
+    pub input: Option<(u16, u16)>,
+    /// That packet has no unsent branch left: its branches are all known.
+    pub last: bool,
 }
 
 /// No cached unicast decision.
@@ -149,6 +164,7 @@ impl SwitchEngine {
             uni,
             uni_ask,
             backfill: false,
+            notes: VecDeque::new(),
             p,
             classes,
             ranges,
@@ -186,6 +202,28 @@ impl SwitchEngine {
         self.actions.pop_front()
     }
 
+    /// Wormhole only: the note of the next `Send`, `Deliver` or `Drop`
+    /// action polled (one note per such action, in order; none under VCT).
+    pub fn poll_note(&mut self) -> Option<WormNote> {
+        self.notes.pop_front()
+    }
+
+    /// Wormhole only: the tail of the front packet of input `port`, VC
+    /// `vc`, whose branches have all been sent, has left every branch at
+    /// `at` (the driver's worm tracker computes it): free the buffer,
+    /// return its credits upstream at `at`, route the next head.
+    pub fn input_tail(&mut self, now: Time, port: u16, vc: u16, at: Time) {
+        let idx = port as usize * self.p.vcs as usize + vc as usize;
+        let Some(input) = self.inputs.get_mut(idx) else {
+            return;
+        };
+        if !input.routed || input.pending != 0 || input.queue.is_empty() {
+            return;
+        }
+        input.tail_free = at.max(now);
+        self.finish(idx, now);
+    }
+
     /// Actions are waiting for [`SwitchEngine::poll_action`].
     #[inline]
     pub fn has_actions(&self) -> bool {
@@ -221,6 +259,12 @@ impl SwitchEngine {
     ) {
         let idx = port as usize * self.p.vcs as usize + vc as usize;
         let Some(input) = self.inputs.get_mut(idx) else {
+            if self.p.wormhole {
+                self.notes.push_back(WormNote {
+                    input: None,
+                    last: true,
+                });
+            }
             self.actions.push_back(SwAction::Drop {
                 packet,
                 error: SwitchRouteError::BadPort(port as usize),
@@ -362,6 +406,30 @@ impl SwitchEngine {
                         switch: self.id,
                         in_port: (idx / vcs) as u16,
                         in_vc: (idx % vcs) as u16,
+                        out_port: b.out.port,
+                        class: b.out.class,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Wormhole: every input VC whose front packet has sent all its
+    /// branches but whose tail has not left (a channel a worm holds behind
+    /// its head), with the port and class of each branch. Empty under VCT.
+    pub fn held(&self) -> Vec<Blocked> {
+        let mut out = Vec::new();
+        if !self.p.wormhole {
+            return out;
+        }
+        for input in &self.inputs {
+            if input.routed && input.pending == 0 && !input.queue.is_empty() {
+                for b in &input.branches {
+                    out.push(Blocked {
+                        switch: self.id,
+                        in_port: input.port,
+                        in_vc: input.vc,
                         out_port: b.out.port,
                         class: b.out.class,
                     });

@@ -3,6 +3,47 @@
 
 use super::{PortLink, Routing, Time};
 
+/// The switching mode of the simulated switches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Switching {
+    /// Virtual cut-through: a packet starts on a VC only when the
+    /// downstream buffer has room for all of it (`vc_buf_flits >=
+    /// packet_flits`).
+    #[default]
+    Vct,
+    /// Wormhole: a head takes a free downstream VC, the body follows at
+    /// link rate while there is room, and a blocked worm holds every
+    /// channel from its head back to its tail (any `vc_buf_flits >= 1`).
+    Wormhole,
+}
+
+impl Switching {
+    /// The default, virtual cut-through.
+    pub fn is_vct(&self) -> bool {
+        *self == Switching::Vct
+    }
+
+    /// The name a config file uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Switching::Vct => "vct",
+            Switching::Wormhole => "wormhole",
+        }
+    }
+}
+
+impl std::str::FromStr for Switching {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Switching, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "vct" | "cut-through" | "virtual-cut-through" => Ok(Switching::Vct),
+            "wormhole" | "wh" => Ok(Switching::Wormhole),
+            _ => Err("expected vct or wormhole".into()),
+        }
+    }
+}
+
 /// The engine's timing parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SwitchParams {
@@ -16,16 +57,39 @@ pub struct SwitchParams {
     pub buf: u32,
     /// VCs per port.
     pub vcs: u16,
+    /// Wormhole switching (see the module doc of [`crate::switch`]); off:
+    /// virtual cut-through.
+    pub wormhole: bool,
 }
 
 impl SwitchParams {
     /// The parameters `cost` gives the switches of a fabric whose routing
-    /// uses `classes` VC classes (`num_vcs = 0`: one VC per class).
+    /// uses `classes` VC classes (`num_vcs = 0`: one VC per class), for a
+    /// driver that runs virtual cut-through only (the socket fabric: its
+    /// engines backfill, and nothing there tracks a worm's tail).
     ///
     /// # Errors
-    /// Fewer VCs than classes, or a value too large for the engine, as a
-    /// sentence for the user.
+    /// `switching = wormhole`, fewer VCs than classes, or a value too large
+    /// for the engine, as a sentence for the user.
     pub fn from_cost(
+        cost: &crate::cost::FabricCostModel,
+        classes: usize,
+    ) -> Result<SwitchParams, String> {
+        if cost.switching == Switching::Wormhole {
+            return Err("switching = wormhole runs in the simulator (mcsim) only; \
+                        this fabric models virtual cut-through"
+                .into());
+        }
+        SwitchParams::from_cost_any(cost, classes)
+    }
+
+    /// [`SwitchParams::from_cost`] for a driver that also runs wormhole
+    /// switching (the simulator, [`crate::sim`], which tracks the worms'
+    /// tails and tells the engines when they leave).
+    ///
+    /// # Errors
+    /// As [`SwitchParams::from_cost`], wormhole excepted.
+    pub fn from_cost_any(
         cost: &crate::cost::FabricCostModel,
         classes: usize,
     ) -> Result<SwitchParams, String> {
@@ -50,7 +114,21 @@ impl SwitchParams {
             flits: to_u32(cost.packet_flits, "packet_flits")?,
             buf: to_u32(cost.vc_buf_flits, "vc_buf_flits")?,
             vcs,
+            wormhole: cost.switching == Switching::Wormhole,
         })
+    }
+
+    /// Credits a packet takes from a downstream VC to start on it: the
+    /// whole packet under VCT; under wormhole the whole buffer when it is
+    /// smaller than a packet (a VC is free only when empty: atomic VC
+    /// allocation, one packet per VC buffer), else the whole packet.
+    #[inline(always)]
+    pub fn need(&self) -> u32 {
+        if self.wormhole {
+            self.flits.min(self.buf)
+        } else {
+            self.flits
+        }
     }
 }
 

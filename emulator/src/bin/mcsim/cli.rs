@@ -39,7 +39,8 @@ pub(crate) enum Command {
     #[command(
         long_about = "Simulate one multicast of --packets packets from --source to the \
             destinations in an otherwise idle fabric, with the switch engines (input-buffered \
-            virtual cut-through, VCs, credits, replication) and the cost model's host and NI \
+            virtual cut-through, or wormhole with --set switching=wormhole; VCs, credits, \
+            replication) and the cost model's host and NI \
             overheads. NI-based trees (separate, chain, binomial, kbinomial[:k], utorus, ucube, \
             maxport, combine, wsort) run the real smart-NI engine; ssr-greedy, ssr-lg, \
             path-greedy, path-lg and tree-worm run switch-replicated worms on irregular fabrics; \

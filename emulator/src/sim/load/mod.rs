@@ -219,6 +219,7 @@ pub fn run_load_with_progress(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::Net;
 
     fn torus_cost(vcs: u64, dateline: bool) -> FabricCostModel {
         let mut c = FabricCostModel::default();
@@ -299,6 +300,101 @@ mod tests {
         run_load(&f, &c, &k).unwrap();
     }
 
+    /// The classic wormhole deadlock [Robinson 1994, §2.4, Fig 2.4]: on a
+    /// unidirectional ring of 4 with one VC and 2-flit buffers, every node
+    /// sends a 32-flit worm 3 hops ahead at once; each worm takes its
+    /// first channel and its head waits for the next, held by the next
+    /// worm, whose tail is still behind it. The event queue runs dry with
+    /// every packet buffered: the watchdog names the 4 waiting heads (one
+    /// per switch) and the 4 injection channels held behind them. VCT
+    /// with buffers of two packets takes the same traffic (each packet fits
+    /// in the next buffer), and so does wormhole with the dateline classes.
+    #[test]
+    fn watchdog_finds_the_wormhole_ring_deadlock() {
+        let send = |cost: &FabricCostModel, dateline: bool| {
+            let f = SimFabric::parse("torus:4:uni", dateline).unwrap();
+            let mut net: Net<()> = Net::new(f.routing(), cost).unwrap();
+            for s in 0..4 {
+                let header = crate::sim::unicast((s + 3) % 4);
+                net.inject(
+                    s,
+                    0,
+                    SwitchPacket {
+                        id: s as u64,
+                        header,
+                    },
+                );
+            }
+            let mut got = 0;
+            loop {
+                match net.step() {
+                    Ok(Some(Happening::Arrived { .. })) => got += 1,
+                    Ok(_) => break Ok(got),
+                    Err(e) => break Err(e),
+                }
+            }
+        };
+        let mut wh = FabricCostModel::default();
+        wh.parse_config(
+            "switching = wormhole; packet_flits = 32; vc_buf_flits = 2; num_vcs = 1; \
+             dateline = 0; watchdog_cycles = 1000;",
+        )
+        .unwrap();
+        match send(&wh, false) {
+            Err(e @ SimulatorError::Deadlock { .. }) => {
+                let SimulatorError::Deadlock { blocked, held, .. } = &e else {
+                    unreachable!()
+                };
+                let mut at: Vec<_> = blocked.iter().map(|b| b.switch).collect();
+                at.sort_unstable();
+                assert_eq!(at, vec![0, 1, 2, 3], "{blocked:?}");
+                // Each worm also holds its injection channel (host port 0)
+                // behind its head, and the message says so.
+                let mut held: Vec<_> = held.iter().map(|h| (h.switch, h.in_port)).collect();
+                held.sort_unstable();
+                assert_eq!(held, vec![(0, 0), (1, 0), (2, 0), (3, 0)]);
+                assert!(
+                    e.to_string().contains("4 channels held by stalled worms"),
+                    "{e}"
+                );
+            }
+            other => panic!("expected the ring deadlock, got {other:?}"),
+        }
+        let mut vct = wh.clone();
+        vct.set("switching", "vct").unwrap();
+        vct.set("vc_buf_flits", "64").unwrap();
+        assert_eq!(send(&vct, false).unwrap(), 4);
+        wh.set("dateline", "1").unwrap();
+        wh.set("num_vcs", "2").unwrap();
+        assert_eq!(send(&wh, true).unwrap(), 4);
+    }
+
+    /// Wormhole under uniform load at full rate: with one VC and no
+    /// dateline the tori deadlock and the watchdog names blocked channels;
+    /// with the dateline classes the same load drains (buffers of 2 flits
+    /// for 8-flit packets).
+    #[test]
+    fn watchdog_reports_wormhole_deadlock_without_dateline() {
+        let wormhole = |vcs: u64, dateline: bool| {
+            let mut c = torus_cost(vcs, dateline);
+            c.parse_config("switching = wormhole; vc_buf_flits = 2;")
+                .unwrap();
+            c
+        };
+        for spec in ["torus:8x8", "torus:8x8:uni"] {
+            let f = SimFabric::parse(spec, false).unwrap();
+            match run_load(&f, &wormhole(1, false), &cfg(1.0, 0, 5_000, 3)) {
+                Err(SimulatorError::Deadlock { blocked, .. }) => assert!(!blocked.is_empty()),
+                other => panic!("{spec}: expected deadlock, got {other:?}"),
+            }
+            let f = SimFabric::parse(spec, true).unwrap();
+            for seed in 0..2 {
+                let r = run_load(&f, &wormhole(2, true), &cfg(1.0, 0, 5_000, seed)).unwrap();
+                assert!(r.stats.delivered > 0, "{spec}: {r:?}");
+            }
+        }
+    }
+
     /// Path worms (one H-cycle worm per multicast, intermediate reception)
     /// under multicast load on a unidirectional torus deliver exactly once
     /// (the run errors otherwise), at low load and near saturation.
@@ -320,6 +416,41 @@ mod tests {
             }
             assert!(r.stats.delivered >= 4 * r.measured_delivered);
         }
+    }
+
+    /// Wormhole (buffers of a quarter packet) with replication: path worms
+    /// with intermediate reception on a unidirectional torus (dateline
+    /// classes) and bit-string tree worms on up*/down* deliver exactly
+    /// once (the run errors otherwise) and drain at low load; path worms
+    /// also near saturation.
+    #[test]
+    fn wormhole_replicating_worms_exactly_once() {
+        let mut c = FabricCostModel::default();
+        c.parse_config(
+            "switching = wormhole; packet_flits = 8; vc_buf_flits = 2; num_vcs = 4; \
+             watchdog_cycles = 5000;",
+        )
+        .unwrap();
+        let f = SimFabric::parse("torus:4x4:uni", true).unwrap();
+        for (rate, seed) in [(0.02, 1), (0.3, 2)] {
+            let mut k = cfg(rate, 300, 3000, seed);
+            k.traffic = Traffic::Multicast(4);
+            k.drain_max = 20_000;
+            let r = run_load(&f, &c, &k).unwrap();
+            assert!(r.measured_packets > 50, "{r:?}");
+            if rate < 0.1 {
+                assert!(!r.saturated, "{r:?}");
+            }
+            assert!(r.stats.delivered >= 4 * r.measured_delivered);
+        }
+        let f = SimFabric::parse("irregular:switches=8,ports=8,nodes=32,seed=2", true).unwrap();
+        c.set("packet_flits", "32").unwrap();
+        c.set("vc_buf_flits", "8").unwrap();
+        let mut k = cfg(0.02, 500, 3000, 5);
+        k.traffic = Traffic::Multicast(3);
+        let r = run_load(&f, &c, &k).unwrap();
+        assert!(!r.saturated, "{r:?}");
+        assert_eq!(r.measured_packets, r.measured_delivered);
     }
 
     /// Tree worms under multicast load on an irregular fabric deliver each

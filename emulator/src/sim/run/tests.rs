@@ -166,3 +166,104 @@ fn bad_requests_are_errors() {
     assert!(run(&f, &cost, &cfg("kbinomial", Dests::Random(16), 1)).is_err());
     assert!("random:0".parse::<Dests>().is_err());
 }
+
+/// Wormhole with buffers of a quarter packet: every algorithm family
+/// (NI trees on direct fabrics, switch-replicated worms on an irregular
+/// fabric, path worms with intermediate reception, the two-pass MIN)
+/// delivers exactly once (the run's oracle) without deadlock, in a time
+/// no shorter than the zero-load time of one copy.
+#[test]
+fn every_family_runs_under_wormhole() {
+    let mut cost = FabricCostModel::default();
+    cost.parse_config("switching = wormhole; packet_flits = 128; vc_buf_flits = 32;")
+        .unwrap();
+    let one = cost.t_hs + cost.dma_cycles() + cost.t_ns + cost.t_nr + cost.t_hr;
+    let cases = [
+        ("torus:4x4", "utorus"),
+        ("torus:4x4:uni", "kbinomial"),
+        ("hypercube:4", "ucube"),
+        ("mesh:4x4", "binomial"),
+        ("irregular:switches=8,ports=8,nodes=32,seed=4", "ssr-greedy"),
+        ("irregular:switches=8,ports=8,nodes=32,seed=4", "path-lg"),
+        ("irregular:switches=8,ports=8,nodes=32,seed=4", "tree-worm"),
+        ("min:4", "min-two-pass"),
+    ];
+    for (fabric, algo) in cases {
+        let f = SimFabric::parse(fabric, true).unwrap();
+        for m in [1, 3] {
+            let r = run(&f, &cost, &cfg(algo, Dests::Random(9), m)).unwrap();
+            assert!(r.completion > one, "{fabric} {algo}: {r:?}");
+        }
+    }
+    let mut low = FabricCostModel::preset("low-startup").unwrap();
+    low.parse_config("switching = wormhole; vc_buf_flits = 2;")
+        .unwrap();
+    let f = SimFabric::parse("torus:6x6:uni", true).unwrap();
+    for algo in ["storus", "mtorus-d", "mtorus-u:4"] {
+        run(&f, &low, &cfg(algo, Dests::Random(12), 3)).unwrap();
+        run(&f, &low, &cfg(algo, Dests::All, 2)).unwrap();
+    }
+}
+
+/// A one-packet unicast with the hosts' and NIs' costs, under wormhole
+/// with buffers of an eighth of a packet, on every fabric kind: the
+/// completion is t_hs + DMA + t_ns + H·(t_r + t_w) + ceil(L/b) + t_nr +
+/// DMA + t_hr, the same as under VCT.
+#[test]
+fn wormhole_unicast_completion_with_overheads() {
+    let mut wh = FabricCostModel::default();
+    wh.parse_config("switching = wormhole; vc_buf_flits = 16;")
+        .unwrap();
+    let vct = FabricCostModel::default();
+    let fixed = wh.t_hs + 2 * wh.dma_cycles() + wh.t_ns + wh.t_nr + wh.t_hr;
+    for spec in [
+        "torus:4x4",
+        "torus:4x4:uni",
+        "mesh:3x4",
+        "hypercube:4",
+        "irregular:switches=8,ports=8,nodes=32,seed=4",
+        "min:4",
+        "crossbar:8",
+    ] {
+        let f = SimFabric::parse(spec, true).unwrap();
+        let routing = f.routing();
+        for seed in 0..4 {
+            let mut c = cfg("separate", Dests::Random(1), 1);
+            c.seed = seed;
+            let r = run(&f, &wh, &c).unwrap();
+            let d = r.destinations[0];
+            let h = routing.switch_hops(0, d).unwrap() as u64;
+            let net = h * (wh.t_r() + wh.link_delay) + wh.serialization();
+            assert_eq!(r.completion, fixed + net, "{spec} 0->{d}");
+            assert_eq!(r.completion, run(&f, &vct, &c).unwrap().completion);
+        }
+    }
+}
+
+/// A train of packets on one VC in an idle fabric: wormhole with buffers
+/// of a quarter packet takes the time of VCT with one-packet buffers (each
+/// head waits for the buffer ahead to empty and its credits to come
+/// back), and more than VCT with buffers of two packets.
+#[test]
+fn wormhole_train_on_one_vc_matches_vct_with_one_packet_buffers() {
+    let base = "num_vcs = 1; dateline = 0; t_hs = 0; t_hr = 0; t_ns = 0; t_nr = 0; \
+                dma_mb_s = 0;";
+    let cost = |extra: &str| {
+        let mut c = FabricCostModel::default();
+        c.parse_config(&format!("{base} {extra}")).unwrap();
+        c
+    };
+    let wh = cost("switching = wormhole; vc_buf_flits = 32;");
+    let vct1 = cost("vc_buf_flits = 128;");
+    let vct2 = cost("vc_buf_flits = 256;");
+    for spec in ["mesh:4x4", "torus:4x4:uni", "hypercube:4", "crossbar:6"] {
+        let f = SimFabric::parse(spec, false).unwrap();
+        for seed in 0..3 {
+            let mut c = cfg("separate", Dests::Random(1), 3);
+            c.seed = seed;
+            let w = run(&f, &wh, &c).unwrap().completion;
+            assert_eq!(w, run(&f, &vct1, &c).unwrap().completion, "{spec}");
+            assert!(w > run(&f, &vct2, &c).unwrap().completion, "{spec}");
+        }
+    }
+}

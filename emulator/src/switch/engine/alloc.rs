@@ -69,6 +69,12 @@ impl SwitchEngine {
         });
         if let Err(error) = r {
             let slot = input.queue.pop_front().expect("front exists");
+            if self.p.wormhole {
+                self.notes.push_back(WormNote {
+                    input: Some((input.port, input.vc)),
+                    last: true,
+                });
+            }
             self.actions.push_back(SwAction::Drop {
                 packet: slot.packet,
                 error,
@@ -76,7 +82,7 @@ impl SwitchEngine {
             self.actions.push_back(SwAction::Credit {
                 port: in_port as u16,
                 vc: input.vc,
-                flits: self.p.flits,
+                flits: self.p.need(),
                 at: now,
             });
             input.busy_until = now;
@@ -124,6 +130,7 @@ impl SwitchEngine {
         input.branches[b as usize].granted = true;
         input.pending -= 1;
         if input.pending == 0 {
+            // A branch to nowhere has no tail to wait for, even in wormhole.
             self.finish(idx, now);
         }
     }
@@ -141,7 +148,7 @@ impl SwitchEngine {
         self.actions.push_back(SwAction::Credit {
             port: input.port,
             vc: input.vc,
-            flits: self.p.flits,
+            flits: self.p.need(),
             at: input.tail_free,
         });
         if !self.inputs[idx].queue.is_empty() {
@@ -158,7 +165,7 @@ impl SwitchEngine {
         if o.host {
             return Some(0);
         }
-        let flits = self.p.flits;
+        let flits = self.p.need();
         let (lo, hi) = self.class_range(class);
         let credits = o.credits.get(lo as usize..hi as usize)?;
         let span = credits.len();
@@ -228,7 +235,7 @@ impl SwitchEngine {
         }
         o.next_vc = o.next_vc.wrapping_add(1);
         if !host {
-            o.credits[vc as usize] -= self.p.flits;
+            o.credits[vc as usize] -= self.p.need();
         }
         let input = &mut self.inputs[idx];
         let br = &mut input.branches[b];
@@ -241,6 +248,12 @@ impl SwitchEngine {
         input.pending -= 1;
         input.tail_free = input.tail_free.max(now + ser);
         let done = input.pending == 0;
+        if self.p.wormhole {
+            self.notes.push_back(WormNote {
+                input: Some((input.port, input.vc)),
+                last: done,
+            });
+        }
         self.actions.push_back(if host {
             SwAction::Deliver {
                 port: port as u16,
@@ -255,7 +268,9 @@ impl SwitchEngine {
                 packet,
             }
         });
-        if done {
+        // Wormhole: the buffer is freed when the driver says the tail has
+        // left ([`SwitchEngine::input_tail`]).
+        if done && !self.p.wormhole {
             self.finish(idx, now);
         }
     }

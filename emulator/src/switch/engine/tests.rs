@@ -1,6 +1,7 @@
 //! The switch engine's unit tests.
 
 use super::*;
+use crate::switch::WormNote;
 
 /// One switch, 4 ports to 4 hosts... except port 1 and 2 lead to other
 /// switches, so they need credits; a packet for "dest 99" is replicated
@@ -58,6 +59,7 @@ fn params() -> SwitchParams {
         flits: 4,
         buf: 4,
         vcs: 1,
+        wormhole: false,
     }
 }
 
@@ -177,4 +179,83 @@ fn announced_credits_wake_waiting_packets() {
             ..
         }
     )));
+}
+
+/// Wormhole mode: a head takes a downstream VC whose buffer (2 flits, half
+/// a packet) is empty, and takes all of it (one packet per VC buffer); each
+/// copy's action comes with a note naming its input; the input buffer is
+/// freed, and its credits (the buffer's 2 flits) go upstream, only when
+/// the driver says the tail has left. VCT leaves no notes.
+#[test]
+fn wormhole_holds_the_input_until_the_tail_leaves() {
+    let p = SwitchParams {
+        buf: 2,
+        wormhole: true,
+        ..params()
+    };
+    let mut e = SwitchEngine::new(0, Arc::new(Fork), p);
+    e.packet_in_at(2, 0, 0, 0, pkt(1));
+    let a = drain(&mut e);
+    let sends: Vec<_> = a
+        .iter()
+        .filter_map(|x| match x {
+            SwAction::Send { port, at, .. } => Some((*port, *at)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sends, vec![(1, 2), (2, 2)]);
+    assert!(!a.iter().any(|x| matches!(x, SwAction::Credit { .. })));
+    let notes: Vec<_> = std::iter::from_fn(|| e.poll_note()).collect();
+    let from = Some((0, 0));
+    assert_eq!(
+        notes,
+        vec![
+            WormNote {
+                input: from,
+                last: false
+            },
+            WormNote {
+                input: from,
+                last: true
+            }
+        ]
+    );
+    assert_eq!(e.buffered(), 1);
+    assert!(e.blocked().is_empty());
+    // A second packet: both output VCs are owned (no credit left).
+    e.packet_in_at(4, 0, 0, 0, pkt(2));
+    assert!(drain(&mut e)
+        .iter()
+        .all(|x| !matches!(x, SwAction::Send { .. })));
+    // The tail leaves at 40: the buffer's 2 credits go upstream at 40, and
+    // packet 2 is routed; it waits for the downstream VCs.
+    e.input_tail(6, 0, 0, 40);
+    let a = drain(&mut e);
+    assert!(a.contains(&SwAction::Credit {
+        port: 0,
+        vc: 0,
+        flits: 2,
+        at: 40
+    }));
+    let SwAction::Timer { at: 40, token } = a[a.len() - 1] else {
+        panic!("{a:?}")
+    };
+    e.timer(40, token);
+    drain(&mut e);
+    assert_eq!(e.blocked().len(), 2);
+    e.credit_in(45, 1, 0, 2);
+    let a = drain(&mut e);
+    assert!(a.iter().any(|x| matches!(
+        x,
+        SwAction::Send {
+            port: 1,
+            at: 45,
+            ..
+        }
+    )));
+    // Under VCT, no notes.
+    let mut v = SwitchEngine::new(0, Arc::new(Fork), params());
+    v.packet_in_at(2, 0, 0, 0, pkt(1));
+    drain(&mut v);
+    assert_eq!(v.poll_note(), None);
 }
