@@ -63,8 +63,8 @@ impl Sizes {
                 step_sets: 20,
                 ncube_sets: 8,
                 cube10_sets: 8,
-                torus_sets: 4,
-                torus_m: &[16, 64, 512, 2048],
+                torus_sets: 3,
+                torus_m: &[64, 512],
                 cube10_m: &[1, 16, 64, 256, 512, 768, 1023],
             },
             Grid::Full => Sizes {
@@ -173,11 +173,21 @@ fn delay_us(
     Ok(cycles * cost.cycle_ns / 1000.0)
 }
 
-/// A thesis preset with messages of `flits` flits in one packet.
+/// Flits per VC buffer: wormhole switching with buffers far smaller than
+/// a message, as the thesis assumes for every network it studies.
+pub const BUFFER_FLITS: u64 = 2;
+
+/// A thesis preset with messages of `flits` flits in one packet, under
+/// wormhole switching.
 pub fn preset(name: &str, flits: u64) -> Result<FabricCostModel, String> {
     let mut c = FabricCostModel::preset(name).map_err(|e| e.to_string())?;
-    c.packet_flits = flits;
-    c.vc_buf_flits = c.vc_buf_flits.max(flits);
+    for (k, v) in [
+        ("switching", "wormhole".to_string()),
+        ("packet_flits", flits.to_string()),
+        ("vc_buf_flits", BUFFER_FLITS.to_string()),
+    ] {
+        c.set(k, &v).map_err(|e| format!("{k} = {v}: {e}"))?;
+    }
     Ok(c)
 }
 

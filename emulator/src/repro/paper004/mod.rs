@@ -73,10 +73,9 @@ impl Paper for Paper004 {
              `high-startup` (τ_S = 95, τ_R = 75 µs) and `low-startup` (10, 8 µs), τ_n = \
              0.5 µs per flit, each message one packet of 8, 512 or 16384 flits; the \
              unicast-based baseline is M_u-torus(2) over the same routing; average latency \
-             over the destinations, source node 0 [Robinson 1994, §6.6]. The thesis \
-             assumes wormhole switching; these runs use virtual cut-through, which has \
-             the same latency when worms do not block each other (single multicasts in \
-             an idle network)."
+             over the destinations, source node 0 [Robinson 1994, §6.6]. Every run of this \
+             paper uses wormhole switching with 2-flit VC buffers, as the thesis assumes \
+             (`switching = wormhole`)."
                 .to_string(),
             "* **Draws.** Means with 95% intervals over random destination sets (the \
              thesis: 100 sets for steps, 20 on the nCUBE-2, 100 for the 10-cube, 400 for \
