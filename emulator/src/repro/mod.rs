@@ -18,6 +18,7 @@ use std::sync::Mutex;
 
 pub mod paper000;
 pub mod paper001;
+pub mod paper002;
 pub mod paper003;
 pub mod paper004;
 pub mod plot;
@@ -228,6 +229,7 @@ pub fn papers(seed: u64) -> Vec<Box<dyn Paper>> {
     vec![
         Box::new(p0),
         Box::new(paper001::Paper001 { seed }),
+        Box::new(paper002::Paper002 { seed }),
         Box::new(paper003::Paper003 {
             seed,
             table1_in_ns: false,

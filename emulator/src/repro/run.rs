@@ -62,7 +62,7 @@ pub fn select(sel: &str, seed: u64) -> Result<Vec<Box<dyn Paper>>, String> {
     let all = papers(seed);
     let known: Vec<&str> = all.iter().map(|p| p.number()).collect();
     let msg = format!(
-        "no reproduction of paper `{sel}` yet (have: {}; 002 is a later slice)",
+        "no reproduction of paper `{sel}` yet (have: {})",
         known.join(", ")
     );
     if sel == "all" {

@@ -12,7 +12,8 @@ use crate::fail;
 
 #[derive(Debug, Args)]
 pub(crate) struct ReproArgs {
-    /// The paper: 000 (irregular networks), 001 (MIN multicast), 003 (SCI torus), 004 (Robinson's thesis), or all.
+    /// The paper: 000 (irregular networks), 001 (MIN multicast), 002 (qualified
+    /// groups), 003 (SCI torus), 004 (Robinson's thesis), or all.
     #[arg(long, default_value = "all", value_name = "000|001|002|003|004|all")]
     pub(crate) paper: String,
     /// The reduced grid: decides every qualitative verdict in minutes.
