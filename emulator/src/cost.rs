@@ -126,6 +126,16 @@ pub struct FabricCostModel {
     /// the JSON of VCT runs is what it was before the knob existed.
     #[serde(skip_serializing_if = "Switching::is_vct")]
     pub switching: Switching,
+    /// Injection channels per host (1: one-port; the number of network
+    /// ports: all-port). Each concurrent injection takes its own VC of the
+    /// host's input port, so it needs `num_vcs` at least this. Simulator
+    /// only; serialized only when not 1.
+    #[serde(skip_serializing_if = "is_one")]
+    pub inject_ports: u64,
+}
+
+fn is_one(x: &u64) -> bool {
+    *x == 1
 }
 
 /// Every settable key, with a one-line description.
@@ -159,6 +169,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "switching",
         "vct (virtual cut-through, default) or wormhole (flit buffers)",
     ),
+    (
+        "inject_ports",
+        "injection channels per host (1 = one-port; all-port: one per network port)",
+    ),
 ];
 
 impl Default for FabricCostModel {
@@ -190,6 +204,7 @@ impl FabricCostModel {
             dateline: true,
             watchdog_cycles: 100_000,
             switching: Switching::Vct,
+            inject_ports: 1,
         }
     }
 
@@ -216,6 +231,7 @@ impl FabricCostModel {
             dateline: true,
             watchdog_cycles: 1_000_000,
             switching: Switching::Vct,
+            inject_ports: 1,
         }
     }
 
@@ -241,6 +257,7 @@ impl FabricCostModel {
             dateline: true,
             watchdog_cycles: 1_000,
             switching: Switching::Vct,
+            inject_ports: 1,
         }
     }
 
@@ -335,6 +352,7 @@ impl FabricCostModel {
             }
             "watchdog_cycles" => self.watchdog_cycles = pos()?,
             "switching" => self.switching = value.parse().map_err(|e: String| bad(&e))?,
+            "inject_ports" => self.inject_ports = pos()?,
             _ => {
                 return Err(CostError::UnknownKey {
                     key: key.to_string(),
@@ -462,7 +480,8 @@ impl fmt::Display for FabricCostModel {
         writeln!(f, "vc_buf_flits = {};", self.vc_buf_flits)?;
         writeln!(f, "dateline = {};", u8::from(self.dateline))?;
         writeln!(f, "watchdog_cycles = {};", self.watchdog_cycles)?;
-        writeln!(f, "switching = {};", self.switching.name())
+        writeln!(f, "switching = {};", self.switching.name())?;
+        writeln!(f, "inject_ports = {};", self.inject_ports)
     }
 }
 

@@ -243,3 +243,56 @@ fn bad_requests_exit_2() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// `inject_ports`: an all-port host's copies leave on separate injection
+/// channels at once. Separate addressing of a 2048-flit message to 4 hosts
+/// of a crossbar: one port serialises the four copies on the injection
+/// link; four ports overlap them, so the last copy arrives about three
+/// packet times earlier. Too many ports for the VCs is refused.
+#[test]
+fn inject_ports_overlap_a_hosts_copies() {
+    let run = |ports: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcsim"))
+            .args([
+                "run",
+                "--fabric",
+                "crossbar:5",
+                "--algo",
+                "host:flat",
+                "--dests",
+                "all",
+                "--set",
+                "t_hs=0",
+                "--set",
+                "t_ns=0",
+                "--set",
+                "dma_mb_s=0",
+                "--set",
+                "packet_flits=2048",
+                "--set",
+                "vc_buf_flits=2048",
+                "--set",
+                "num_vcs=4",
+                "--set",
+            ])
+            .arg(format!("inject_ports={ports}"))
+            .arg("--json")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            serde_json::from_slice::<serde_json::Value>(&out.stdout)
+                .ok()
+                .and_then(|v| v["completion"].as_u64()),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (c1, one, e1) = run("1");
+    let (c4, four, e4) = run("4");
+    assert_eq!((c1, c4), (Some(0), Some(0)), "{e1} {e4}");
+    let (one, four) = (one.unwrap(), four.unwrap());
+    assert!(one >= four + 3 * 2048, "one port {one}, four ports {four}");
+    let (c5, _, e5) = run("5");
+    assert_eq!(c5, Some(2), "{e5}");
+    assert!(e5.contains("inject_ports = 5"), "{e5}");
+}

@@ -152,7 +152,8 @@ struct NiPort {
     sw: u32,
     port: u16,
     queue: VecDeque<SwitchPacket>,
-    link_free: Time,
+    /// When each injection channel is free (one per `inject_ports`).
+    lanes: Vec<Time>,
     credits: Vec<u32>,
     /// Credits announced ahead of their arrival: (time, vc, flits).
     pending: Vec<(Time, u16, u32)>,
@@ -232,6 +233,16 @@ impl<U> Net<U> {
         cost.validate()?;
         let params = SwitchParams::from_cost_any(cost, routing.vc_classes())
             .map_err(SimulatorError::Input)?;
+        let lanes = usize::try_from(cost.inject_ports)
+            .ok()
+            .filter(|&k| k >= 1 && k <= usize::from(params.vcs))
+            .ok_or_else(|| {
+                SimulatorError::Input(format!(
+                    "inject_ports = {} needs 1 <= inject_ports <= the VCs per link ({}): \
+                     each concurrent injection takes its own VC (set num_vcs)",
+                    cost.inject_ports, params.vcs
+                ))
+            })?;
         let n_sw = routing.switches();
         let ports = routing.ports();
         let switches = (0..n_sw)
@@ -247,7 +258,7 @@ impl<U> Net<U> {
                 sw,
                 port,
                 queue: VecDeque::new(),
-                link_free: 0,
+                lanes: vec![0; lanes],
                 credits: vec![params.buf; params.vcs as usize],
                 pending: Vec::new(),
                 armed_at: Time::MAX,

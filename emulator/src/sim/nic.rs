@@ -1,5 +1,7 @@
-//! The hosts' injection ports: one packet at a time over the injection
-//! link, credit flow control into the switch's host input port.
+//! The hosts' injection ports: one packet at a time per injection channel
+//! (`inject_ports` of them: 1 for a one-port host, more for all-port), each
+//! packet on its own VC of the switch's host input port, with credit flow
+//! control.
 
 use super::{Ev, Net, Time};
 
@@ -30,9 +32,15 @@ impl<U> Net<U> {
             if ni.queue.is_empty() {
                 return;
             }
-            if ni.link_free > now {
-                let at = ni.link_free;
-                self.ni_arm(node, at);
+            // The injection channel free first (all-port hosts have several).
+            let (lane, &free) = ni
+                .lanes
+                .iter()
+                .enumerate()
+                .min_by_key(|l| *l.1)
+                .expect("at least one lane");
+            if free > now {
+                self.ni_arm(node, free);
                 return;
             }
             let mut i = 0;
@@ -62,7 +70,7 @@ impl<U> Net<U> {
             };
             ni.next_vc = (vc + 1) % v;
             ni.credits[vc as usize] -= flits;
-            ni.link_free = now + ser;
+            ni.lanes[lane] = now + ser;
             let packet = ni.queue.pop_front().expect("non-empty");
             self.last_progress = now;
             if let Some(w) = self.worms.as_mut() {

@@ -80,6 +80,11 @@ impl SwitchParams {
                         this fabric models virtual cut-through"
                 .into());
         }
+        if cost.inject_ports != 1 {
+            return Err("inject_ports runs in the simulator (mcsim) only; \
+                        this fabric's hosts have one port"
+                .into());
+        }
         SwitchParams::from_cost_any(cost, classes)
     }
 

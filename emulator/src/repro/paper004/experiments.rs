@@ -178,13 +178,22 @@ fn delay_us(
 pub const BUFFER_FLITS: u64 = 2;
 
 /// A thesis preset with messages of `flits` flits in one packet, under
-/// wormhole switching.
-pub fn preset(name: &str, flits: u64) -> Result<FabricCostModel, String> {
+/// wormhole switching, with all-port hosts: `ports` injection channels
+/// (one per network port), each on its own VC (at least two on tori, for
+/// the dateline classes).
+pub fn preset(name: &str, flits: u64, ports: usize) -> Result<FabricCostModel, String> {
     let mut c = FabricCostModel::preset(name).map_err(|e| e.to_string())?;
+    let vcs = if name == "ncube2" {
+        ports
+    } else {
+        ports.max(2).next_multiple_of(2)
+    };
     for (k, v) in [
         ("switching", "wormhole".to_string()),
         ("packet_flits", flits.to_string()),
         ("vc_buf_flits", BUFFER_FLITS.to_string()),
+        ("inject_ports", ports.to_string()),
+        ("num_vcs", vcs.to_string()),
     ] {
         c.set(k, &v).map_err(|e| format!("{k} = {v}: {e}"))?;
     }
@@ -210,7 +219,7 @@ pub fn cube_delay_figure(
                 x: m as f64,
                 draws: sets,
                 job: Box::new(move |d| {
-                    let cost = preset("ncube2", 4096)?;
+                    let cost = preset("ncube2", 4096, dim)?;
                     let dests = draw_dests(1 << dim, 0, m, seed, (dim * 10_000 + m) as u64, d);
                     delay_us(
                         &format!("hypercube:{dim}"),
@@ -266,7 +275,7 @@ pub fn torus_figure(
                 x: m as f64,
                 draws: s.torus_sets,
                 job: Box::new(move |d| {
-                    let cost = preset(startup, flits)?;
+                    let cost = preset(startup, flits, dims)?;
                     let dests = draw_dests(4096, 0, m, seed, (dims * 100_000 + m) as u64, d);
                     delay_us(torus_spec(dims), &cost, algo, 0, &dests, Delay::Average)
                 }),
@@ -302,7 +311,7 @@ pub fn length_figure(s: &Sizes, seed: u64) -> FigureSpec {
                 x: l as f64,
                 draws: s.torus_sets,
                 job: Box::new(move |d| {
-                    let cost = preset("high-startup", l)?;
+                    let cost = preset("high-startup", l, 2)?;
                     let dests = draw_dests(4096, 0, 512, seed, 7_000_512, d);
                     delay_us(torus_spec(2), &cost, algo, 0, &dests, Delay::Average)
                 }),

@@ -64,14 +64,16 @@ impl Paper for Paper004 {
              host:<tree>` on hypercube fabrics with the `ncube2` preset (t_S = 107 µs per \
              unicast sent, t_R = 80 µs per unicast received, 0.5 µs per byte): every \
              relay receives the whole 4096-byte message, then sends its unicasts one \
-             t_S apart [Robinson 1994, §3.2.4, §3.5]. The thesis measured the 5-cube on \
+             t_S apart, on all its channels at once (all-port: `inject_ports` = n, each \
+             injection on its own VC) [Robinson 1994, §3.2.4, §3.5]. The thesis measured the 5-cube on \
              the machine and simulated the 10-cube with MultiSim; both are our simulator \
              here."
                 .to_string(),
             "* **Tori** (Figs 6.3–6.8): `mcsim run` path worms with intermediate \
              reception under R_UTPR on 64×64 and 16×16×16 unidirectional tori, presets \
              `high-startup` (τ_S = 95, τ_R = 75 µs) and `low-startup` (10, 8 µs), τ_n = \
-             0.5 µs per flit, each message one packet of 8, 512 or 16384 flits; the \
+             0.5 µs per flit, each message one packet of 8, 512 or 16384 flits, all-port \
+             hosts (one injection channel per dimension); the \
              unicast-based baseline is M_u-torus(2) over the same routing; average latency \
              over the destinations, source node 0 [Robinson 1994, §6.6]. Every run of this \
              paper uses wormhole switching with 2-flit VC buffers, as the thesis assumes \
