@@ -3,10 +3,12 @@
 //! verdict that flips when a parameter its claim depends on changes.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use mcast_emulator::repro::paper000::{claims, experiments, Paper000, Params, Sizes};
 use mcast_emulator::repro::{run_figures, Grid, Paper, Verdict};
+
+mod repro_common;
+use repro_common::{quick_run, word};
 
 /// The verdicts of [Sivaram 1998]'s 20 claims on mcast's simulator.
 const EXPECTED: [(u32, &str); 20] = [
@@ -35,43 +37,6 @@ const EXPECTED: [(u32, &str); 20] = [
     // Some of our networks carry more than 0.18 flits/cycle/node.
     (20, "differs"),
 ];
-
-fn word(v: &Verdict) -> &'static str {
-    match v {
-        Verdict::Holds => "holds",
-        Verdict::Differs => "differs",
-        Verdict::NotCheckable(_) => "not checkable",
-    }
-}
-
-/// Run `mcsim repro --paper PAPER --quick --jobs 2 --out DIR [extra]` and
-/// read back the verdicts it wrote (`DIR/PAPER/verdicts.csv`) by claim.
-fn quick_run(
-    paper: &str,
-    dir: &std::path::Path,
-    extra: &[&std::ffi::OsStr],
-) -> BTreeMap<u32, String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_mcsim"))
-        .args(["repro", "--paper", paper, "--quick", "--jobs", "2", "--out"])
-        .arg(dir)
-        .args(extra)
-        .output()
-        .expect("mcsim runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let verdicts = std::fs::read_to_string(dir.join(paper).join("verdicts.csv")).unwrap();
-    verdicts
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let (id, v) = l.split_once(',').unwrap();
-            (id.parse().unwrap(), v.to_string())
-        })
-        .collect()
-}
 
 #[test]
 fn quick_run_writes_every_figure_and_decides_every_claim() {

@@ -3,11 +3,11 @@
 //! the same verdicts from another seed, a verdict that flips with the
 //! message length, and the claims under load listed as not checkable.
 
-use std::collections::BTreeMap;
-use std::process::Command;
-
 use mcast_emulator::repro::paper002::Paper002;
-use mcast_emulator::repro::{run_figures, Grid, Paper, Verdict};
+use mcast_emulator::repro::{run_figures, Grid, Paper};
+
+mod repro_common;
+use repro_common::{expected, figures_written, quick_run, verdicts, word};
 
 const EXPECTED: [(u32, &str); 12] = [
     (1, "holds"),
@@ -24,64 +24,25 @@ const EXPECTED: [(u32, &str); 12] = [
     (12, "not checkable"),
 ];
 
-fn word(v: &Verdict) -> &'static str {
-    match v {
-        Verdict::Holds => "holds",
-        Verdict::Differs => "differs",
-        Verdict::NotCheckable(_) => "not checkable",
-    }
-}
-
 #[test]
 fn quick_run_writes_every_figure_and_decides_every_claim() {
     let dir = std::env::temp_dir().join(format!("mcsim-repro002-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_mcsim"))
-        .args(["repro", "--paper", "002", "--quick", "--jobs", "2", "--out"])
-        .arg(&dir)
-        .output()
-        .expect("mcsim runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let p = dir.join("002");
-    let verdicts = std::fs::read_to_string(p.join("verdicts.csv")).unwrap();
-    let got: BTreeMap<u32, String> = verdicts
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let (id, v) = l.split_once(',').unwrap();
-            (id.parse().unwrap(), v.to_string())
-        })
-        .collect();
-    let want: BTreeMap<u32, String> = EXPECTED.iter().map(|&(i, v)| (i, v.into())).collect();
-    assert_eq!(got, want);
-    for fig in [
+    let got = quick_run("002", &dir, &[]);
+    assert_eq!(got, expected(&EXPECTED));
+    let figs: Vec<(&str, &str)> = [
         "fig10", "fig11", "fig12", "fig13", "fig14a", "fig14b", "cv-16", "cv-32", "td",
-    ] {
-        let svg = std::fs::read_to_string(p.join(format!("{fig}.svg"))).unwrap();
-        assert!(
-            svg.starts_with("<svg") && svg.contains("destinations k"),
-            "{fig}"
-        );
-        let csv = std::fs::read_to_string(p.join(format!("{fig}.csv"))).unwrap();
-        assert!(csv.starts_with("series,x,draw,value\n") && csv.lines().count() > 100);
-    }
+    ]
+    .iter()
+    .map(|f| (*f, "destinations k"))
+    .collect();
+    figures_written(&dir.join("002"), &figs, 100);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn another_seed_gives_the_same_verdicts() {
-    let paper = Paper002 { seed: 31 };
-    let results = run_figures(paper.figures(Grid::Quick), 2, &|_, _| {}).unwrap();
-    let got: Vec<(u32, &str)> = paper
-        .claims(&results)
-        .iter()
-        .map(|c| (c.id, word(&c.verdict)))
-        .collect();
-    assert_eq!(got, EXPECTED.to_vec());
+    assert_eq!(verdicts(&Paper002 { seed: 31 }), EXPECTED.to_vec());
 }
 
 /// Claim 3 (QG overtakes DP and MP as destinations grow) rests on the

@@ -4,15 +4,13 @@
 //! replaced by separate addressing's; and the `host:<tree>` runs the
 //! reproduction rests on, against hand-computed schedules.
 
-use std::collections::BTreeMap;
-use std::process::Command;
-
 use mcast::Forwarding;
 use mcast_emulator::cost::FabricCostModel;
 use mcast_emulator::repro::paper003::Paper003;
-use mcast_emulator::repro::{run_figures, Grid, Paper, Verdict};
+mod repro_common;
 use mcast_emulator::sim::run::{run_to, Dests, RunConfig};
 use mcast_emulator::sim::spec::SimFabric;
+use repro_common::{expected, figures_written, quick_run, verdicts};
 
 /// The verdicts of [Oral 2003]'s claims on mcast's simulator.
 const EXPECTED: [(u32, &str); 20] = [
@@ -47,41 +45,13 @@ const EXPECTED: [(u32, &str); 20] = [
     (20, "differs"),
 ];
 
-fn word(v: &Verdict) -> &'static str {
-    match v {
-        Verdict::Holds => "holds",
-        Verdict::Differs => "differs",
-        Verdict::NotCheckable(_) => "not checkable",
-    }
-}
-
 #[test]
 fn quick_run_writes_every_figure_and_decides_every_claim() {
     let dir = std::env::temp_dir().join(format!("mcsim-repro003-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_mcsim"))
-        .args(["repro", "--paper", "003", "--quick", "--jobs", "2", "--out"])
-        .arg(&dir)
-        .output()
-        .expect("mcsim runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let p = dir.join("003");
-    let verdicts = std::fs::read_to_string(p.join("verdicts.csv")).unwrap();
-    let got: BTreeMap<u32, String> = verdicts
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let (id, v) = l.split_once(',').unwrap();
-            (id.parse().unwrap(), v.to_string())
-        })
-        .collect();
-    let want: BTreeMap<u32, String> = EXPECTED.iter().map(|&(i, v)| (i, v.into())).collect();
-    assert_eq!(got, want);
-    for fig in [
+    let got = quick_run("003", &dir, &[]);
+    assert_eq!(got, expected(&EXPECTED));
+    let figs: Vec<(&str, &str)> = [
         "fig2a",
         "fig2b",
         "fig2a-random",
@@ -92,25 +62,12 @@ fn quick_run_writes_every_figure_and_decides_every_claim() {
         "fig9-13",
         "fig14a",
         "fig14b",
-    ] {
-        let svg = std::fs::read_to_string(p.join(format!("{fig}.svg"))).unwrap();
-        assert!(
-            svg.starts_with("<svg") && svg.contains("group size G"),
-            "{fig}"
-        );
-        let csv = std::fs::read_to_string(p.join(format!("{fig}.csv"))).unwrap();
-        assert!(csv.starts_with("series,x,draw,value\n") && csv.lines().count() > 40);
-    }
+    ]
+    .iter()
+    .map(|f| (*f, "group size G"))
+    .collect();
+    figures_written(&dir.join("003"), &figs, 40);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn verdicts(paper: &Paper003) -> Vec<(u32, &'static str)> {
-    let results = run_figures(paper.figures(Grid::Quick), 2, &|_, _| {}).unwrap();
-    paper
-        .claims(&results)
-        .iter()
-        .map(|c| (c.id, word(&c.verdict)))
-        .collect()
 }
 
 #[test]

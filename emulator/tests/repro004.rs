@@ -3,12 +3,12 @@
 //! another seed, and a verdict that flips with the startup costs it rests
 //! on.
 
-use std::collections::BTreeMap;
-use std::process::Command;
-
 use mcast_emulator::repro::paper004::experiments::{torus_figure, Sizes, LENGTHS};
 use mcast_emulator::repro::paper004::{claims, Paper004};
-use mcast_emulator::repro::{run_figures, Grid, Paper, Verdict};
+use mcast_emulator::repro::{run_figures, Grid, Verdict};
+
+mod repro_common;
+use repro_common::{expected, figures_written, quick_run, verdicts};
 
 /// The verdicts of the thesis's ten claims on mcast's simulator.
 const EXPECTED: [(u32, &str); 10] = [
@@ -24,41 +24,13 @@ const EXPECTED: [(u32, &str); 10] = [
     (10, "holds"),
 ];
 
-fn word(v: &Verdict) -> &'static str {
-    match v {
-        Verdict::Holds => "holds",
-        Verdict::Differs => "differs",
-        Verdict::NotCheckable(_) => "not checkable",
-    }
-}
-
 #[test]
 fn quick_run_writes_every_figure_and_decides_every_claim() {
     let dir = std::env::temp_dir().join(format!("mcsim-repro004-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_mcsim"))
-        .args(["repro", "--paper", "004", "--quick", "--jobs", "2", "--out"])
-        .arg(&dir)
-        .output()
-        .expect("mcsim runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let p = dir.join("004");
-    let verdicts = std::fs::read_to_string(p.join("verdicts.csv")).unwrap();
-    let got: BTreeMap<u32, String> = verdicts
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let (id, v) = l.split_once(',').unwrap();
-            (id.parse().unwrap(), v.to_string())
-        })
-        .collect();
-    let want: BTreeMap<u32, String> = EXPECTED.iter().map(|&(i, v)| (i, v.into())).collect();
-    assert_eq!(got, want);
-    for (fig, unit) in [
+    let got = quick_run("004", &dir, &[]);
+    assert_eq!(got, expected(&EXPECTED));
+    let figs = [
         ("fig3.10", "steps"),
         ("fig3.11", "steps"),
         ("fig3.12", "µs"),
@@ -67,25 +39,14 @@ fn quick_run_writes_every_figure_and_decides_every_claim() {
         ("fig6.6-16384", "µs"),
         ("fig6.7", "flits"),
         ("fig6.8-2d", "link visits"),
-    ] {
-        let svg = std::fs::read_to_string(p.join(format!("{fig}.svg"))).unwrap();
-        assert!(svg.starts_with("<svg") && svg.contains(unit), "{fig}");
-        let csv = std::fs::read_to_string(p.join(format!("{fig}.csv"))).unwrap();
-        assert!(csv.starts_with("series,x,draw,value\n") && csv.lines().count() > 20);
-    }
+    ];
+    figures_written(&dir.join("004"), &figs, 20);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn another_seed_gives_the_same_verdicts() {
-    let paper = Paper004 { seed: 99 };
-    let results = run_figures(paper.figures(Grid::Quick), 2, &|_, _| {}).unwrap();
-    let got: Vec<(u32, &str)> = paper
-        .claims(&results)
-        .iter()
-        .map(|c| (c.id, word(&c.verdict)))
-        .collect();
-    assert_eq!(got, EXPECTED.to_vec());
+    assert_eq!(verdicts(&Paper004 { seed: 99 }), EXPECTED.to_vec());
 }
 
 /// Claim 7 (low startup: unicast-based ≈ M_u(8) for 8-flit messages) rests

@@ -89,6 +89,30 @@ pub struct Claim {
     pub figures: Vec<String>,
 }
 
+impl Claim {
+    /// A claim whose figures this run did not measure (not checkable until
+    /// [`Claim::decide`] decides it).
+    pub fn pending(id: u32, statement: &str, source: String, figures: &[&str]) -> Claim {
+        Claim {
+            id,
+            statement: statement.into(),
+            source,
+            ours: String::new(),
+            verdict: Verdict::NotCheckable("its figures, which this run did not measure".into()),
+            why: "the figures it rests on were not measured in this run".into(),
+            figures: figures.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// Decide: what we measured, whether it agrees, and why.
+    pub fn decide(mut self, ours: String, ok: bool, why: &str) -> Claim {
+        self.ours = ours;
+        self.verdict = Verdict::from_bool(ok);
+        self.why = why.into();
+        self
+    }
+}
+
 /// One measurement: run once per draw; returns the value plotted.
 pub type Job = Box<dyn Fn(u32) -> Result<f64, String> + Send + Sync>;
 

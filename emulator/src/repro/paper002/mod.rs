@@ -238,22 +238,7 @@ impl Paper002 {
 }
 
 fn claim(id: u32, statement: &str, section: &str, figures: &[&str]) -> Claim {
-    Claim {
-        id,
-        statement: statement.into(),
-        source: format!("[{SRC}, {section}]"),
-        ours: String::new(),
-        verdict: Verdict::NotCheckable("its figures, which this run did not measure".into()),
-        why: "the figures it rests on were not measured in this run".into(),
-        figures: figures.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
-fn decide(mut c: Claim, ours: String, ok: bool, why: &str) -> Claim {
-    c.ours = ours;
-    c.verdict = Verdict::from_bool(ok);
-    c.why = why.into();
-    c
+    Claim::pending(id, statement, format!("[{SRC}, {section}]"), figures)
 }
 
 fn means(f: &FigureResult, x: f64) -> String {
@@ -284,7 +269,7 @@ fn contention_free(r: &Results) -> Vec<Claim> {
         return out;
     };
     let o = order(f10, 10.0);
-    out.push(decide(
+    out.push(Claim::decide(
         claim(
             1,
             "Mean contention-free latency, 16×16, L = 32, k = 10: MP < DP < QG < CP (Table 3: \
@@ -304,7 +289,7 @@ fn contention_free(r: &Results) -> Vec<Claim> {
             .all(|a| ["QG", "CP"].iter().all(|b| f.mean(a, x) < f.mean(b, x)))
     };
     let (b10, b11) = (beat(f10, 10.0), beat(f11, 10.0));
-    out.push(decide(
+    out.push(Claim::decide(
         claim(
             2,
             "On 16×16 with few destinations DP and MP beat QG and CP, for L = 32 and L = 128.",
@@ -335,7 +320,7 @@ fn contention_free(r: &Results) -> Vec<Claim> {
             .find(|&x| gap(f, x, o) > 0.0)
             .map_or("none".to_string(), |x| format!("{x}"))
     };
-    out.push(decide(
+    out.push(Claim::decide(
         claim(
             3,
             "QG's latency advantage over DP and MP grows with the number of destinations; QG \
@@ -363,7 +348,7 @@ fn contention_free(r: &Results) -> Vec<Claim> {
         xs.windows(2)
             .all(|w| f.mean("CP", w[1]) >= f.mean("CP", w[0]))
     });
-    out.push(decide(
+    out.push(Claim::decide(
         claim(
             4,
             "CP has the highest contention-free latency, worse as k grows.",
@@ -382,7 +367,7 @@ fn contention_free(r: &Results) -> Vec<Claim> {
     let lowest = [a, b]
         .iter()
         .all(|f| f.xs("QG").iter().all(|&x| order(f, x)[0] == "QG"));
-    out.push(decide(
+    out.push(Claim::decide(
         claim(
             5,
             "QG has the lowest additional traffic of the four (k = 10–50, 16×16 and 32×32).",

@@ -10,30 +10,16 @@ use mcast_algorithms::trees::{plan as tree_plan, Options, TreeAlgorithm};
 use mcast_algorithms::Topology;
 
 use super::experiments::{Setting, ALGOS, MD, MU, SA, ST, UT};
-use crate::repro::{Claim, FigureResult, Results, Verdict};
+use crate::repro::{Claim, FigureResult, Results};
 
 const SRC: &str = "Oral 2003";
 
 pub(super) fn claim(id: u32, statement: &str, section: &str, figures: &[&str]) -> Claim {
-    Claim {
-        id,
-        statement: statement.into(),
-        source: match section.split_once("; [") {
-            Some((ours, other)) => format!("[{SRC}, {ours}]; [{other}"),
-            None => format!("[{SRC}, {section}]"),
-        },
-        ours: String::new(),
-        verdict: Verdict::NotCheckable("its figures, which this run did not measure".into()),
-        why: "the figures it rests on were not measured in this run".into(),
-        figures: figures.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
-pub(super) fn decide(mut c: Claim, ours: String, ok: bool, why: &str) -> Claim {
-    c.ours = ours;
-    c.verdict = Verdict::from_bool(ok);
-    c.why = why.into();
-    c
+    let source = match section.split_once("; [") {
+        Some((ours, other)) => format!("[{SRC}, {ours}]; [{other}"),
+        None => format!("[{SRC}, {section}]"),
+    };
+    Claim::pending(id, statement, source, figures)
 }
 
 pub(super) fn mu_name(r: usize) -> String {
@@ -131,7 +117,7 @@ pub fn c1() -> Claim {
         Ok((cases, bad))
     };
     match run() {
-        Ok((cases, bad)) => decide(
+        Ok((cases, bad)) => Claim::decide(
             c,
             format!(
                 "{} of {cases} random groups on 4×4 and 8×8 (G = 2…n) off the counts",
@@ -140,7 +126,7 @@ pub fn c1() -> Claim {
             bad == 0,
             "the planners' steps and phases are the algorithms' recursion depths",
         ),
-        Err(e) => decide(c, e, false, "a planner failed"),
+        Err(e) => Claim::decide(c, e, false, "a planner failed"),
     }
 }
 
@@ -178,7 +164,7 @@ pub fn c2() -> Claim {
         Ok((n, u_bad, mesh_bad))
     };
     match run() {
-        Ok((n, u, m)) => decide(
+        Ok((n, u, m)) => Claim::decide(
             c,
             format!(
                 "groups with a same-step conflict: U-torus {u} of {n}, U-mesh chain {m} of {n}"
@@ -187,7 +173,7 @@ pub fn c2() -> Claim {
             "rotating the chain to the source keeps each step's unicasts on disjoint \
              stretches of the rings",
         ),
-        Err(e) => decide(c, e, false, "a planner failed"),
+        Err(e) => Claim::decide(c, e, false, "a planner failed"),
     }
 }
 
@@ -222,13 +208,13 @@ pub fn c3() -> Claim {
         Ok((n, most, reuse))
     };
     match run() {
-        Ok((n, most, reuse)) => decide(
+        Ok((n, most, reuse)) => Claim::decide(
             c,
             format!("{n} worms on 4×4, 6×6, 8×8: most boundaries crossed {most}, worms reusing a link {reuse}"),
             most <= 1 && reuse == 0,
             "the worm follows the H-cycle, whose labels rise along it",
         ),
-        Err(e) => decide(c, e, false, "a planner failed"),
+        Err(e) => Claim::decide(c, e, false, "a planner failed"),
     }
 }
 
@@ -247,7 +233,7 @@ pub fn c4(r: &Results) -> Claim {
     let conc = curve(a, MD.name);
     let most = curve(b, MD.name).iter().map(|p| p.1).fold(0.0, f64::max);
     let (first, last) = (conc[1].1, conc[conc.len() - 1].1);
-    decide(
+    Claim::decide(
         c,
         format!("most in transit {most}; concentration {first:.2} at G = 3 → {last:.2} at G = 16"),
         most <= 4.0 && last < first && last < 1.5,
@@ -275,7 +261,7 @@ pub fn c5(r: &Results) -> Claim {
     let minimal = s
         .iter()
         .all(|&(x, v)| ALGOS.iter().all(|&o| a.mean(&series(o), x) >= v - 1e-9));
-    decide(
+    Claim::decide(
         c,
         format!(
             "S-torus concurrency at most {most}; concentration {:.2} at every G: {flat}; \
@@ -325,7 +311,7 @@ pub fn c6(r: &Results) -> Claim {
     };
     let send = (s_.o_ns() + s_.t_process_ns(SA)) / 1000.0;
     let at = |g: f64| f.mean(SA.name, g);
-    decide(
+    Claim::decide(
         c,
         format!(
             "{:.1} µs at G = 4 … {:.1} µs at G = 16; slope {slope:.2} µs per destination \
@@ -366,7 +352,7 @@ pub fn c7(r: &Results) -> Claim {
     let matches = sim
         .iter()
         .all(|&(g, v)| (v - model(g)).abs() / model(g) < 0.01);
-    decide(
+    Claim::decide(
         c,
         format!(
             "sim {:.0} µs at G = 4 → {:.0} µs at G = 16 (model {:.0} → {:.0}); slope {slope:.1} \
@@ -408,7 +394,7 @@ pub fn c8(r: &Results) -> Claim {
     let Some(f) = r.get("fig9-13") else { return c };
     let err = model_error(f, UT);
     let at = |g: f64| f.mean(UT.name, g);
-    decide(
+    Claim::decide(
         c,
         format!(
             "sim {:.0}, {:.0}, {:.0}, {:.0} µs at G = 4, 8, 12, 16 (peaks {:.0} at 11, {:.0} at \
@@ -466,7 +452,7 @@ pub fn c9(r: &Results) -> Claim {
     let worse = [10.0, 14.0]
         .iter()
         .all(|&g| b.mean(&mu_name(4), g) > b.mean(MD.name, g));
-    decide(
+    Claim::decide(
         c,
         format!(
             "2 B, G > 4: Md rises by {smallest_step:.0} µs or more at G = 5, 9, 13, at most \
@@ -506,7 +492,7 @@ pub fn c10(r: &Results) -> Claim {
     });
     let md = curve(f, MD.name);
     let md_max = md.iter().map(|p| p.1).fold(0.0, f64::max);
-    decide(
+    Claim::decide(
         c,
         format!(
             "separate addressing linear (R² = {r2:.4}); U-torus within 5% of it at every \

@@ -3,7 +3,7 @@
 
 use mcast_algorithms::path::sci_model::{estimate, SciAlgorithm, SciParams, UTorusForm};
 
-use super::claims::{claim, curve, decide, fit, mu_name, series};
+use super::claims::{claim, curve, fit, mu_name, series};
 use super::experiments::{Setting, ALGOS, MD, MU, SA, ST, UT};
 use crate::repro::{Claim, FigureResult, Results, Verdict};
 
@@ -38,6 +38,17 @@ pub fn c11_12() -> Vec<Claim> {
     vec![a, b]
 }
 
+/// The fastest and the slowest of the five at G = `g`.
+fn ranked(f: &FigureResult, g: f64) -> (&'static str, &'static str) {
+    let mean = |a: &super::experiments::Algo| f.mean(&series(*a), g);
+    let by =
+        |x: &&super::experiments::Algo, y: &&super::experiments::Algo| mean(x).total_cmp(&mean(y));
+    (
+        ALGOS.iter().min_by(by).map_or("", |a| a.name),
+        ALGOS.iter().max_by(by).map_or("", |a| a.name),
+    )
+}
+
 /// Claim 13: rankings on 4×4.
 pub fn c13(r: &Results) -> Claim {
     let c = claim(
@@ -51,20 +62,8 @@ pub fn c13(r: &Results) -> Claim {
     let (Some(a), Some(b)) = (r.get("fig2a"), r.get("fig2b")) else {
         return c;
     };
-    let best = |f: &FigureResult, g: f64| {
-        ALGOS
-            .iter()
-            .min_by(|x, y| f.mean(&series(**x), g).total_cmp(&f.mean(&series(**y), g)))
-            .map(|a| a.name)
-            .unwrap_or_default()
-    };
-    let worst = |f: &FigureResult, g: f64| {
-        ALGOS
-            .iter()
-            .max_by(|x, y| f.mean(&series(**x), g).total_cmp(&f.mean(&series(**y), g)))
-            .map(|a| a.name)
-            .unwrap_or_default()
-    };
+    let best = |f: &FigureResult, g: f64| ranked(f, g).0;
+    let worst = |f: &FigureResult, g: f64| ranked(f, g).1;
     let gs: Vec<f64> = (4..=16).map(|g| g as f64).collect();
     let sa_best = gs.iter().filter(|&&g| best(a, g) == SA.name).count();
     let st_worst_small = gs.iter().filter(|&&g| worst(a, g) == ST.name).count();
@@ -76,7 +75,7 @@ pub fn c13(r: &Results) -> Claim {
     let (_, r2) = fit(&curve(b, SA.name));
     let u = curve(a, UT.name);
     let u_growth = u[u.len() - 1].1 / u[2].1;
-    decide(
+    Claim::decide(
         c,
         format!(
             "2 B, G = 4…16: separate addressing best at {sa_best}/13, S-torus worst at \
@@ -125,7 +124,7 @@ pub fn c14(r: &Results) -> Claim {
     };
     let (s8, s16) = (best(a, 64.0), best(b, 256.0));
     let (m8, m16) = (model_best(8, 64), model_best(16, 256));
-    decide(
+    Claim::decide(
         c,
         format!(
             "full groups, best r: simulator {s8} on 8×8 and {s16} on 16×16; the model with \
@@ -167,7 +166,7 @@ pub fn c15() -> Claim {
         Ok(worst)
     };
     match run() {
-        Ok(w) => decide(
+        Ok(w) => Claim::decide(
             c,
             format!(
                 "largest change over the four relaying algorithms, G = 4, 10, 16: {:.3}%",
@@ -178,7 +177,7 @@ pub fn c15() -> Claim {
              has no relays (no L_i), and there the network is a few % of a 9 µs send, in \
              the paper's Eq 4 as in ours",
         ),
-        Err(e) => decide(c, e, false, "a run failed"),
+        Err(e) => Claim::decide(c, e, false, "a run failed"),
     }
 }
 
@@ -216,7 +215,7 @@ pub fn c16() -> Claim {
     }
     let mu4 = estimate(&p, SciAlgorithm::MuTorus, 4).map_or(f64::NAN, |e| e.latency_us);
     worst = worst.max((mu4 - 414.0).abs());
-    decide(
+    Claim::decide(
         c,
         format!("largest difference over 12 entries: {worst:.2} µs"),
         worst < 0.1,
@@ -240,7 +239,7 @@ pub fn c17(r: &Results) -> Claim {
         / ends.iter().fold(f64::INFINITY, |a: f64, &b| a.min(b));
     let (_, r_sa) = fit(&curve(f, SA.name));
     let (_, r_st) = fit(&curve(f, ST.name));
-    decide(
+    Claim::decide(
         c,
         format!(
             "16×16, G = 256: U-torus {:.0}, Md {:.0}, Mu (r = 16) {:.0} µs (largest/smallest \
@@ -285,7 +284,7 @@ pub fn c18(r: &Results) -> Claim {
     let n_big = |f: &FigureResult| f.xs(ST.name).into_iter().filter(|&g| g > 8.0).count();
     let sa_small = best_is_sa(a, 4.0) && best_is_sa(b, 4.0);
     let sa_large = best_is_sa(b, 256.0);
-    decide(
+    Claim::decide(
         c,
         format!(
             "separate addressing best at G = 4: {sa_small}; still best at G = 256 on 16×16: \
@@ -316,15 +315,9 @@ pub fn c19(r: &Results) -> Claim {
     let (Some(a), Some(b)) = (r.get("fig2a"), r.get("fig2b")) else {
         return c;
     };
-    let best = |f: &FigureResult, g: f64| {
-        ALGOS
-            .iter()
-            .min_by(|x, y| f.mean(&series(**x), g).total_cmp(&f.mean(&series(**y), g)))
-            .map(|a| a.name)
-            .unwrap_or_default()
-    };
+    let best = |f: &FigureResult, g: f64| ranked(f, g).0;
     let (s, l) = (best(a, 16.0), best(b, 16.0));
-    decide(
+    Claim::decide(
         c,
         format!(
             "best at G = 16: {s} (2 B), {l} (512 KB); at G = 4, 512 KB: {}",
@@ -359,7 +352,7 @@ pub fn c20(r: &Results) -> Claim {
         .iter()
         .filter(|&&g| f.mean(SA.name, g) == f.mean(UT.name, g))
         .count();
-    decide(
+    Claim::decide(
         c,
         format!(
             "U-torus highest at {u_top}/13 of G = 4…16 ({} at G = 16); separate addressing \

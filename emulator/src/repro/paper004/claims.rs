@@ -2,27 +2,12 @@
 //! from the measured figures.
 
 use super::experiments::{CUBE, LENGTHS, TORUS, UNICAST};
-use crate::repro::{Claim, FigureResult, Results, Verdict};
+use crate::repro::{Claim, FigureResult, Results};
 
 const SRC: &str = "Robinson 1994";
 
 fn claim(id: u32, statement: &str, section: &str, figures: &[&str]) -> Claim {
-    Claim {
-        id,
-        statement: statement.into(),
-        source: format!("[{SRC}, {section}]"),
-        ours: String::new(),
-        verdict: Verdict::NotCheckable("its figures, which this run did not measure".into()),
-        why: "the figures it rests on were not measured in this run".into(),
-        figures: figures.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
-fn decide(mut c: Claim, ours: String, ok: bool, why: &str) -> Claim {
-    c.ours = ours;
-    c.verdict = Verdict::from_bool(ok);
-    c.why = why.into();
-    c
+    Claim::pending(id, statement, format!("[{SRC}, {section}]"), figures)
 }
 
 /// `a` is below `b` at x by more than their two 95% intervals combined.
@@ -79,7 +64,7 @@ pub fn c1(r: &Results) -> Claim {
         }
     }
     let lower_on_average = sums[1..].iter().all(|&s| s <= sums[0]);
-    decide(
+    Claim::decide(
         c,
         format!(
             "U-cube = ⌈log2(m+1)⌉ in every set: {exact}; summed over every m, each of the \
@@ -118,7 +103,7 @@ pub fn c2(r: &Results) -> Claim {
         .filter(|&&x| below(f, "W-sort", "Maxport", x) && below(f, "W-sort", "Combine", x))
         .count();
     let mid = xs[xs.len() / 2];
-    decide(
+    Claim::decide(
         c,
         format!(
             "10-cube: W-sort never above Maxport or Combine: {never_above}; significantly \
@@ -151,7 +136,7 @@ pub fn c3(r: &Results) -> Claim {
         let x = ((1 << n) - 1) as f64;
         CUBE.iter().all(|(s, _)| f.mean(s, x) == n as f64)
     });
-    decide(
+    Claim::decide(
         c,
         format!(
             "at m = 63 (6-cube): {:?}; at m = 1023 (10-cube): {:?}",
@@ -197,7 +182,7 @@ pub fn c4(r: &Results) -> Claim {
         .count();
     let bcast = f.mean("U-cube", 31.0);
     let above = xs.iter().filter(|&&x| f.mean("U-cube", x) > bcast).count();
-    decide(
+    Claim::decide(
         c,
         format!(
             "m = 1…30: the three at or below U-cube at {beat}/{n}; within 10% of each other \
@@ -242,7 +227,7 @@ pub fn c5(r: &Results) -> Claim {
         })
         .count();
     let (ca, cm) = (count(a), count(m));
-    decide(
+    Claim::decide(
         c,
         format!(
             "m = 2…1022: the three at or below U-cube (average) at {beat_u}/{n}; W-sort \
@@ -283,7 +268,7 @@ pub fn c6_7(r: &Results) -> Vec<Claim> {
             .iter()
             .all(|(s, _)| f(512).mean(s, m) < f(512).mean(UNICAST, m));
         let mu8_small = f(8).mean("Mu-torus(8)", m) < f(8).mean(UNICAST, m);
-        out.push(decide(
+        out.push(Claim::decide(
             c,
             format!(
                 "m = 512: best {b8} (8 flits), {b512} (512), {b16k} (16384); every path \
@@ -317,7 +302,7 @@ pub fn c6_7(r: &Results) -> Vec<Claim> {
             .iter()
             .all(|&l| f(l).mean(UNICAST, m) > 1.2 * f(l).mean("Mu-torus(8)", m));
         let b16k = best(f(16384), m);
-        out.push(decide(
+        out.push(Claim::decide(
             c,
             format!(
                 "m = 512: unicast-based / M_u(8) = {ratio8:.2} at 8 flits; unicast-based more \
@@ -349,7 +334,7 @@ pub fn c8(r: &Results) -> Claim {
         .iter()
         .map(|s| at(r, "fig6.5-512", s, 512.0) / at(r, "fig6.3-512", s, 512.0))
         .collect();
-    decide(
+    Claim::decide(
         c,
         format!(
             "3D / 2D average latency, high startup, 512 flits, m = 512: S {:.2}, M_d {:.2}, \
@@ -376,7 +361,7 @@ pub fn c9(r: &Results) -> Claim {
     let g: Vec<(&str, f64)> = TORUS.iter().map(|(s, _)| (*s, growth(s))).collect();
     let least = g.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|x| x.0);
     let most = g.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|x| x.0);
-    decide(
+    Claim::decide(
         c,
         format!(
             "added latency from 8 to 16384 flits (µs): {}",
@@ -409,7 +394,7 @@ pub fn c10(r: &Results) -> Claim {
         })
     };
     let ratio = |f: &FigureResult| f.mean(UNICAST, 512.0) / f.mean("S-torus", 512.0);
-    decide(
+    Claim::decide(
         c,
         format!(
             "every path scheme below unicast-based at every m: 2D {}, 3D {}; unicast-based / \
