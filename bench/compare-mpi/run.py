@@ -49,6 +49,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.path.join(ROOT, "target", "compare-mpi")
 MCBENCH = os.path.join(ROOT, "target", "release", "mcbench")
+# Every figure is drawn by `mcsim plot`, the project's one plotting module
+# (emulator/src/repro/plot.rs, plotters).
+MCSIM = os.path.join(ROOT, "target", "release", "mcsim")
 MCLAUNCH = os.path.join(ROOT, "target", "release", "mclaunch")
 OSU = os.path.join(BUILD, "osu_bcast_lite")
 OSU_COLL = os.path.join(BUILD, "osu_coll_lite")
@@ -66,8 +69,6 @@ LABEL = {"mcast": "mcast", "ompi": "Open MPI"}
 BCAST_SERIES = ("mcast", "ompi_vader", "ompi_tcp")
 OMPI_TRANSPORTS = {"vader": "ompi_vader", "tcp": "ompi_tcp"}  # --ompi-transports → series
 BCAST_LABEL = {"mcast": "mcast", "ompi_vader": "Open MPI vader", "ompi_tcp": "Open MPI tcp"}
-BCAST_COLOUR = {"mcast": ["#1f77b4", "#0b3d6b"], "ompi_vader": ["#ff7f0e", "#a0410a"],
-                "ompi_tcp": ["#2ca02c", "#145214"]}
 
 # What mcast's ranks talk over, as the tables say it: the `transport` of
 # mcbench's --json report if it has one; else this text for the `medium` it
@@ -326,105 +327,40 @@ def write_csv(path, header, rows):
 
 
 def svg_plot(path, summary, ranks, floor_us, title, series=None, legend_ranks=True, subtitle=None):
-    """Latency against size, log-log. `series`: (key, label, [colour per rank
-    count]) for the columns f"{key}_us" of `summary` (default mcast and Open
-    MPI); `floor_us` None draws no floor lines; legend_ranks False leaves the
-    rank count out of the legend (say it in the title); `subtitle`, a smaller
-    line under the title. Above 12 sizes, every other size is labelled."""
-    colour = {"mcast": ["#1f77b4", "#0b3d6b"], "ompi": ["#ff7f0e", "#a0410a"]}
+    """Latency against size, log-log, drawn by `mcsim plot` from a CSV written
+    beside the SVG (`<name>.plot.csv`). `series`: (key, label, _) for the
+    columns f"{key}_us" of `summary` (default mcast and Open MPI); one line per
+    series and rank count; `floor_us` None draws no floor lines; legend_ranks
+    False leaves the rank count out of the legend (say it in the title);
+    `subtitle` follows the title."""
     if series is None:
-        series = [(impl, LABEL[impl], colour[impl]) for impl in IMPLS]
-    # The legend's width follows its longest label (about 6.6 px a character).
-    longest = max(len(label) + (len(", 16 ranks") if legend_ranks else 0) for _, label, _ in series)
-    L, R, T, B = 70, max(190, 48 + int(6.6 * longest)), 40 if subtitle is None else 50, 55
-    W, H = L + 500 + R, 520
+        series = [(impl, LABEL[impl], None) for impl in IMPLS]
+    rows = []
+    for impl, label, _ in series:
+        for n in ranks:
+            name = f"{label}, {n} ranks" if legend_ranks else label
+            rows += [(name, r["size"], r[f"{impl}_us"]) for r in summary if r["ranks"] == n]
     sizes = sorted({r["size"] for r in summary})
-    vals = [r[f"{k}_us"] for r in summary for k, _, _ in series]
-    vals += [floor_us * max(1, depth(n, 1, 1 << 16)) for n in ranks] if floor_us else []
-    ylo = 10 ** math.floor(math.log10(min(vals)))
-    yhi = 10 ** math.ceil(math.log10(max(vals)))
-    xlo, xhi = math.log2(sizes[0]), math.log2(sizes[-1])
-    if xhi == xlo:
-        xhi = xlo + 1
-
-    def X(s):
-        return L + (math.log2(s) - xlo) / (xhi - xlo) * (W - L - R)
-
-    def Y(v):
-        return T + (math.log10(yhi) - math.log10(v)) / (math.log10(yhi) - math.log10(ylo)) * (H - T - B)
-
-    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
-         f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">',
-         f'<rect width="{W}" height="{H}" fill="white"/>',
-         f'<text x="{(L + W - R) / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>']
-    if subtitle:
-        o.append(f'<text x="{(L + W - R) / 2}" y="39" text-anchor="middle" font-size="11" '
-                 f'fill="#444">{subtitle}</text>')
-    # grid and ticks
-    d = ylo
-    while d <= yhi * 1.0001:
-        for mult in (1, 2, 5):
-            v = d * mult
-            if v > yhi * 1.0001:
-                break
-            y = Y(v)
-            o.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W - R}" y2="{y:.1f}" stroke="#ddd" '
-                     f'stroke-width="{1 if mult == 1 else 0.5}"/>')
-            if mult == 1:
-                lab = f"{v:g}" if v < 1e6 else f"1e{round(math.log10(v))}"
-                o.append(f'<text x="{L - 6}" y="{y + 4:.1f}" text-anchor="end">{lab}</text>')
-        d *= 10
-    for si, s in enumerate(sizes):
-        x = X(s)
-        o.append(f'<line x1="{x:.1f}" y1="{T}" x2="{x:.1f}" y2="{H - B}" stroke="#eee"/>')
-        if len(sizes) > 12 and si % 2:
-            continue
-        lab = fmt_size(s).replace(" ", "")
-        o.append(f'<text x="{x:.1f}" y="{H - B + 16}" text-anchor="middle">{lab}</text>')
-    o.append(f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="none" stroke="#333"/>')
-    o.append(f'<text x="{(L + W - R) / 2}" y="{H - 15}" text-anchor="middle">message size (bytes, log scale)</text>')
-    o.append(f'<text transform="translate(18 {(T + H - B) / 2}) rotate(-90)" text-anchor="middle">'
-             f'latency (µs, median over rounds, log scale)</text>')
-    # floor lines: one hop, and depth x one hop for each rank count
-    fl = [(f"loopback TCP hop ({floor_us:.1f} µs)", floor_us)] if floor_us else []
-    for n in (ranks if floor_us else []):
-        dn = depth(n, 1, 1 << 16)
-        if dn > 1:
-            fl.append((f"{dn} hops (tree depth at N={n})", dn * floor_us))
-    for lab, v in fl:
-        y = Y(v)
-        o.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W - R}" y2="{y:.1f}" stroke="#888" '
-                 f'stroke-dasharray="2,3"/>')
-        o.append(f'<text x="{W - R - 4}" y="{y - 4:.1f}" text-anchor="end" fill="#666" font-size="10">{lab}</text>')
-    marker = ["circle", "square", "diamond"]
-    legend = []
-    for impl, label, colours in series:
-        for ni, n in enumerate(ranks):
-            pts = [(X(r["size"]), Y(r[f"{impl}_us"])) for r in summary if r["ranks"] == n]
-            if not pts:
-                continue
-            c = colours[ni % len(colours)]
-            dash = "" if ni == 0 else ' stroke-dasharray="6,3"'
-            o.append(f'<polyline fill="none" stroke="{c}" stroke-width="2"{dash} points="'
-                     + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + '"/>')
-            for x, y in pts:
-                if marker[ni % 3] == "circle":
-                    o.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{c}"/>')
-                else:
-                    o.append(f'<rect x="{x - 3.5:.1f}" y="{y - 3.5:.1f}" width="7" height="7" fill="{c}"/>')
-            legend.append((f"{label}, {n} ranks" if legend_ranks else label, c, dash, marker[ni % 3]))
-    for i, (lab, c, dash, mk) in enumerate(legend):
-        y = T + 14 + 20 * i
-        x = W - R + 14
-        o.append(f'<line x1="{x}" y1="{y}" x2="{x + 28}" y2="{y}" stroke="{c}" stroke-width="2"{dash}/>')
-        if mk == "circle":
-            o.append(f'<circle cx="{x + 14}" cy="{y}" r="3.5" fill="{c}"/>')
-        else:
-            o.append(f'<rect x="{x + 10.5}" y="{y - 3.5}" width="7" height="7" fill="{c}"/>')
-        o.append(f'<text x="{x + 34}" y="{y + 4}">{lab}</text>')
-    o.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(o) + "\n")
+    if floor_us:
+        # Floor lines: one hop, and depth x one hop for each rank count.
+        floors = [(f"loopback TCP hop ({floor_us:.1f} µs)", floor_us)]
+        for n in ranks:
+            dn = depth(n, 1, 1 << 16)
+            if dn > 1:
+                floors.append((f"{dn} hops (tree depth at N={n})", dn * floor_us))
+        for lab, v in floors:
+            rows += [(lab, sizes[0], v), (lab, sizes[-1], v)]
+    points = os.path.splitext(path)[0] + ".plot.csv"
+    with open(points, "w") as f:
+        f.write("series,x,y\n")
+        f.writelines(f"{name},{x},{y}\n" for name, x, y in rows)
+    caption = title + (f" ({subtitle})" if subtitle else "")
+    cmd = [MCSIM, "plot", "--csv", points, "--out", path, "--log-x", "--log-y",
+           "--title", caption, "--x-label", "message size (bytes, log scale)",
+           "--y-label", "latency (µs, median over rounds, log scale)"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"mcsim plot failed ({' '.join(cmd[:2])}): {p.stderr.strip()}")
 
 
 # ---------------------------------------------------------------- main
@@ -481,8 +417,9 @@ def main():
                     help="do not pass --mca mpi_yield_when_idle 1 to mpirun (see README.md)")
     a = ap.parse_args()
     if a.bin_dir:
-        global MCBENCH, MCLAUNCH
+        global MCBENCH, MCLAUNCH, MCSIM
         MCBENCH = os.path.join(os.path.abspath(a.bin_dir), "mcbench")
+        MCSIM = os.path.join(os.path.abspath(a.bin_dir), "mcsim")
         MCLAUNCH = os.path.join(os.path.abspath(a.bin_dir), "mclaunch")
         a.no_build = True
     transports = [t.strip() for t in a.ompi_transports.split(",") if t.strip()]
@@ -663,7 +600,7 @@ def main_bcast(a, transports):
         {"ompi_vader": f"{shm} (shared memory)", "ompi_tcp": "tcp (loopback)"}[k] for k in ompi_keys))
     svg_plot(os.path.join(out, "latency.svg"), summary, ranks, floor, title, subtitle=subtitle,
              series=[(k, BCAST_LABEL[k] if k == "mcast" else
-                      f"Open MPI {'tcp' if k == 'ompi_tcp' else shm}", BCAST_COLOUR[k]) for k in keys])
+                      f"Open MPI {'tcp' if k == 'ompi_tcp' else shm}", None) for k in keys])
 
     order = " ".join(("mcast", *[{"ompi_vader": shm, "ompi_tcp": "tcp"}[k] for k in ompi_keys]))
     lines = [f"# mcast vs Open MPI broadcast latency, one host ({meta['date_utc']})", "",
@@ -891,7 +828,6 @@ def main_coll(a, colls):
 # The three series of the hosts mode, in the order each round runs them.
 HOST_SERIES = ("auto", "kbin", "ompi")
 HOST_LABEL = {"auto": "mcast auto", "kbin": "mcast kbinomial", "ompi": "Open MPI"}
-HOST_COLOUR = {"auto": ["#1f77b4"], "kbin": ["#2ca02c"], "ompi": ["#ff7f0e"]}
 
 
 def parse_hostfile(path):
@@ -1156,7 +1092,7 @@ def main_hosts(a):
     hosts_s = ", ".join(f"{h} ({sl} slots)" for h, sl in hosts)
     title = f"Broadcast, {n} ranks on {len(hosts)} hosts: mcast (TCP + UDS/shm) vs Open MPI ({'tcp + ' + shm[0] if shm else 'tcp'})"
     svg_plot(os.path.join(out_abs, "latency.svg"), summary, [n], None, title,
-             series=[(k, HOST_LABEL[k], HOST_COLOUR[k]) for k in HOST_SERIES], legend_ranks=False)
+             series=[(k, HOST_LABEL[k], None) for k in HOST_SERIES], legend_ranks=False)
 
     mlcmd = f"mclaunch --hostfile {hostfile} --launch-agent \"{agent_s}\" -n {n} --if {cidr} -x RUST_LOG=off"
     lines = [f"# mcast vs Open MPI broadcast across hosts ({meta['date_utc']})", "",

@@ -24,6 +24,41 @@ pub struct Chart {
     pub y_label: String,
     /// The lines.
     pub lines: Vec<Line>,
+    /// Which axes are logarithmic (base 2 for x, base 10 for y).
+    pub log: LogAxes,
+}
+
+/// Logarithmic axes of a [`Chart`]: x in powers of two (message sizes),
+/// y in powers of ten (latencies). Every value on a log axis must be
+/// positive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LogAxes {
+    /// x on a base-2 log scale.
+    pub x: bool,
+    /// y on a base-10 log scale.
+    pub y: bool,
+}
+
+/// A tick label for `v` on an axis: on a log axis `v` is the exponent, so
+/// the label is base^v where v is a whole number and empty elsewhere.
+fn tick(v: f64, log_base: Option<f64>) -> String {
+    match log_base {
+        None => format!("{v}"),
+        Some(b) if (v - v.round()).abs() < 1e-6 => {
+            let x = b.powf(v.round());
+            if b == 2.0 && x >= 1024.0 {
+                let (n, unit) = if x >= 1_048_576.0 {
+                    (x / 1_048_576.0, "Mi")
+                } else {
+                    (x / 1024.0, "Ki")
+                };
+                format!("{n}{unit}")
+            } else {
+                format!("{x}")
+            }
+        }
+        Some(_) => String::new(),
+    }
 }
 
 /// The line colours, in legend order (colour-blind-safe, Okabe–Ito).
@@ -112,6 +147,52 @@ impl Chart {
     /// # Errors
     /// No point to draw, or a plotters error.
     pub fn svg(&self, width: u32, height: u32) -> Result<String, String> {
+        if !(self.log.x || self.log.y) {
+            return self.draw(width, height, (None, None));
+        }
+        // Log axes: draw the logarithms on linear axes, labelled base^v.
+        let bad = |what: &str| format!("chart `{}`: {what} on a log axis", self.title);
+        let lg = |v: f64, on: bool, base: f64, what: &str| -> Result<f64, String> {
+            match (on, v > 0.0 && v.is_finite()) {
+                (false, _) => Ok(v),
+                (true, true) => Ok(v.log(base)),
+                (true, false) => Err(bad(what)),
+            }
+        };
+        let mut c = self.clone();
+        for l in &mut c.lines {
+            for p in &mut l.points {
+                let (x, y, ci) = *p;
+                let lo = if self.log.y {
+                    (y - ci).max(y / 10.0)
+                } else {
+                    y - ci
+                };
+                let y2 = lg(y, self.log.y, 10.0, "a value not above 0")?;
+                let half = if self.log.y {
+                    (lg(y + ci, true, 10.0, "a value not above 0")? - lg(lo, true, 10.0, "")?) / 2.0
+                } else {
+                    ci
+                };
+                *p = (lg(x, self.log.x, 2.0, "an x not above 0")?, y2, half);
+            }
+        }
+        c.log = LogAxes::default();
+        c.draw(
+            width,
+            height,
+            (self.log.x.then_some(2.0), self.log.y.then_some(10.0)),
+        )
+    }
+
+    /// Draw on linear axes whose tick labels are base^v where a base is
+    /// given.
+    fn draw(
+        &self,
+        width: u32,
+        height: u32,
+        bases: (Option<f64>, Option<f64>),
+    ) -> Result<String, String> {
         let all: Vec<&(f64, f64, f64)> = self.lines.iter().flat_map(|l| &l.points).collect();
         if all.is_empty() {
             return Err(format!("chart `{}` has no points", self.title));
@@ -128,7 +209,7 @@ impl Chart {
             fold(f64::max, f64::NEG_INFINITY, &|p| p.1 + p.2),
         );
         let (x0, x1) = padded(x0, x1, false);
-        let (y0, y1) = padded(y0, y1, true);
+        let (y0, y1) = padded(y0, y1, bases.1.is_none());
         let mut out = String::new();
         {
             let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
@@ -154,6 +235,8 @@ impl Chart {
                 .axis_desc_style(("sans-serif", 16))
                 .label_style(("sans-serif", 13))
                 .light_line_style(WHITE.mix(0.0))
+                .x_label_formatter(&|v| tick(*v, bases.0))
+                .y_label_formatter(&|v| tick(*v, bases.1))
                 .draw()
                 .map_err(|x| e(&x))?;
             let looks = looks(&self.lines);
@@ -238,13 +321,52 @@ mod tests {
                     points: vec![(1.0, 30.0, 0.0), (8.0, 60.0, 4.0)],
                 },
             ],
+            log: LogAxes::default(),
         };
         let s = c.svg(640, 400).unwrap();
         assert!(s.starts_with("<svg"), "{}", &s[..40.min(s.len())]);
         for want in ["Fig 0", "destinations", "latency (µs)", "tree", "path"] {
             assert!(s.contains(want), "missing {want}");
         }
-        let empty = Chart { lines: vec![], ..c };
+        let empty = Chart {
+            lines: vec![],
+            ..c.clone()
+        };
         assert!(empty.svg(100, 100).is_err());
+        // Log-log: ticks at powers of two and ten; zero is refused.
+        let log = Chart {
+            log: LogAxes { x: true, y: true },
+            lines: vec![Line {
+                name: "bcast".into(),
+                points: vec![
+                    (8.0, 12.0, 1.0),
+                    (4096.0, 30.0, 0.0),
+                    (4194304.0, 9000.0, 0.0),
+                ],
+            }],
+            ..c.clone()
+        };
+        let s = log.svg(640, 400).unwrap();
+        // plotters writes a label on its own line.
+        for want in ["16", "4Ki", "4Mi", "10", "1000"] {
+            assert!(s.contains(&format!("\n{want}\n")), "missing tick {want}");
+        }
+        let zero = Chart {
+            lines: vec![Line {
+                name: "z".into(),
+                points: vec![(0.0, 1.0, 0.0)],
+            }],
+            ..log
+        };
+        assert!(zero.svg(100, 100).unwrap_err().contains("log axis"));
+    }
+
+    #[test]
+    fn tick_labels() {
+        assert_eq!(tick(2.5, None), "2.5");
+        assert_eq!(tick(3.0, Some(2.0)), "8");
+        assert_eq!(tick(20.0, Some(2.0)), "1Mi");
+        assert_eq!(tick(2.0, Some(10.0)), "100");
+        assert_eq!(tick(2.3, Some(10.0)), "");
     }
 }

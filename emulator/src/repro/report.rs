@@ -35,6 +35,7 @@ pub fn figure_chart(fig: &FigureResult) -> Chart {
         x_label: fig.meta.x_label.clone(),
         y_label: fig.meta.y_label.clone(),
         lines,
+        log: super::plot::LogAxes::default(),
     }
 }
 

@@ -89,6 +89,16 @@ pub(crate) enum Command {
             mcsim repro --paper 000 --out docs/repro --report REPRODUCTION.md"
     )]
     Repro(crate::repro::ReproArgs),
+    /// Draw a CSV of points (series,x,y[,ci]) as an SVG line chart.
+    #[command(
+        long_about = "Draw a CSV of points as an SVG line chart with the plotting module \
+            `mcsim repro` uses (plotters): one line per series in order of first appearance, \
+            error bars from an optional ci column, --log-x (base 2) and --log-y (base 10) \
+            axes. The benchmark harnesses draw their figures with it.",
+        after_help = "Example:\n  mcsim plot --csv latency.csv --out latency.svg --log-x --log-y \
+            --title 'Broadcast latency' --x-label 'message size (bytes)' --y-label 'latency (µs)'"
+    )]
+    Plot(crate::chart::PlotArgs),
 }
 
 #[derive(Debug, Args)]

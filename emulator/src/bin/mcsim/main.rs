@@ -18,6 +18,7 @@
 //! on stderr); 1 when an oracle rejects a plan or a simulation (a bug, one
 //! line on stderr); 3 when the simulator's watchdog reports deadlock.
 
+mod chart;
 mod cli;
 mod model;
 mod plan;
@@ -100,5 +101,6 @@ fn main() -> ExitCode {
         Command::Run(args) => sim::run_run(args),
         Command::Load(args) => sim::run_load(args),
         Command::Repro(args) => repro::run_repro(args),
+        Command::Plot(args) => chart::run_plot(args),
     }
 }
