@@ -1,7 +1,8 @@
 //! `mcsim plot`: a CSV of points to an SVG (the benchmark harnesses' plots),
 //! with log axes, and clear errors for bad input.
 
-use std::process::Command;
+mod common;
+use common::mcsim;
 
 fn plot(csv: &str, extra: &[&str]) -> (Option<i32>, String, Option<String>) {
     let dir =
@@ -9,22 +10,13 @@ fn plot(csv: &str, extra: &[&str]) -> (Option<i32>, String, Option<String>) {
     std::fs::create_dir_all(&dir).unwrap();
     let (input, out) = (dir.join("points.csv"), dir.join("chart.svg"));
     std::fs::write(&input, csv).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_mcsim"))
-        .arg("plot")
-        .arg("--csv")
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
-        .args(extra)
-        .output()
-        .unwrap();
+    let (i, o) = (input.to_str().unwrap(), out.to_str().unwrap());
+    let mut args = vec!["plot", "--csv", i, "--out", o];
+    args.extend_from_slice(extra);
+    let (code, _, err) = mcsim(&args);
     let svg = std::fs::read_to_string(&out).ok();
     let _ = std::fs::remove_dir_all(&dir);
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr).to_string(),
-        svg,
-    )
+    (code, err, svg)
 }
 
 #[test]

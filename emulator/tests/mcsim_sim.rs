@@ -2,24 +2,10 @@
 //! determinism for a seed, cost knobs from the command line and a config
 //! file, the exit status of a deadlock, and bad requests.
 
-use std::process::{Command, Stdio};
-
 use serde_json::Value;
 
-const MCSIM: &str = env!("CARGO_BIN_EXE_mcsim");
-
-fn mcsim(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(MCSIM)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mcsim");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::mcsim;
 
 fn json(args: &[&str]) -> Value {
     let (code, out, err) = mcsim(args);
@@ -252,40 +238,35 @@ fn bad_requests_exit_2() {
 #[test]
 fn inject_ports_overlap_a_hosts_copies() {
     let run = |ports: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_mcsim"))
-            .args([
-                "run",
-                "--fabric",
-                "crossbar:5",
-                "--algo",
-                "host:flat",
-                "--dests",
-                "all",
-                "--set",
-                "t_hs=0",
-                "--set",
-                "t_ns=0",
-                "--set",
-                "dma_mb_s=0",
-                "--set",
-                "packet_flits=2048",
-                "--set",
-                "vc_buf_flits=2048",
-                "--set",
-                "num_vcs=4",
-                "--set",
-            ])
-            .arg(format!("inject_ports={ports}"))
-            .arg("--json")
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            serde_json::from_slice::<serde_json::Value>(&out.stdout)
-                .ok()
-                .and_then(|v| v["completion"].as_u64()),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
+        let ports = format!("inject_ports={ports}");
+        let (code, out, err) = mcsim(&[
+            "run",
+            "--fabric",
+            "crossbar:5",
+            "--algo",
+            "host:flat",
+            "--dests",
+            "all",
+            "--set",
+            "t_hs=0",
+            "--set",
+            "t_ns=0",
+            "--set",
+            "dma_mb_s=0",
+            "--set",
+            "packet_flits=2048",
+            "--set",
+            "vc_buf_flits=2048",
+            "--set",
+            "num_vcs=4",
+            "--set",
+            &ports,
+            "--json",
+        ]);
+        let completion = serde_json::from_str::<Value>(&out)
+            .ok()
+            .and_then(|v| v["completion"].as_u64());
+        (code, completion, err)
     };
     let (c1, one, e1) = run("1");
     let (c4, four, e4) = run("4");

@@ -3,24 +3,10 @@
 //! buffers smaller than a packet; the JSON naming the mode; and the
 //! deadlock exit status naming blocked and held channels.
 
-use std::process::{Command, Stdio};
-
 use serde_json::Value;
 
-const MCSIM: &str = env!("CARGO_BIN_EXE_mcsim");
-
-fn mcsim(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(MCSIM)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mcsim");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::mcsim;
 
 #[test]
 fn wormhole_from_the_command_line() {

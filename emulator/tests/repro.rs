@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use mcast_emulator::repro::paper000::{claims, experiments, Paper000, Params, Sizes};
-use mcast_emulator::repro::{run_figures, Grid, Paper, Verdict};
+use mcast_emulator::repro::{run_figures, Grid, Verdict};
 
-mod repro_common;
-use repro_common::{quick_run, word};
+mod common;
+use common::{quick_run, verdicts};
 
 /// The verdicts of [Sivaram 1998]'s 20 claims on mcast's simulator.
 const EXPECTED: [(u32, &str); 20] = [
@@ -82,13 +82,7 @@ fn another_seed_gives_the_same_verdicts() {
             ..Params::default()
         },
     };
-    let results = run_figures(paper.figures(Grid::Quick), 2, &|_, _| {}).unwrap();
-    let got: Vec<(u32, &str)> = paper
-        .claims(&results)
-        .iter()
-        .map(|c| (c.id, word(&c.verdict)))
-        .collect();
-    assert_eq!(got, EXPECTED.to_vec());
+    assert_eq!(verdicts(&paper), EXPECTED.to_vec());
 }
 
 /// Claim 13 (path worsens with system size and switch count because random
@@ -183,12 +177,6 @@ fn paper_001_quick_run_writes_its_figures_and_verdicts() {
 fn paper_001_gives_the_same_verdicts_from_other_seeds() {
     for seed in [7, 1234] {
         let paper = mcast_emulator::repro::paper001::Paper001 { seed };
-        let results = run_figures(paper.figures(Grid::Quick), 2, &|_, _| {}).unwrap();
-        let got: Vec<(u32, &str)> = paper
-            .claims(&results)
-            .iter()
-            .map(|c| (c.id, word(&c.verdict)))
-            .collect();
-        assert_eq!(got, EXPECTED_001.to_vec(), "seed {seed}");
+        assert_eq!(verdicts(&paper), EXPECTED_001.to_vec(), "seed {seed}");
     }
 }

@@ -6,8 +6,8 @@
 use mcast_emulator::repro::paper002::Paper002;
 use mcast_emulator::repro::{run_figures, Grid, Paper};
 
-mod repro_common;
-use repro_common::{expected, figures_written, quick_run, verdicts, word};
+mod common;
+use common::{expected, figures_written, quick_run, verdicts, word};
 
 const EXPECTED: [(u32, &str); 12] = [
     (1, "holds"),

@@ -7,10 +7,10 @@
 use mcast::Forwarding;
 use mcast_emulator::cost::FabricCostModel;
 use mcast_emulator::repro::paper003::Paper003;
-mod repro_common;
+mod common;
+use common::{expected, figures_written, quick_run, verdicts};
 use mcast_emulator::sim::run::{run_to, Dests, RunConfig};
 use mcast_emulator::sim::spec::SimFabric;
-use repro_common::{expected, figures_written, quick_run, verdicts};
 
 /// The verdicts of [Oral 2003]'s claims on mcast's simulator.
 const EXPECTED: [(u32, &str); 20] = [

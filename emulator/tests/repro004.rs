@@ -7,8 +7,8 @@ use mcast_emulator::repro::paper004::experiments::{torus_figure, Sizes, LENGTHS}
 use mcast_emulator::repro::paper004::{claims, Paper004};
 use mcast_emulator::repro::{run_figures, Grid, Verdict};
 
-mod repro_common;
-use repro_common::{expected, figures_written, quick_run, verdicts};
+mod common;
+use common::{expected, figures_written, quick_run, verdicts};
 
 /// The verdicts of the thesis's ten claims on mcast's simulator.
 const EXPECTED: [(u32, &str); 10] = [

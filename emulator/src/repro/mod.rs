@@ -141,6 +141,29 @@ pub struct FigureMeta {
     pub y_label: String,
 }
 
+/// The points of a grid: for every series `(legend, key)` and every x of
+/// `xs`, `draws` draws of `job(key, x, draw)`.
+pub fn sweep<S, K, F>(series: &[(S, K)], xs: &[usize], draws: u32, job: F) -> Vec<PointSpec>
+where
+    S: AsRef<str>,
+    K: Copy + Send + Sync + 'static,
+    F: Fn(K, usize, u32) -> Result<f64, String> + Clone + Send + Sync + 'static,
+{
+    let mut points = Vec::with_capacity(series.len() * xs.len());
+    for (name, key) in series {
+        for &x in xs {
+            let (key, job) = (*key, job.clone());
+            points.push(PointSpec {
+                series: name.as_ref().to_string(),
+                x: x as f64,
+                draws,
+                job: Box::new(move |d| job(key, x, d)),
+            });
+        }
+    }
+    points
+}
+
 /// A figure to measure.
 pub struct FigureSpec {
     /// What it plots.

@@ -163,14 +163,11 @@ impl Chart {
         for l in &mut c.lines {
             for p in &mut l.points {
                 let (x, y, ci) = *p;
-                let lo = if self.log.y {
-                    (y - ci).max(y / 10.0)
-                } else {
-                    y - ci
-                };
                 let y2 = lg(y, self.log.y, 10.0, "a value not above 0")?;
+                // On a log axis the bar spans log(y + ci) − log(max(y − ci, y/10)),
+                // drawn symmetric about log y.
                 let half = if self.log.y {
-                    (lg(y + ci, true, 10.0, "a value not above 0")? - lg(lo, true, 10.0, "")?) / 2.0
+                    ((y + ci).log10() - (y - ci).max(y / 10.0).log10()) / 2.0
                 } else {
                     ci
                 };

@@ -14,9 +14,7 @@
 use mcast_algorithms::irregular::SplitMix64;
 use mcast_algorithms::mesh::{check_plan, evaluate, plan, Mesh, MeshAlgorithm, MeshCost, Metrics};
 
-use super::{
-    Claim, FigureMeta, FigureResult, FigureSpec, Grid, Paper, PointSpec, Results, Verdict,
-};
+use super::{sweep, Claim, FigureMeta, FigureResult, FigureSpec, Grid, Paper, Results, Verdict};
 
 /// The four schemes: (legend, planner).
 pub const SCHEMES: [(&str, &str); 4] = [
@@ -78,24 +76,14 @@ fn figure(
     seed: u64,
     pick: Pick,
 ) -> FigureSpec {
-    let mut points = Vec::new();
-    for &(name, algo) in schemes {
-        for &k in ks {
-            points.push(PointSpec {
-                series: name.into(),
-                x: k as f64,
-                draws: sets,
-                job: Box::new(move |d| {
-                    let m = measure(side, algo, flits, k, seed, d)?;
-                    Ok(match pick {
-                        Pick::Latency => m.network_latency,
-                        Pick::Traffic => m.additional_traffic as f64,
-                        Pick::Cv => m.cv,
-                    })
-                }),
-            });
-        }
-    }
+    let points = sweep(schemes, ks, sets, move |algo, k, d| {
+        let m = measure(side, algo, flits, k, seed, d)?;
+        Ok(match pick {
+            Pick::Latency => m.network_latency,
+            Pick::Traffic => m.additional_traffic as f64,
+            Pick::Cv => m.cv,
+        })
+    });
     FigureSpec {
         meta: FigureMeta {
             id: id.into(),

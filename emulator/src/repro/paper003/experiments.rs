@@ -8,7 +8,7 @@ use mcast_algorithms::path::sci_model::{estimate, SciAlgorithm, SciParams, TimeU
 use mcast_algorithms::Topology;
 
 use crate::cost::FabricCostModel;
-use crate::repro::{FigureMeta, FigureSpec, Grid, PointSpec};
+use crate::repro::{sweep, FigureMeta, FigureSpec, Grid, PointSpec};
 use crate::sim::run::{Dests, RunConfig, RunResult};
 use crate::sim::spec::SimFabric;
 
@@ -311,22 +311,23 @@ pub fn figure(
     grid: Grid,
     pick: fn(&Measured) -> f64,
 ) -> FigureSpec {
-    let mut points = Vec::new();
-    for &a in algos {
-        let name = if a == MU {
-            format!("Mu-torus (r = {})", s.r)
-        } else {
-            a.name.to_string()
-        };
-        for g in groups(s.k, grid) {
-            points.push(PointSpec {
-                series: name.clone(),
-                x: g as f64,
-                draws: draws(&s, grid),
-                job: Box::new(move |d| s.measure(a, g, d).map(|m| pick(&m))),
-            });
-        }
-    }
+    let series: Vec<(String, Algo)> = algos
+        .iter()
+        .map(|&a| {
+            let name = if a == MU {
+                format!("Mu-torus (r = {})", s.r)
+            } else {
+                a.name.to_string()
+            };
+            (name, a)
+        })
+        .collect();
+    let points = sweep(
+        &series,
+        &groups(s.k, grid),
+        draws(&s, grid),
+        move |a, g, d| s.measure(a, g, d).map(|m| pick(&m)),
+    );
     FigureSpec { meta, points }
 }
 

@@ -1,6 +1,8 @@
 //! The claims of [Robinson 1994]'s evaluations (§3.5 and §6.6), decided
 //! from the measured figures.
 
+use mcast_algorithms::ceil_log2;
+
 use super::experiments::{CUBE, LENGTHS, TORUS, UNICAST};
 use crate::repro::{Claim, FigureResult, Results};
 
@@ -24,10 +26,6 @@ fn best(f: &FigureResult, x: f64) -> String {
         .into_iter()
         .min_by(|a, b| f.mean(a, x).total_cmp(&f.mean(b, x)))
         .unwrap_or_default()
-}
-
-fn ceil_log2(x: usize) -> usize {
-    (usize::BITS - x.leading_zeros()) as usize - usize::from(x.is_power_of_two())
 }
 
 /// Claim 1: the new algorithms reduce steps and smooth U-cube's staircase.

@@ -11,7 +11,7 @@ use mcast_algorithms::trees::{plan as tree_plan, Options, PortModel, TreeAlgorit
 use mcast_algorithms::Topology;
 
 use crate::cost::FabricCostModel;
-use crate::repro::{FigureMeta, FigureSpec, Grid, PointSpec};
+use crate::repro::{sweep, FigureMeta, FigureSpec, Grid};
 use crate::sim::run::{run_to, Dests, RunConfig};
 use crate::sim::spec::SimFabric;
 
@@ -101,31 +101,20 @@ fn meta(id: &str, title: &str, x: &str, y: &str) -> FigureMeta {
 /// Figs 3.10–3.11: mean over random sets of the steps to the last
 /// destination, all-port (Model B), source 0.
 pub fn steps_figure(dim: usize, ms: &[usize], sets: u32, seed: u64) -> FigureSpec {
-    let mut points = Vec::new();
-    for (name, algo) in CUBE {
-        for &m in ms {
-            points.push(PointSpec {
-                series: name.into(),
-                x: m as f64,
-                draws: sets,
-                job: Box::new(move |d| {
-                    let topo = Topology::hypercube(dim, Resolution::default())
-                        .map_err(|e| e.to_string())?;
-                    let a: TreeAlgorithm = algo.parse().map_err(|e| format!("{e}"))?;
-                    let dests = draw_dests(1 << dim, 0, m, seed, (dim * 10_000 + m) as u64, d);
-                    let p = tree_plan(
-                        &topo,
-                        a,
-                        0,
-                        &dests,
-                        Options::with_port_model(PortModel::ALL_PORT),
-                    )
-                    .map_err(|e| e.to_string())?;
-                    Ok(p.steps() as f64)
-                }),
-            });
-        }
-    }
+    let points = sweep(&CUBE, ms, sets, move |algo, m, d| {
+        let topo = Topology::hypercube(dim, Resolution::default()).map_err(|e| e.to_string())?;
+        let a: TreeAlgorithm = algo.parse().map_err(|e| format!("{e}"))?;
+        let dests = draw_dests(1 << dim, 0, m, seed, (dim * 10_000 + m) as u64, d);
+        let p = tree_plan(
+            &topo,
+            a,
+            0,
+            &dests,
+            Options::with_port_model(PortModel::ALL_PORT),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(p.steps() as f64)
+    });
     let fig = if dim == 6 { "3.10" } else { "3.11" };
     FigureSpec {
         meta: meta(
@@ -211,28 +200,12 @@ pub fn cube_delay_figure(
     which: Delay,
     seed: u64,
 ) -> FigureSpec {
-    let mut points = Vec::new();
-    for (name, algo) in CUBE {
-        for &m in ms {
-            points.push(PointSpec {
-                series: name.into(),
-                x: m as f64,
-                draws: sets,
-                job: Box::new(move |d| {
-                    let cost = preset("ncube2", 4096, dim)?;
-                    let dests = draw_dests(1 << dim, 0, m, seed, (dim * 10_000 + m) as u64, d);
-                    delay_us(
-                        &format!("hypercube:{dim}"),
-                        &cost,
-                        &format!("host:{algo}"),
-                        0,
-                        &dests,
-                        which,
-                    )
-                }),
-            });
-        }
-    }
+    let points = sweep(&CUBE, ms, sets, move |algo, m, d| {
+        let cost = preset("ncube2", 4096, dim)?;
+        let dests = draw_dests(1 << dim, 0, m, seed, (dim * 10_000 + m) as u64, d);
+        let fabric = format!("hypercube:{dim}");
+        delay_us(&fabric, &cost, &format!("host:{algo}"), 0, &dests, which)
+    });
     let y = match which {
         Delay::Average => "average delay (µs)",
         Delay::Maximum => "maximum delay (µs)",
@@ -267,21 +240,11 @@ pub fn torus_figure(
         (_, "high-startup") => "6.5",
         _ => "6.6",
     };
-    let mut points = Vec::new();
-    for (name, algo) in TORUS {
-        for &m in s.torus_m {
-            points.push(PointSpec {
-                series: name.into(),
-                x: m as f64,
-                draws: s.torus_sets,
-                job: Box::new(move |d| {
-                    let cost = preset(startup, flits, dims)?;
-                    let dests = draw_dests(4096, 0, m, seed, (dims * 100_000 + m) as u64, d);
-                    delay_us(torus_spec(dims), &cost, algo, 0, &dests, Delay::Average)
-                }),
-            });
-        }
-    }
+    let points = sweep(&TORUS, s.torus_m, s.torus_sets, move |algo, m, d| {
+        let cost = preset(startup, flits, dims)?;
+        let dests = draw_dests(4096, 0, m, seed, (dims * 100_000 + m) as u64, d);
+        delay_us(torus_spec(dims), &cost, algo, 0, &dests, Delay::Average)
+    });
     let shape = if dims == 2 { "64×64" } else { "16×16×16" };
     let start = if startup == "high-startup" {
         "high startup (95/75 µs)"
@@ -302,22 +265,12 @@ pub fn torus_figure(
 /// Fig 6.7: average latency against the message length, m = 512, 2D, high
 /// startup.
 pub fn length_figure(s: &Sizes, seed: u64) -> FigureSpec {
-    let lengths: [u64; 6] = [8, 128, 512, 2048, 8192, 16384];
-    let mut points = Vec::new();
-    for (name, algo) in TORUS {
-        for &l in &lengths {
-            points.push(PointSpec {
-                series: name.into(),
-                x: l as f64,
-                draws: s.torus_sets,
-                job: Box::new(move |d| {
-                    let cost = preset("high-startup", l, 2)?;
-                    let dests = draw_dests(4096, 0, 512, seed, 7_000_512, d);
-                    delay_us(torus_spec(2), &cost, algo, 0, &dests, Delay::Average)
-                }),
-            });
-        }
-    }
+    let lengths = [8, 128, 512, 2048, 8192, 16384];
+    let points = sweep(&TORUS, &lengths, s.torus_sets, move |algo, l, d| {
+        let cost = preset("high-startup", l as u64, 2)?;
+        let dests = draw_dests(4096, 0, 512, seed, 7_000_512, d);
+        delay_us(torus_spec(2), &cost, algo, 0, &dests, Delay::Average)
+    });
     FigureSpec {
         meta: meta(
             "fig6.7",
@@ -331,26 +284,15 @@ pub fn length_figure(s: &Sizes, seed: u64) -> FigureSpec {
 
 /// Fig 6.8: link visits (one per link per worm) of the path plans.
 pub fn links_figure(dims: usize, s: &Sizes, seed: u64) -> FigureSpec {
-    let mut points = Vec::new();
-    for (name, algo) in TORUS {
-        for &m in s.torus_m {
-            points.push(PointSpec {
-                series: name.into(),
-                x: m as f64,
-                draws: s.torus_sets,
-                job: Box::new(move |d| {
-                    let radices: Vec<usize> = if dims == 2 { vec![64, 64] } else { vec![16; 3] };
-                    let topo =
-                        Topology::torus(&radices, mcast_algorithms::topo::Links::Unidirectional)
-                            .map_err(|e| e.to_string())?;
-                    let a: PathAlgorithm = algo.parse().map_err(|e| format!("{e:?}"))?;
-                    let dests = draw_dests(4096, 0, m, seed, (dims * 100_000 + m) as u64, d);
-                    let p = path_plan(&topo, a, 0, &dests).map_err(|e| e.to_string())?;
-                    Ok(p.link_visits() as f64)
-                }),
-            });
-        }
-    }
+    let points = sweep(&TORUS, s.torus_m, s.torus_sets, move |algo, m, d| {
+        let radices: Vec<usize> = if dims == 2 { vec![64, 64] } else { vec![16; 3] };
+        let topo = Topology::torus(&radices, mcast_algorithms::topo::Links::Unidirectional)
+            .map_err(|e| e.to_string())?;
+        let a: PathAlgorithm = algo.parse().map_err(|e| format!("{e:?}"))?;
+        let dests = draw_dests(4096, 0, m, seed, (dims * 100_000 + m) as u64, d);
+        let p = path_plan(&topo, a, 0, &dests).map_err(|e| e.to_string())?;
+        Ok(p.link_visits() as f64)
+    });
     let shape = if dims == 2 { "64×64" } else { "16×16×16" };
     FigureSpec {
         meta: meta(

@@ -1,12 +1,27 @@
-//! What the `mcsim repro` tests share: the verdict words, a quick run of
-//! the binary, and the verdicts of a paper's quick grid from the library.
+//! What the `mcsim` tests share: running the binary, and for `mcsim repro`
+//! the verdict words, a quick run and the verdicts of a paper's quick grid
+//! from the library.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use mcast_emulator::repro::{run_figures, Grid, Paper, Verdict};
+
+/// Run `mcsim ARGS`: (exit status, stdout, stderr).
+pub fn mcsim(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcsim"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mcsim");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
 
 /// A verdict as `verdicts.csv` writes it.
 pub fn word(v: &Verdict) -> &'static str {
