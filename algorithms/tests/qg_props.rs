@@ -94,4 +94,25 @@ proptest! {
         let w = g.primary.iter().map(|x| x.weight).sum::<usize>() as f64 / g.primary.len() as f64;
         prop_assert!((g.w_av - w).abs() < 1e-9);
     }
+
+    /// R (the label-monotone routing function): every step is a link and
+    /// moves the label strictly towards the target's; in 2-D (and 1-D) the
+    /// route is a shortest path, as Lin, McKinley and Ni prove.
+    #[test]
+    fn label_routes_are_monotone_walks((radices, p, d) in case(3)) {
+        let mesh = Mesh::new(&radices).unwrap();
+        for &to in &d {
+            let mut route = vec![p];
+            mesh.label_route_into(p, to, &mut route);
+            prop_assert_eq!(route.last(), Some(&to));
+            let up = mesh.label(to) > mesh.label(p);
+            for w in route.windows(2) {
+                prop_assert!(mesh.adjacent(w[0], w[1]));
+                prop_assert_eq!(mesh.label(w[1]) > mesh.label(w[0]), up);
+            }
+            if radices.len() <= 2 {
+                prop_assert_eq!(route.len() - 1, mesh.dist(p, to));
+            }
+        }
+    }
 }

@@ -182,6 +182,45 @@ impl Mesh {
         }
     }
 
+    /// Append the label-monotone route of Lin, McKinley and Ni's routing
+    /// function R from `from` to `to`, without `from` itself: while the
+    /// label of `to` is higher, step to the neighbour with the highest label
+    /// not above it; while it is lower, to the neighbour with the lowest
+    /// label not below it. Every channel taken raises (or every one lowers)
+    /// the label, so a worm routed this way stays in one of the two acyclic
+    /// subnetworks; in 2-D every route is a shortest one.
+    pub fn label_route_into(&self, from: usize, to: usize, out: &mut Vec<usize>) {
+        if from >= self.nodes || to >= self.nodes {
+            return;
+        }
+        let target = self.label(to);
+        let mut x = from;
+        while x != to {
+            let up = self.label(x) < target;
+            let mut best: Option<(usize, usize)> = None;
+            for d in 0..self.dims() {
+                for plus in [false, true] {
+                    let Some(w) = self.neighbour(x, d, plus) else {
+                        continue;
+                    };
+                    let l = self.label(w);
+                    let ok = if up { l <= target } else { l >= target };
+                    let better = match best {
+                        None => true,
+                        Some((_, b)) => (up && l > b) || (!up && l < b),
+                    };
+                    if ok && better {
+                        best = Some((w, l));
+                    }
+                }
+            }
+            // The neighbour with the next label always qualifies.
+            let Some((w, _)) = best else { return };
+            out.push(w);
+            x = w;
+        }
+    }
+
     /// The dimension-ordered route from `from` to `to` as the nodes
     /// traversed, both ends included.
     ///

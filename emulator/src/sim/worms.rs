@@ -410,6 +410,8 @@ mod tests {
                 flits: l,
                 buf: b,
                 vcs: 1,
+                link_vcs: 1,
+                eject: 1,
                 wormhole: true,
             };
             let mut tr = Tracker::new(n, 1, p, 1);

@@ -164,7 +164,8 @@ fn path_header(
 }
 
 /// Encode a header's state for the next switch: `(kind, route)`. `None`
-/// for [`SwitchHeader::Consumed`] (never sent).
+/// for [`SwitchHeader::Consumed`] (never sent) and [`SwitchHeader::Source`]
+/// (simulator only: no rank's route decodes to one).
 pub fn encode_private(origin: u32, h: &SwitchHeader) -> Option<(u8, Vec<u8>)> {
     let mut v = origin.to_le_bytes().to_vec();
     let kind = match h {
@@ -189,7 +190,7 @@ pub fn encode_private(origin: u32, h: &SwitchHeader) -> Option<(u8, Vec<u8>)> {
             v.extend_from_slice(&r.encode());
             PRIVATE_MIN
         }
-        SwitchHeader::Consumed => return None,
+        SwitchHeader::Consumed | SwitchHeader::Source(_) => return None,
     };
     Some((kind, v))
 }

@@ -48,7 +48,12 @@ struct InputVc {
 
 #[derive(Debug)]
 struct OutputPort {
+    /// When the link (or, on a host port with several ejection channels,
+    /// the first of them) is free.
     link_free: Time,
+    /// A host port with several ejection channels: when each is free
+    /// (empty otherwise).
+    lanes: Vec<Time>,
     /// Backfilling only: the link's reservations.
     resv: mcast::fabric::Timeline,
     credits: Vec<u32>,
@@ -125,19 +130,25 @@ impl SwitchEngine {
         let outputs = (0..ports)
             .map(|port| {
                 let link = routing.link(id, port);
+                let host = matches!(link, PortLink::Host(_));
                 OutputPort {
                     link_free: 0,
+                    lanes: if host && p.eject > 1 {
+                        vec![0; usize::from(p.eject)]
+                    } else {
+                        Vec::new()
+                    },
                     resv: mcast::fabric::Timeline::default(),
                     credits: vec![p.buf; p.vcs as usize],
                     waiters: Vec::new(),
-                    host: matches!(link, PortLink::Host(_)),
+                    host,
                     armed_at: Time::MAX,
                     pending: Vec::new(),
                     next_vc: 0,
                 }
             })
             .collect();
-        let v = p.vcs;
+        let v = p.link_vcs;
         let ranges = std::array::from_fn(|c| {
             let c = (c as u16).min(classes - 1);
             (c * v / classes, (c + 1) * v / classes)
@@ -235,7 +246,7 @@ impl SwitchEngine {
         if let Some(&r) = self.ranges.get(c as usize) {
             return r;
         }
-        let v = self.p.vcs;
+        let v = self.p.link_vcs;
         let c = u16::from(c).min(self.classes - 1);
         (c * v / self.classes, (c + 1) * v / self.classes)
     }

@@ -217,6 +217,7 @@ fn drop_header(h: SwitchHeader) {
     match h {
         SwitchHeader::Irregular(b) => drop(b),
         SwitchHeader::Path(b) => drop(b),
+        SwitchHeader::Source(b) => drop(b),
         SwitchHeader::Unicast { dest: _ } | SwitchHeader::Min(_) | SwitchHeader::Consumed => {}
     }
 }

@@ -57,6 +57,12 @@ pub struct SwitchParams {
     pub buf: u32,
     /// VCs per port.
     pub vcs: u16,
+    /// VCs routing may allocate on a network link (≤ `vcs`; the host
+    /// injection port has all `vcs`).
+    pub link_vcs: u16,
+    /// Ejection channels per host port (all-port hosts receive on several
+    /// at once).
+    pub eject: u16,
     /// Wormhole switching (see the module doc of [`crate::switch`]); off:
     /// virtual cut-through.
     pub wormhole: bool,
@@ -80,10 +86,13 @@ impl SwitchParams {
                         this fabric models virtual cut-through"
                 .into());
         }
-        if cost.inject_ports != 1 {
-            return Err("inject_ports runs in the simulator (mcsim) only; \
+        if cost.inject_ports != 1 || cost.eject_ports != 1 || cost.link_vcs != 0 {
+            return Err(
+                "inject_ports, eject_ports and link_vcs run in the simulator (mcsim) \
+                        only; \
                         this fabric's hosts have one port"
-                .into());
+                    .into(),
+            );
         }
         SwitchParams::from_cost_any(cost, classes)
     }
@@ -111,6 +120,16 @@ impl SwitchParams {
             ));
         }
         let vcs = u16::try_from(vcs).map_err(|_| format!("num_vcs = {vcs} is too large"))?;
+        let link_vcs = match cost.link_vcs {
+            0 => vcs,
+            l if l >= classes && l <= u64::from(vcs) => l as u16,
+            l => {
+                return Err(format!(
+                    "link_vcs = {l} needs the fabric's {classes} VC classes <= link_vcs <= \
+                     num_vcs ({vcs})"
+                ))
+            }
+        };
         let to_u32 =
             |x: u64, what: &str| u32::try_from(x).map_err(|_| format!("{what} = {x} is too large"));
         Ok(SwitchParams {
@@ -119,6 +138,9 @@ impl SwitchParams {
             flits: to_u32(cost.packet_flits, "packet_flits")?,
             buf: to_u32(cost.vc_buf_flits, "vc_buf_flits")?,
             vcs,
+            link_vcs,
+            eject: u16::try_from(cost.eject_ports.max(1))
+                .map_err(|_| format!("eject_ports = {} is too large", cost.eject_ports))?,
             wormhole: cost.switching == Switching::Wormhole,
         })
     }

@@ -174,6 +174,24 @@ pub(crate) struct LoadArgs {
     /// RNG seed.
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
+    /// Carry multicast:D with hosts and NIs that relay: tree-worm,
+    /// path-greedy, path-lg, ssr-greedy, ssr-lg (irregular fabrics),
+    /// ni:<tree> (NI-based, e.g. ni:kbinomial), dp, mp, cp, qg[:TD]
+    /// (meshes). The hosts and NIs pay t_hs, t_hr, t_ns, t_nr and DMA;
+    /// --rate is then message flits generated per cycle per host.
+    #[arg(long, value_name = "S")]
+    pub(crate) scheme: Option<String>,
+    /// With --scheme: packets per message.
+    #[arg(long, default_value_t = 1, requires = "scheme")]
+    pub(crate) packets: usize,
+    /// With --scheme: the share of messages that are multicasts (the rest
+    /// are unicasts to one random host).
+    #[arg(long, default_value_t = 1.0, requires = "scheme")]
+    pub(crate) multicast_share: f64,
+    /// With --scheme: the source's preparation time per multicast, cycles
+    /// (default: the scheme's; DP 2, MP 2, CP 4, QG 16, others 0).
+    #[arg(long, requires = "scheme")]
+    pub(crate) prep: Option<u64>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,

@@ -135,7 +135,9 @@ pub(crate) fn run_run(args: &RunArgs) -> ExitCode {
 }
 
 pub(crate) fn run_load(args: &LoadArgs) -> ExitCode {
-    use mcast_emulator::sim::load::{run_load_with_progress, LoadConfig, Traffic};
+    use mcast_emulator::sim::load::{
+        run_host_load, run_load_with_progress, HostLoad, LoadConfig, LoadScheme, Traffic,
+    };
     use mcast_emulator::sim::spec::SimFabric;
     let (cost, spec) = match build_cost(&args.cost, &args.fabric) {
         Ok(c) => c,
@@ -148,6 +150,18 @@ pub(crate) fn run_load(args: &LoadArgs) -> ExitCode {
     let traffic: Traffic = match args.traffic.parse() {
         Ok(t) => t,
         Err(e) => return sim_fail(&e),
+    };
+    let hosts = match &args.scheme {
+        None => None,
+        Some(s) => match s.parse::<LoadScheme>() {
+            Ok(scheme) => Some(HostLoad {
+                scheme,
+                packets: args.packets,
+                multicast_share: args.multicast_share,
+                prep: args.prep,
+            }),
+            Err(e) => return sim_fail(&e),
+        },
     };
     let mut rates = Vec::new();
     for r in args.rate.split(',') {
@@ -170,7 +184,10 @@ pub(crate) fn run_load(args: &LoadArgs) -> ExitCode {
         let t0 = std::time::Instant::now();
         let c0 = cpu_seconds();
         let mut bar = Bar::new("cycles");
-        let result = run_load_with_progress(&fabric, &cost, &cfg, &mut |p| bar.update(p));
+        let result = match &hosts {
+            Some(h) => run_host_load(&fabric, &cost, &cfg, h, &mut |p| bar.update(p)),
+            None => run_load_with_progress(&fabric, &cost, &cfg, &mut |p| bar.update(p)),
+        };
         drop(bar);
         match result {
             Ok(r) => {
@@ -196,7 +213,7 @@ pub(crate) fn run_load(args: &LoadArgs) -> ExitCode {
         eprintln!("mcsim: {n}");
     }
     if args.json {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "fabric": spec.trim(),
             "traffic": args.traffic.trim(),
             "warmup": args.warmup,
@@ -205,6 +222,14 @@ pub(crate) fn run_load(args: &LoadArgs) -> ExitCode {
             "cost": cost,
             "points": rows,
         });
+        if let (Some(s), Some(o)) = (&args.scheme, v.as_object_mut()) {
+            o.insert("scheme".into(), serde_json::json!(s.trim()));
+            o.insert("packets".into(), serde_json::json!(args.packets));
+            o.insert(
+                "multicast_share".into(),
+                serde_json::json!(args.multicast_share),
+            );
+        }
         return print_json(&v, false);
     }
     let peak = rows

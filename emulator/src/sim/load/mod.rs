@@ -34,11 +34,15 @@ use crate::cost::FabricCostModel;
 use crate::sim::spec::SimFabric;
 use crate::switch::{SwitchPacket, Time};
 
+pub mod hosts;
 pub mod injection;
+pub mod schemes;
 pub mod stats;
 pub mod traffic;
 
+pub use hosts::{run_host_load, HostLoad};
 use injection::Bernoulli;
+pub use schemes::LoadScheme;
 use stats::Stats;
 use traffic::Generator;
 pub use traffic::Traffic;
@@ -83,6 +87,10 @@ pub struct LoadResult {
     pub max_latency: Time,
     /// The drain did not finish: the offered load is beyond saturation.
     pub saturated: bool,
+    /// Jitter: the mean over the measured multicasts of the coefficient of
+    /// variation of their destinations' latencies (multicast traffic only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter_cv: Option<f64>,
     /// The last cycle simulated.
     pub end: Time,
     /// Network counters.
@@ -121,7 +129,7 @@ pub fn run_load(
 }
 
 /// Report the cycles simulated every this many cycles.
-const PROGRESS_EVERY: Time = 10_000;
+pub(super) const PROGRESS_EVERY: Time = 10_000;
 
 /// [`run_load`], reporting the cycles simulated (out of the end of the
 /// measurement window) to `progress` now and then.
@@ -211,6 +219,7 @@ pub fn run_load_with_progress(
         mean_latency: stats.mean_latency(),
         max_latency: stats.lat_max,
         saturated: stats.measured_done < stats.measured,
+        jitter_cv: stats.mean_cv(),
         end,
         stats: net.stats,
     })

@@ -15,6 +15,12 @@ struct Rec {
     /// Multicast destinations not yet reached.
     left: Vec<u32>,
     measured: bool,
+    /// Sum and sum of squares of the destinations' latencies so far.
+    sum: f64,
+    sum2: f64,
+    reached: u32,
+    /// The largest latency so far (the message's, once done).
+    max: Time,
 }
 
 impl Rec {
@@ -56,6 +62,10 @@ pub(super) struct Stats {
     lat_sum: u128,
     pub(super) lat_max: Time,
     delivered_flits: u64,
+    /// Sum of the measured multicasts' coefficients of variation, and
+    /// their number.
+    cv_sum: f64,
+    cv_n: u64,
 }
 
 impl Stats {
@@ -74,6 +84,8 @@ impl Stats {
             lat_sum: 0,
             lat_max: 0,
             delivered_flits: 0,
+            cv_sum: 0.0,
+            cv_n: 0,
         }
     }
 
@@ -94,6 +106,10 @@ impl Stats {
             one,
             left,
             measured,
+            sum: 0.0,
+            sum2: 0.0,
+            reached: 0,
+            max: 0,
         });
         if measured {
             self.measured += 1;
@@ -101,15 +117,29 @@ impl Stats {
         id
     }
 
-    /// Packet `id`'s tail reached host `node` at `at`.
+    /// Packet `id`'s tail reached host `node` at `at`: its flits count,
+    /// and `node` has it.
     ///
     /// # Errors
-    /// [`SimulatorError::Internal`] for an unknown packet or a host that is not an
-    /// outstanding destination (the exactly-once check).
+    /// As [`Stats::reached`].
     pub(super) fn arrived(&mut self, id: u64, node: usize, at: Time) -> Result<(), SimulatorError> {
+        self.flits_in(at, self.flits);
+        self.reached(id, node, at)
+    }
+
+    /// `flits` flits reached a host at `at`.
+    pub(super) fn flits_in(&mut self, at: Time, flits: u64) {
         if self.in_window(at) {
-            self.delivered_flits += self.flits;
+            self.delivered_flits += flits;
         }
+    }
+
+    /// Message `id` is complete at host `node` at `at`.
+    ///
+    /// # Errors
+    /// [`SimulatorError::Internal`] for an unknown message or a host that is
+    /// not an outstanding destination (the exactly-once check).
+    pub(super) fn reached(&mut self, id: u64, node: usize, at: Time) -> Result<(), SimulatorError> {
         let Some(r) = self.recs.get_mut(id as usize) else {
             return Err(SimulatorError::Internal(format!(
                 "unknown packet {id} delivered"
@@ -121,11 +151,25 @@ impl Stats {
                  or already has it"
             )));
         }
+        let l = at.saturating_sub(r.gen);
+        r.sum += l as f64;
+        r.sum2 += (l as f64).powi(2);
+        r.reached += 1;
+        r.max = r.max.max(l);
+        let l = r.max;
         if r.done() && r.measured {
             self.measured_done += 1;
-            let l = at - r.gen;
             self.lat_sum += u128::from(l);
             self.lat_max = self.lat_max.max(l);
+            if r.reached > 1 {
+                let n = f64::from(r.reached);
+                let mean = r.sum / n;
+                let var = (r.sum2 / n - mean * mean).max(0.0);
+                if mean > 0.0 {
+                    self.cv_sum += var.sqrt() / mean;
+                    self.cv_n += 1;
+                }
+            }
         }
         Ok(())
     }
@@ -139,6 +183,14 @@ impl Stats {
     /// Accepted throughput over the window, flits per cycle per host.
     pub(super) fn accepted(&self, hosts: usize, cycles: Time) -> f64 {
         self.delivered_flits as f64 / (hosts as f64 * cycles as f64)
+    }
+
+    /// The mean over the delivered measured multicasts (of two or more
+    /// destinations) of the coefficient of variation (population SD / mean)
+    /// of their destinations' latencies [Al-Dubai 2009, §4.1]; `None` if
+    /// there were none.
+    pub(super) fn mean_cv(&self) -> Option<f64> {
+        (self.cv_n > 0).then(|| self.cv_sum / self.cv_n as f64)
     }
 
     /// Mean latency of the delivered measured packets (NaN if none).

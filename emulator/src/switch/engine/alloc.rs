@@ -229,7 +229,13 @@ impl SwitchEngine {
         };
         let o = &mut self.outputs[port];
         let host = o.host;
-        o.link_free = o.link_free.max(now + ser);
+        if let Some(lane) = o.lanes.iter_mut().min() {
+            // Several ejection channels: the first free one takes it.
+            *lane = (*lane).max(now) + ser;
+            o.link_free = o.lanes.iter().copied().min().unwrap_or(now + ser);
+        } else {
+            o.link_free = o.link_free.max(now + ser);
+        }
         if self.backfill {
             o.resv.reserve(now, now + ser);
         }

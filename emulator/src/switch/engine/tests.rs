@@ -59,6 +59,8 @@ fn params() -> SwitchParams {
         flits: 4,
         buf: 4,
         vcs: 1,
+        link_vcs: 1,
+        eject: 1,
         wormhole: false,
     }
 }

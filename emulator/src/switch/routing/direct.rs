@@ -218,6 +218,7 @@ impl Routing for DirectRouting {
         let dest = match header {
             SwitchHeader::Unicast { dest } => dest,
             SwitchHeader::Path(p) => return self.route_path(switch, p, out),
+            SwitchHeader::Source(h) => return super::source::route_source(h, out),
             _ => return Err(SwitchRouteError::Unsupported),
         };
         let dest = *dest as usize;

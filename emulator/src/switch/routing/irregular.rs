@@ -78,9 +78,10 @@ impl Routing for IrregularRouting {
                 return Ok(());
             }
             SwitchHeader::Irregular(h) => self.fabric.decide(switch, in_port, h, 0)?,
-            SwitchHeader::Consumed | SwitchHeader::Path(_) | SwitchHeader::Min(_) => {
-                return Err(SwitchRouteError::Unsupported)
-            }
+            SwitchHeader::Consumed
+            | SwitchHeader::Path(_)
+            | SwitchHeader::Min(_)
+            | SwitchHeader::Source(_) => return Err(SwitchRouteError::Unsupported),
         };
         for o in d.outputs {
             out.push(Out {

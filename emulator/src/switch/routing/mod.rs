@@ -17,13 +17,16 @@
 //! * [`MinRouting`]: the wrap-around MIN of 2×2 replicating switching
 //!   elements, routed by region headers.
 //! * Path worms on unidirectional tori ([`PathHeader`]) are routed by
-//!   [`DirectRouting`] with R_UTPR ([`path`]).
+//!   [`DirectRouting`] with R_UTPR ([`path`]); source-routed worms
+//!   ([`SourceRoute`], the mesh path schemes) by the ports they carry
+//!   ([`source`]).
 
 mod crossbar;
 mod direct;
 mod irregular;
 mod min;
 pub mod path;
+pub mod source;
 
 use mcast_algorithms::irregular::{self as irr, RouteHeader};
 use mcast_algorithms::min::{self as minnet, RegionHeader};
@@ -33,6 +36,7 @@ pub use direct::{torus_links, DirectRouting};
 pub use irregular::IrregularRouting;
 pub use min::MinRouting;
 pub use path::PathHeader;
+pub use source::SourceRoute;
 
 /// Where a switch port leads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +70,9 @@ pub enum SwitchHeader {
     Path(Box<PathHeader>),
     /// A MIN region header (Park & Yoon's (min, max)).
     Min(RegionHeader),
+    /// A source-routed worm with intermediate reception on a direct
+    /// topology (simulator only; see [`source`]).
+    Source(Box<SourceRoute>),
     /// Placeholder left in a branch whose copy has left.
     Consumed,
 }

@@ -21,6 +21,7 @@
 //!   so a unicast costs τ_S + (H + L)·τ_n + τ_R. nCUBE-2: τ_S ≈ 107 µs,
 //!   τ_R ≈ 80 µs (its τ_n is not given; 0.5 µs is assumed). High startup:
 //!   95 / 75 µs; low startup: 10 / 8 µs.
+//! * `qg`: the mesh of [Al-Dubai 2009, §4.1] (see [`FabricCostModel::qg`]).
 //! * `unitstep`: the unit-step model of [Sivaram 1998, §4.3.2]. Only the per-copy step
 //!   counts: one-flit packets, one flit per cycle, no overheads and no
 //!   routing or propagation delay, so a copy occupies its sender's injection
@@ -72,7 +73,7 @@ pub enum CostError {
     },
     /// An unknown preset.
     #[error(
-        "unknown preset `{0}` (known: irregular, ncube2, high-startup, low-startup, unitstep)"
+        "unknown preset `{0}` (known: irregular, ncube2, high-startup, low-startup, unitstep, qg)"
     )]
     UnknownPreset(String),
     /// A combination of values the simulator cannot run.
@@ -132,6 +133,21 @@ pub struct FabricCostModel {
     /// only; serialized only when not 1.
     #[serde(skip_serializing_if = "is_one")]
     pub inject_ports: u64,
+    /// VCs per network link that routing may allocate (0: all `num_vcs`).
+    /// Fewer than `num_vcs` models all-port hosts on a network without
+    /// virtual channels: the host's injection port keeps `num_vcs`
+    /// channels, every link only these. Simulator only; serialized only
+    /// when set.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub link_vcs: u64,
+    /// Ejection channels per host (1: one-port; all-port hosts receive
+    /// several worms at once). Simulator only; serialized only when not 1.
+    #[serde(skip_serializing_if = "is_one")]
+    pub eject_ports: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 fn is_one(x: &u64) -> bool {
@@ -173,6 +189,14 @@ pub const KEYS: &[(&str, &str)] = &[
         "inject_ports",
         "injection channels per host (1 = one-port; all-port: one per network port)",
     ),
+    (
+        "eject_ports",
+        "ejection channels per host (1 = one-port; all-port: one per network port)",
+    ),
+    (
+        "link_vcs",
+        "VCs per network link routing may use (0 = num_vcs; fewer: all-port hosts without VCs)",
+    ),
 ];
 
 impl Default for FabricCostModel {
@@ -205,6 +229,8 @@ impl FabricCostModel {
             watchdog_cycles: 100_000,
             switching: Switching::Vct,
             inject_ports: 1,
+            link_vcs: 0,
+            eject_ports: 1,
         }
     }
 
@@ -232,6 +258,8 @@ impl FabricCostModel {
             watchdog_cycles: 1_000_000,
             switching: Switching::Vct,
             inject_ports: 1,
+            link_vcs: 0,
+            eject_ports: 1,
         }
     }
 
@@ -258,6 +286,42 @@ impl FabricCostModel {
             watchdog_cycles: 1_000,
             switching: Switching::Vct,
             inject_ports: 1,
+            link_vcs: 0,
+            eject_ports: 1,
+        }
+    }
+
+    /// The mesh of [Al-Dubai 2009, §4.1]: start-up T_s = 33 cycles per
+    /// message-passing step (in `t_hs`; no other host or NI cost), β = 1
+    /// cycle per flit per channel (one flit per cycle, `link_delay = 1`, no
+    /// routing or crossbar delay), 64-flit messages, wormhole with one-flit
+    /// buffers, one channel per link, and all-port hosts: 4 injection
+    /// channels (`inject_ports = 4` on `num_vcs = 4`, of which `link_vcs =
+    /// 1` on every link) and 4 ejection channels (`eject_ports = 4`).
+    pub fn qg() -> FabricCostModel {
+        FabricCostModel {
+            preset: "qg".into(),
+            cycle_ns: 1.0,
+            t_hs: 33,
+            t_hr: 0,
+            t_ns: 0,
+            t_nr: 0,
+            dma_mb_s: 0.0,
+            flit_bytes: 1,
+            packet_flits: 64,
+            link_bandwidth: 1,
+            routing_delay: 0,
+            crossbar_delay: 0,
+            link_delay: 1,
+            credit_delay: 1,
+            num_vcs: 4,
+            vc_buf_flits: 1,
+            dateline: false,
+            watchdog_cycles: 20_000,
+            switching: Switching::Wormhole,
+            inject_ports: 4,
+            link_vcs: 1,
+            eject_ports: 4,
         }
     }
 
@@ -272,6 +336,7 @@ impl FabricCostModel {
             "high-startup" | "high" => Ok(FabricCostModel::thesis("high-startup", 95.0, 75.0)),
             "low-startup" | "low" => Ok(FabricCostModel::thesis("low-startup", 10.0, 8.0)),
             "unitstep" | "unit-step" => Ok(FabricCostModel::unitstep()),
+            "qg" | "al-dubai" => Ok(FabricCostModel::qg()),
             other => Err(CostError::UnknownPreset(other.to_string())),
         }
     }
@@ -353,6 +418,13 @@ impl FabricCostModel {
             "watchdog_cycles" => self.watchdog_cycles = pos()?,
             "switching" => self.switching = value.parse().map_err(|e: String| bad(&e))?,
             "inject_ports" => self.inject_ports = pos()?,
+            "eject_ports" => self.eject_ports = pos()?,
+            "link_vcs" => {
+                self.link_vcs = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad("expected a count (0 = every VC)"))?
+            }
             _ => {
                 return Err(CostError::UnknownKey {
                     key: key.to_string(),
@@ -481,114 +553,11 @@ impl fmt::Display for FabricCostModel {
         writeln!(f, "dateline = {};", u8::from(self.dateline))?;
         writeln!(f, "watchdog_cycles = {};", self.watchdog_cycles)?;
         writeln!(f, "switching = {};", self.switching.name())?;
-        writeln!(f, "inject_ports = {};", self.inject_ports)
+        writeln!(f, "inject_ports = {};", self.inject_ports)?;
+        writeln!(f, "link_vcs = {};", self.link_vcs)?;
+        writeln!(f, "eject_ports = {};", self.eject_ports)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn irregular_defaults_match_paper_6_2() {
-        let c = FabricCostModel::default();
-        assert_eq!((c.t_hs, c.t_hr, c.t_ns, c.t_nr), (1000, 1000, 1000, 1000));
-        assert_eq!(
-            (c.packet_flits, c.vc_buf_flits, c.flit_bytes),
-            (128, 640, 1)
-        );
-        assert_eq!(c.cycle_ns, 5.0);
-        // 128 B at 266 MB/s = 481 ns = 96.2 cycles -> 97.
-        assert_eq!(c.dma_cycles(), 97);
-        assert_eq!(c.t_r(), 2);
-        assert_eq!(c.serialization(), 128);
-    }
-
-    #[test]
-    fn r_sets_ni_overheads_from_t_hs() {
-        let mut c = FabricCostModel::default();
-        for (r, want) in [("0.5", 2000), ("1", 1000), ("2", 500), ("5", 200)] {
-            c.set("r", r).unwrap();
-            assert_eq!((c.t_ns, c.t_nr), (want, want), "R = {r}");
-        }
-    }
-
-    #[test]
-    fn thesis_presets() {
-        let h = FabricCostModel::preset("high-startup").unwrap();
-        assert_eq!((h.t_ns, h.t_nr, h.cycle_ns), (190, 150, 500.0));
-        let l = FabricCostModel::preset("low-startup").unwrap();
-        assert_eq!((l.t_ns, l.t_nr), (20, 16));
-        let n = FabricCostModel::preset("ncube2").unwrap();
-        assert_eq!((n.t_ns, n.t_nr), (214, 160));
-    }
-
-    #[test]
-    fn config_round_trips_and_reports_bad_lines() {
-        let mut c = FabricCostModel::preset("low-startup").unwrap();
-        c.set("num_vcs", "4").unwrap();
-        c.set("dateline", "off").unwrap();
-        let text = c.to_string();
-        let mut d = FabricCostModel::default();
-        d.parse_config(&text).unwrap();
-        d.preset = c.preset.clone();
-        assert_eq!(c, d);
-        let mut e = FabricCostModel::default();
-        let err = e
-            .parse_config("// booksim style\nnum_vcs = 4;\n\nbogus = 3;\n")
-            .unwrap_err();
-        assert!(matches!(err, CostError::UnknownKey { ref key, .. } if key == "bogus"));
-        let err = e.parse_config("num_vcs = 2\nnum_vcs 4\n").unwrap_err();
-        assert!(matches!(err, CostError::Syntax { line: 2, .. }));
-        let err = e.set("packet_flits", "0").unwrap_err();
-        assert!(matches!(err, CostError::BadValue { .. }));
-        let err = e.set("t_hs", "-3").unwrap_err();
-        assert!(matches!(err, CostError::BadValue { .. }));
-        assert!(e.set_pair("link_delay=4").is_ok());
-        assert_eq!(e.link_delay, 4);
-        assert!(e.set_pair("link_delay").is_err());
-        assert!(FabricCostModel::preset("nope").is_err());
-    }
-
-    #[test]
-    fn validate_refuses_wormhole_buffers() {
-        let mut c = FabricCostModel::default();
-        c.set("vc_buf_flits", "64").unwrap();
-        assert!(c.validate().is_err());
-    }
-
-    /// `switching`: vct by default, wormhole by key, config line or
-    /// `--set`, printed and read back; wormhole takes buffers of any size
-    /// from one flit, VCT still refuses buffers smaller than a packet.
-    #[test]
-    fn switching_knob_round_trips_and_validates() {
-        let mut c = FabricCostModel::default();
-        assert_eq!(c.switching, Switching::Vct);
-        assert!(c.to_string().contains("switching = vct;"));
-        c.parse_config("switching = wormhole; vc_buf_flits = 1;")
-            .unwrap();
-        assert_eq!(c.switching, Switching::Wormhole);
-        assert!(c.validate().is_ok());
-        let mut d = FabricCostModel::default();
-        d.parse_config(&c.to_string()).unwrap();
-        assert_eq!(c, d);
-        let mut e = FabricCostModel::default();
-        e.set_pair("switching=wormhole").unwrap();
-        e.set_pair("vc_buf_flits=7").unwrap();
-        assert!(e.validate().is_ok());
-        e.set_pair("switching=vct").unwrap();
-        assert!(e.validate().is_err());
-        assert!(e.set("vc_buf_flits", "0").is_err());
-        assert!(matches!(
-            e.set("switching", "store-and-forward"),
-            Err(CostError::BadValue { .. })
-        ));
-        // The simulator's parameters take wormhole; the socket fabric's
-        // (VCT only) refuse it.
-        use crate::switch::SwitchParams;
-        e.set_pair("switching=wormhole").unwrap();
-        let p = SwitchParams::from_cost_any(&e, 1).unwrap();
-        assert!(p.wormhole && p.need() == 7);
-        assert!(SwitchParams::from_cost(&e, 1).is_err());
-    }
-}
+mod tests;
