@@ -20,7 +20,10 @@ use super::super::{FigureMeta, FigureSpec, Grid, PointSpec};
 
 /// The runs of one reproduction, shared by the panels that read them.
 #[derive(Default)]
-pub(super) struct Runs(Mutex<HashMap<String, Arc<OnceLock<Result<LoadResult, String>>>>>);
+pub(super) struct Runs(Mutex<HashMap<String, Arc<Cell>>>);
+
+/// One run, computed by its first reader.
+type Cell = OnceLock<Result<LoadResult, String>>;
 
 /// One load run's parameters.
 #[derive(Debug, Clone, Copy)]
