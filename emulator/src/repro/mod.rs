@@ -24,6 +24,7 @@ pub mod paper004;
 pub mod plot;
 pub mod report;
 pub mod run;
+pub mod runs;
 pub mod stats;
 
 pub use stats::Stat;

@@ -50,7 +50,15 @@ pub fn c11(r: &Results) -> Claim {
             "fig19", "fig20", "fig21", "fig22", "fig23", "fig24", "fig25",
         ],
     );
-    let figs = panels(r, "fig");
+    // The single-multicast figures (Figs 26–28 are under load).
+    let figs: Vec<_> = panels(r, "fig")
+        .into_iter()
+        .filter(|f| {
+            !["fig26", "fig27", "fig28"]
+                .iter()
+                .any(|p| f.meta.id.starts_with(p))
+        })
+        .collect();
     if figs.is_empty() {
         return c;
     }
@@ -301,42 +309,6 @@ pub fn c16(r: &Results) -> Claim {
         "the 4-packet ratios differ by 10% or more, or match the 1-packet ratio as well".into()
     };
     c
-}
-
-/// Claims 17–19: under multicast load; the simulator cannot run them yet.
-pub fn c17_19() -> Vec<Claim> {
-    let needs = "multicast load for the NI-based and path-based schemes: `mcsim load` carries \
-                 multicast only as tree worms on irregular fabrics";
-    let mk = |id, s: &str, src: &str| Claim {
-        id,
-        statement: s.into(),
-        source: src.into(),
-        ours: "—".into(),
-        verdict: Verdict::NotCheckable(needs.into()),
-        why: "the claim compares the three schemes under load; only one of them runs under load"
-            .into(),
-        figures: vec![],
-    };
-    vec![
-        mk(
-            17,
-            "Under increasing load the tree worm saturates last; with R ≤ 1 NI-based is worst; \
-             with R > 1 NI ≈ tree, both much better than path.",
-            "[Sivaram 1998, §6.5, Fig 26]",
-        ),
-        mk(
-            18,
-            "Under load with 1024-flit messages NI-based saturates earlier and has higher latency \
-             than path-based, especially 15-way, though it wins a single 1024-flit multicast.",
-            "[Sivaram 1998, §6.5, Fig 28]",
-        ),
-        mk(
-            19,
-            "Under load, path-based saturation approaches NI-based saturation as the number of \
-             switches grows.",
-            "[Sivaram 1998, §6.5, Fig 27]",
-        ),
-    ]
 }
 
 /// Claim 20: unicast saturation below 0.18 in every network.

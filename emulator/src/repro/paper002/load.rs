@@ -9,21 +9,14 @@
 //! the last destination) and an accepted-throughput panel; both read the
 //! same runs (a point's run is shared through [`Runs`]).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use crate::cost::FabricCostModel;
 use crate::sim::load::{run_host_load, HostLoad, LoadConfig, LoadResult, LoadScheme, Traffic};
 use crate::sim::spec::SimFabric;
 
+use super::super::runs::Runs;
 use super::super::{FigureMeta, FigureSpec, Grid, PointSpec};
-
-/// The runs of one reproduction, shared by the panels that read them.
-#[derive(Default)]
-pub(super) struct Runs(Mutex<HashMap<String, Arc<Cell>>>);
-
-/// One run, computed by its first reader.
-type Cell = OnceLock<Result<LoadResult, String>>;
 
 /// One load run's parameters.
 #[derive(Debug, Clone, Copy)]
@@ -67,20 +60,9 @@ impl Len {
     }
 }
 
-impl Runs {
-    /// The run of `p`, draw `d` (computed once; a second reader waits for
-    /// the first).
-    pub(super) fn get(&self, p: Point, len: Len, seed: u64, d: u32) -> Result<LoadResult, String> {
-        let key = format!("{p:?} {len:?} {seed} {d}");
-        let cell = {
-            let mut m = self
-                .0
-                .lock()
-                .map_err(|_| "a load run panicked".to_string())?;
-            m.entry(key).or_default().clone()
-        };
-        cell.get_or_init(|| run(p, len, seed, d)).clone()
-    }
+/// The run of `p`, draw `d`, from `runs`.
+fn get(runs: &Runs, p: Point, len: Len, seed: u64, d: u32) -> Result<LoadResult, String> {
+    runs.get(format!("{p:?} {len:?} {seed} {d}"), || run(p, len, seed, d))
 }
 
 fn run(p: Point, len: Len, seed: u64, d: u32) -> Result<LoadResult, String> {
@@ -329,7 +311,7 @@ pub(super) fn sweep_load(
                     x: rate,
                     draws: len.draws,
                     job: Box::new(move |d| {
-                        let r = runs.get(p, len, seed, d)?;
+                        let r = get(&runs, p, len, seed, d)?;
                         Ok(match panel {
                             Panel::Latency => r.mean_latency,
                             Panel::Accepted => r.accepted,
@@ -385,7 +367,7 @@ pub(super) fn cv_figure(
                 x: k as f64,
                 draws: len.draws,
                 job: Box::new(move |d| {
-                    let r = runs.get(p, len, seed, d)?;
+                    let r = get(&runs, p, len, seed, d)?;
                     r.jitter_cv
                         .ok_or_else(|| format!("{p:?}: no multicast completed"))
                 }),
