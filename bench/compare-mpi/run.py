@@ -33,6 +33,7 @@ Standard library only. Installs Open MPI (openmpi-bin, libopenmpi-dev) with
 apt-get if mpicc/mpirun are missing, and builds the workspace with cargo.
 """
 import argparse
+import csv
 import datetime
 import json
 import math
@@ -363,6 +364,59 @@ def svg_plot(path, summary, ranks, floor_us, title, series=None, legend_ranks=Tr
         sys.exit(f"mcsim plot failed ({' '.join(cmd[:2])}): {p.stderr.strip()}")
 
 
+def plot_one_host(out, summary, meta, shm):
+    """The one-host bcast comparison's latency.svg, from its summary rows and
+    the meta of raw.json."""
+    keys = meta["series"]
+    ompi_keys = [k for k in keys if k != "mcast"]
+    title = f"Broadcast latency on one host, {meta['nproc']} cores: mcast vs Open MPI"
+    subtitle = (f"mcast: {meta['mcast_transport']}; Open MPI: " + " and ".join(
+        {"ompi_vader": f"{shm} (shared memory)", "ompi_tcp": "tcp (loopback)"}[k] for k in ompi_keys))
+    svg_plot(os.path.join(out, "latency.svg"), summary, meta["ranks"], meta["floor_median_us"]["unpinned"],
+             title, subtitle=subtitle,
+             series=[(k, BCAST_LABEL[k] if k == "mcast" else
+                      f"Open MPI {'tcp' if k == 'ompi_tcp' else shm}", None) for k in keys])
+
+
+def plot_hosts(out, summary, meta, shm):
+    """The across-hosts comparison's latency.svg, from its summary rows and
+    the meta of raw.json."""
+    n, hosts = meta["ranks"], meta["hosts"]
+    title = (f"Broadcast, {n} ranks on {len(hosts)} hosts: mcast (TCP + UDS/shm) vs Open MPI "
+             f"({'tcp + ' + shm[0] if shm else 'tcp'})")
+    svg_plot(os.path.join(out, "latency.svg"), summary, [n], None, title,
+             series=[(k, HOST_LABEL[k], None) for k in HOST_SERIES], legend_ranks=False)
+
+
+def replot(d):
+    """Redraw DIR/latency.svg from DIR/summary.csv and DIR/raw.json (a bcast
+    result of this script, one host or across hosts) without measuring."""
+    try:
+        meta = json.load(open(os.path.join(d, "raw.json")))["meta"]
+        with open(os.path.join(d, "summary.csv")) as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit(f"--replot {d}: needs raw.json and summary.csv of a bcast run ({e})")
+    summary = []
+    for r in rows:
+        row = dict(r, ranks=int(r["ranks"]), size=int(r["size"]))
+        for k, v in r.items():
+            if k.endswith("_us"):
+                try:
+                    row[k] = float(v)
+                except ValueError:
+                    pass
+        summary.append(row)
+    if "hosts" in meta:
+        btl = meta.get("open_mpi_transport", "")
+        shm = [b for b in ("vader", "sm") if f"btl {b}" in btl or f",{b}" in btl or f" {b}," in btl]
+        plot_hosts(d, summary, meta, shm)
+    else:
+        shm = meta.get("ompi_transports", ["vader"])[0] if "vader" in meta.get("ompi_transports", []) else "vader"
+        plot_one_host(d, summary, meta, shm)
+    print(f"redrew {os.path.join(d, 'latency.svg')}")
+
+
 # ---------------------------------------------------------------- main
 
 def ranks_and_out(a):
@@ -377,6 +431,7 @@ def ranks_and_out(a):
 
 
 def main():
+    global MCBENCH, MCLAUNCH, MCSIM
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", default=None, help="rank counts, comma-separated (default 4,8; "
                     "not with --hosts, which runs one rank per slot of the hostfile)")
@@ -415,9 +470,15 @@ def main():
                     "tcp,self puts the ranks of one host on TCP too)")
     hg.add_argument("--no-ompi-yield", action="store_true",
                     help="do not pass --mca mpi_yield_when_idle 1 to mpirun (see README.md)")
+    ap.add_argument("--replot", metavar="DIR", default=None,
+                    help="redraw DIR/latency.svg from DIR/summary.csv and DIR/raw.json (a bcast result, "
+                    "one host or --hosts) with mcsim plot, measuring nothing")
     a = ap.parse_args()
+    if a.replot:
+        if a.bin_dir:
+            MCSIM = os.path.join(os.path.abspath(a.bin_dir), "mcsim")
+        return replot(a.replot)
     if a.bin_dir:
-        global MCBENCH, MCLAUNCH, MCSIM
         MCBENCH = os.path.join(os.path.abspath(a.bin_dir), "mcbench")
         MCSIM = os.path.join(os.path.abspath(a.bin_dir), "mcsim")
         MCLAUNCH = os.path.join(os.path.abspath(a.bin_dir), "mclaunch")
@@ -595,12 +656,7 @@ def main_bcast(a, transports):
     with open(os.path.join(out, "raw.json"), "w") as f:
         json.dump(dict(meta=meta, floors=floor_rounds, runs=raw), f, indent=1)
 
-    title = f"Broadcast latency on one host, {os.cpu_count()} cores: mcast vs Open MPI"
-    subtitle = (f"mcast: {mc_transport}; Open MPI: " + " and ".join(
-        {"ompi_vader": f"{shm} (shared memory)", "ompi_tcp": "tcp (loopback)"}[k] for k in ompi_keys))
-    svg_plot(os.path.join(out, "latency.svg"), summary, ranks, floor, title, subtitle=subtitle,
-             series=[(k, BCAST_LABEL[k] if k == "mcast" else
-                      f"Open MPI {'tcp' if k == 'ompi_tcp' else shm}", None) for k in keys])
+    plot_one_host(out, summary, meta, shm)
 
     order = " ".join(("mcast", *[{"ompi_vader": shm, "ompi_tcp": "tcp"}[k] for k in ompi_keys]))
     lines = [f"# mcast vs Open MPI broadcast latency, one host ({meta['date_utc']})", "",
@@ -1090,9 +1146,7 @@ def main_hosts(a):
         json.dump(dict(meta=meta, runs=raw), f, indent=1)
 
     hosts_s = ", ".join(f"{h} ({sl} slots)" for h, sl in hosts)
-    title = f"Broadcast, {n} ranks on {len(hosts)} hosts: mcast (TCP + UDS/shm) vs Open MPI ({'tcp + ' + shm[0] if shm else 'tcp'})"
-    svg_plot(os.path.join(out_abs, "latency.svg"), summary, [n], None, title,
-             series=[(k, HOST_LABEL[k], None) for k in HOST_SERIES], legend_ranks=False)
+    plot_hosts(out_abs, summary, meta, shm)
 
     mlcmd = f"mclaunch --hostfile {hostfile} --launch-agent \"{agent_s}\" -n {n} --if {cidr} -x RUST_LOG=off"
     lines = [f"# mcast vs Open MPI broadcast across hosts ({meta['date_utc']})", "",

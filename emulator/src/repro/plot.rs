@@ -214,10 +214,12 @@ impl Chart {
             root.fill(&WHITE).map_err(|x| e(&x))?;
             let longest = self.lines.iter().map(|l| l.name.chars().count()).max();
             let panel = (56 + 7 * longest.unwrap_or(0) as u32).min(width / 2);
-            // The caption spans the whole width, above plot and legend.
-            let body = root
-                .titled(&self.title, ("sans-serif", 20))
-                .map_err(|x| e(&x))?;
+            // The caption spans the whole width, above plot and legend,
+            // wrapped at spaces into lines that fit.
+            let mut body = root.clone();
+            for line in wrap(&self.title, (width as usize).saturating_sub(40) / 10) {
+                body = body.titled(&line, ("sans-serif", 20)).map_err(|x| e(&x))?;
+            }
             let (plot, legend) = body.split_horizontally(width - panel);
             let mut chart = ChartBuilder::on(&plot)
                 .margin(12)
@@ -302,6 +304,15 @@ impl Chart {
 mod tests {
     use super::*;
 
+    /// Long captions wrap at spaces; short ones stay one line.
+    #[test]
+    fn captions_wrap_at_spaces() {
+        assert_eq!(wrap("Fig 0", 80), vec!["Fig 0"]);
+        assert_eq!(wrap("aa bb cc", 5), vec!["aa bb", "cc"]);
+        assert_eq!(wrap("abcdefgh ij", 4), vec!["abcdefgh", "ij"]);
+        assert_eq!(wrap("", 10), vec![""]);
+    }
+
     #[test]
     fn an_svg_with_axes_and_legend() {
         let c = Chart {
@@ -366,4 +377,24 @@ mod tests {
         assert_eq!(tick(2.0, Some(10.0)), "100");
         assert_eq!(tick(2.3, Some(10.0)), "");
     }
+}
+
+/// `text` in lines of at most `max` characters, broken at spaces (a word
+/// longer than `max` gets a line of its own).
+fn wrap(text: &str, max: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for w in text.split_whitespace() {
+        if !cur.is_empty() && cur.chars().count() + 1 + w.chars().count() > max.max(1) {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(w);
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
