@@ -300,6 +300,26 @@ impl Chart {
     }
 }
 
+/// `text` in lines of at most `max` characters, broken at spaces (a word
+/// longer than `max` gets a line of its own).
+fn wrap(text: &str, max: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for w in text.split_whitespace() {
+        if !cur.is_empty() && cur.chars().count() + 1 + w.chars().count() > max.max(1) {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(w);
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,24 +397,4 @@ mod tests {
         assert_eq!(tick(2.0, Some(10.0)), "100");
         assert_eq!(tick(2.3, Some(10.0)), "");
     }
-}
-
-/// `text` in lines of at most `max` characters, broken at spaces (a word
-/// longer than `max` gets a line of its own).
-fn wrap(text: &str, max: usize) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    let mut cur = String::new();
-    for w in text.split_whitespace() {
-        if !cur.is_empty() && cur.chars().count() + 1 + w.chars().count() > max.max(1) {
-            lines.push(std::mem::take(&mut cur));
-        }
-        if !cur.is_empty() {
-            cur.push(' ');
-        }
-        cur.push_str(w);
-    }
-    if !cur.is_empty() || lines.is_empty() {
-        lines.push(cur);
-    }
-    lines
 }
