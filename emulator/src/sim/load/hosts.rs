@@ -109,9 +109,9 @@ impl Run {
         })
     }
 
-    /// Message `dests` generated at `node` at `at`, carried by `carry`,
-    /// its first step at `start`.
-    fn begin(&mut self, node: usize, at: Time, dests: Dests, carry: Carry, start: Time) {
+    /// Message `dests` generated at `node` at `at`, carried by `carry`; the
+    /// source's CPU prepares it for `prep` cycles first.
+    fn begin(&mut self, node: usize, at: Time, dests: Dests, carry: Carry, prep: Time) {
         let tree = matches!(carry, Carry::Tree(_));
         let id = self.stats.generated(at, dests) as usize;
         self.msgs.push(Msg {
@@ -120,9 +120,9 @@ impl Run {
             got: HashMap::new(),
         });
         if tree {
-            self.launch_tree(node, id, start);
+            self.launch_tree(node, id, at, prep);
         } else {
-            self.launch(node, id, start);
+            self.launch(node, id, at, prep);
         }
     }
 
@@ -138,8 +138,9 @@ impl Run {
         self.host_gets(node, id, j, ready)
     }
 
-    /// Host `v` sends its steps of message `id`, its host free from `h`.
-    fn launch(&mut self, v: usize, id: usize, h: Time) {
+    /// Host `v` sends its steps of message `id` from `h` (once its CPU is
+    /// free), after `prep` cycles of preparation on the CPU.
+    fn launch(&mut self, v: usize, id: usize, h: Time, prep: Time) {
         let Carry::Steps(steps) = &self.msgs[id].carry else {
             return;
         };
@@ -147,7 +148,7 @@ impl Run {
             return;
         };
         let r = &mut self.res[v];
-        let mut host = h.max(r.host);
+        let mut host = h.max(r.host) + prep;
         for step in steps {
             for (i, header) in step.worms.iter().enumerate() {
                 // One start-up per step; every worm is posted in turn.
@@ -197,11 +198,11 @@ impl Run {
         }
     }
 
-    /// The source of a tree posts its packets and its NI sends each to
-    /// every child, packet by packet.
-    fn launch_tree(&mut self, v: usize, id: usize, h: Time) {
+    /// The source of a tree posts its packets (after `prep` on its CPU) and
+    /// its NI sends each to every child, packet by packet.
+    fn launch_tree(&mut self, v: usize, id: usize, h: Time, prep: Time) {
         let r = &mut self.res[v];
-        let posted = self.hn.post(&mut r.dma, h.max(r.host), self.m);
+        let posted = self.hn.post(&mut r.dma, h.max(r.host) + prep, self.m);
         r.host = posted.host;
         for j in 0..self.m {
             self.forward(v, id, j, posted.in_ni(j));
@@ -242,7 +243,7 @@ impl Run {
         };
         self.stats.reached(id as u64, v, done)?;
         if v as u32 != self.msgs[id].source {
-            self.launch(v, id, done);
+            self.launch(v, id, done, 0);
         }
         Ok(())
     }
@@ -319,15 +320,15 @@ pub fn run_host_load(
                 others.extend((0..n).filter(|&x| x != node));
                 let multicast = hl.multicast_share >= 1.0
                     || ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < hl.multicast_share;
-                let (dests, carry, start) = if multicast {
+                let (dests, carry, prep) = if multicast {
                     let v = rng.sample(&others, d);
                     let c = planner.multicast(node, &v)?;
-                    (Dests::Many(v), c, at + prep)
+                    (Dests::Many(v), c, prep)
                 } else {
                     let t = others[rng.below(others.len())];
-                    (Dests::One(t), planner.unicast(node, t)?, at)
+                    (Dests::One(t), planner.unicast(node, t)?, 0)
                 };
-                run.begin(node, at, dests, carry, start);
+                run.begin(node, at, dests, carry, prep);
                 run.net
                     .schedule(injection.next(&mut rng, at), Ev::Gen(node as u32));
             }
