@@ -31,8 +31,9 @@ const EXPECTED: [(u32, &str); 20] = [
     // More packets favour path, not NI, in our cost model.
     (15, "differs"),
     (16, "holds"),
-    // Under load (NI trees forwarded by the NIs, path relays by the hosts).
-    (17, "holds"),
+    // Under load (NI trees forwarded by the NIs, path relays by the hosts):
+    // at R = 2 NI-based is barely above path-based.
+    (17, "differs"),
     (18, "holds"),
     (19, "holds"),
     // Some of our networks carry more than 0.18 flits/cycle/node.
@@ -183,14 +184,17 @@ fn paper_001_gives_the_same_verdicts_from_other_seeds() {
 }
 
 /// Claim 17 turns on R: with R ≤ 1 the NIs' per-copy costs make NI-based
-/// the first to saturate. Give the R = 0.5 panels the runs of R = 5 (cheap
-/// NIs) and NI is no longer worst there: the verdict flips.
+/// the first to saturate. On the R = 0.5 panels alone it holds; give those
+/// panels the runs of R = 5 (cheap NIs) and NI is no longer worst there:
+/// the verdict flips.
 #[test]
 fn claim_17_flips_with_r() {
     let p = Params::default();
     let figs: Vec<_> = load::figures(&p, &Sizes::of(Grid::Quick), Grid::Quick)
         .into_iter()
-        .filter(|f| f.meta.id.starts_with("fig26-") && f.meta.id.contains("-d15"))
+        .filter(|f| {
+            f.meta.id.starts_with("fig26-r0.5-d15") || f.meta.id.starts_with("fig26-r5-d15")
+        })
         .collect();
     let results = run_figures(figs, 2, &|_, _| {}).unwrap();
     let c17 = |r: &_| {
@@ -199,8 +203,10 @@ fn claim_17_flips_with_r() {
             .find(|c| c.id == 17)
             .map(|c| c.verdict)
     };
-    assert_eq!(c17(&results), Some(Verdict::Holds));
-    let mut swapped = results.clone();
+    let mut low = results.clone();
+    low.figures.retain(|id, _| id.starts_with("fig26-r0.5"));
+    assert_eq!(c17(&low), Some(Verdict::Holds));
+    let mut swapped = low.clone();
     for panel in ["", "-acc"] {
         let mut f = results.figures[&format!("fig26-r5-d15{panel}")].clone();
         f.meta.id = format!("fig26-r0.5-d15{panel}");

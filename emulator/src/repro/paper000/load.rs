@@ -60,7 +60,7 @@ impl LoadSizes {
                 loads: vec![0.02, 0.06, 0.10, 0.14],
                 cycles: (30_000, 100_000),
                 topologies: 2,
-                rs: vec![0.5, 5.0],
+                rs: vec![0.5, 2.0, 5.0],
                 degrees: vec![3, 15],
                 switches: vec![8, 32],
                 lengths: vec![128, 1024],
@@ -283,27 +283,49 @@ pub fn claims(r: &Results) -> Vec<Claim> {
     if !fig26.is_empty() {
         let mut ok = true;
         let mut parts = Vec::new();
+        let mut off = Vec::new();
         for (label, _, acc) in &fig26 {
             let t = |s: &str| top(acc, s);
             let tree_last = t(TREE) >= t(NI) && t(TREE) >= t(PATH);
             let low_r = label.starts_with("R = 0.5") || label.starts_with("R = 1,");
+            // "Comparable": within 15% of the tree worm; "much better":
+            // at least 10% above path-based.
             let shape = if low_r {
                 t(NI) < t(PATH) && t(PATH) < t(TREE)
             } else {
-                t(NI) >= 0.9 * t(TREE) && t(NI) > t(PATH)
+                t(NI) >= 0.85 * t(TREE) && t(NI) >= 1.1 * t(PATH)
             };
+            if !(tree_last && shape) {
+                off.push(format!(
+                    "{label} (NI / tree {:.2}, NI / path {:.2})",
+                    t(NI) / t(TREE),
+                    t(NI) / t(PATH)
+                ));
+            }
             ok &= tree_last && shape;
             parts.push(format!("{label}: {}", three(t, 3)));
         }
+        let why = if off.is_empty() {
+            "the tree worm costs each destination one receive and the source one send; \
+             NI-based relays pay t_nr + t_ns per copy on the NI, which dominates when R ≤ 1 \
+             and is cheap when R > 1; path relays pay the host's t_hr + t_hs as well"
+                .to_string()
+        } else {
+            format!(
+                "the tree worm saturates last and NI-based is worst with R ≤ 1, but not every \
+                 R > 1 setting has NI-based comparable to the tree (within 15%) and well \
+                 above path-based (10% or more): {}. NI relays pay t_nr + t_ns per copy on \
+                 the NI, which only R = 5 makes cheap next to a path relay's host overheads",
+                off.join("; ")
+            )
+        };
         c17 = c17.decide(
             format!(
                 "accepted throughput at the highest load: {}",
                 parts.join("; ")
             ),
             ok,
-            "the tree worm costs each destination one receive and the source one send; \
-             NI-based relays pay t_nr + t_ns per copy on the NI, which dominates when R ≤ 1 \
-             and is cheap when R > 1; path relays pay the host's t_hr + t_hs as well",
+            &why,
         );
     }
     // Claim 18: 1024-flit messages.
