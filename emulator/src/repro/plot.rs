@@ -43,7 +43,7 @@ pub struct LogAxes {
 /// the label is base^v where v is a whole number and empty elsewhere.
 fn tick(v: f64, log_base: Option<f64>) -> String {
     match log_base {
-        None => format!("{v}"),
+        None => short(v),
         Some(b) if (v - v.round()).abs() < 1e-6 => {
             let x = b.powf(v.round());
             if b == 2.0 && x >= 1024.0 {
@@ -58,6 +58,21 @@ fn tick(v: f64, log_base: Option<f64>) -> String {
             }
         }
         Some(_) => String::new(),
+    }
+}
+
+/// `v` without floating-point noise: at most 9 significant digits, no
+/// trailing zeros (0.12000000000000001 is "0.12").
+fn short(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{}", if v == 0.0 { 0.0 } else { v });
+    }
+    let digits = (8 - v.abs().log10().floor() as i32).clamp(0, 17) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
     }
 }
 
@@ -392,6 +407,11 @@ mod tests {
     #[test]
     fn tick_labels() {
         assert_eq!(tick(2.5, None), "2.5");
+        assert_eq!(tick(0.12000000000000001, None), "0.12");
+        assert_eq!(tick(0.1 + 0.2, None), "0.3");
+        assert_eq!(tick(1500.0, None), "1500");
+        assert_eq!(tick(0.0005, None), "0.0005");
+        assert_eq!(tick(-0.0, None), "0");
         assert_eq!(tick(3.0, Some(2.0)), "8");
         assert_eq!(tick(20.0, Some(2.0)), "1Mi");
         assert_eq!(tick(2.0, Some(10.0)), "100");
