@@ -361,3 +361,90 @@ impl ServerCertVerifier for RankServerVerifier {
         self.core.algs.supported_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::quic::{JobCa, Validity};
+
+    fn ca(job: u32) -> JobCa {
+        JobCa::new(job, Validity::starting_now(Duration::from_secs(3600))).unwrap()
+    }
+
+    #[test]
+    fn each_refusal_is_told_apart_without_a_network() {
+        let ca = ca(7);
+        let me = ca.issue(0).unwrap();
+        let peer = ca.issue(3).unwrap();
+        let clients = RankClientVerifier::new(&me).unwrap();
+        let servers = RankServerVerifier::new(&me, 3).unwrap();
+        let now = UnixTime::now();
+        let ee = |id: &RankIdentity| id.chain()[0].clone();
+
+        assert_eq!(clients.check(&ee(&peer), &[], now), Ok(3));
+        assert_eq!(servers.check(&ee(&peer), &[], now), Ok(3));
+
+        let four = ca.issue(4).unwrap();
+        assert!(matches!(
+            servers.check(&ee(&four), &[], now),
+            Err(Refusal::WrongRank {
+                expected: Some(3),
+                ..
+            })
+        ));
+
+        let stranger = self::ca(8).issue(3).unwrap();
+        assert_eq!(
+            clients.check(&ee(&stranger), &[], now),
+            Err(Refusal::UnknownCa)
+        );
+
+        let t = SystemTime::now();
+        let later = Validity::new(t + Duration::from_secs(3600), t + Duration::from_secs(7200));
+        let early = ca.issue_with_validity(3, later.unwrap()).unwrap();
+        assert_eq!(
+            clients.check(&ee(&early), &[], now),
+            Err(Refusal::NotYetValid)
+        );
+        let past = Validity::new(t - Duration::from_secs(7200), t - Duration::from_secs(3600));
+        let stale = ca.issue_with_validity(3, past.unwrap()).unwrap();
+        assert_eq!(servers.check(&ee(&stale), &[], now), Err(Refusal::Expired));
+
+        let garbage = CertificateDer::from(vec![0x30, 0x03, 0x02, 0x01]);
+        assert!(matches!(
+            clients.check(&garbage, &[], now),
+            Err(Refusal::Malformed(_))
+        ));
+        // The CA's own certificate is no rank's.
+        assert!(matches!(
+            clients.check(&ca.cert_der(), &[], now),
+            Err(Refusal::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn a_refusal_is_recorded_and_becomes_its_alert() {
+        let ca = ca(7);
+        let me = ca.issue(0).unwrap();
+        let outcome = Arc::new(Outcome::default());
+        let v = RankServerVerifier::new(&me, 3)
+            .unwrap()
+            .recording(outcome.clone());
+        let four = ca.issue(4).unwrap();
+        let name = ServerName::try_from("rank-3.job-00000007.mcast.invalid").unwrap();
+        let err = v
+            .verify_server_cert(&four.chain()[0], &[], &name, &[], UnixTime::now())
+            .unwrap_err();
+        assert_eq!(
+            err,
+            rustls::Error::InvalidCertificate(CertificateError::NotValidForName)
+        );
+        assert!(matches!(
+            outcome.refusal.get(),
+            Some(Refusal::WrongRank { .. })
+        ));
+        assert!(outcome.rank.get().is_none());
+    }
+}
