@@ -8,7 +8,7 @@
 //! only, as their one trust anchor.
 //!
 //! A rank certificate carries: the subject alternative name
-//! [`rank_name`](super::rank_name) (its only identity), the extended key
+//! [`rank_name`] (its only identity), the extended key
 //! usages server-auth *and* client-auth (every rank both accepts and
 //! dials), key usage digital-signature, and the validity window it was
 //! issued with (by default the CA's).

@@ -4,7 +4,7 @@
 //! # TLS settings
 //!
 //! TLS 1.3 only (QUIC requires it), the `ring` provider, ALPN
-//! [`ALPN`](super::ALPN), mandatory client certificates, and no session
+//! [`ALPN`], mandatory client certificates, and no session
 //! resumption in either direction (no tickets, no session cache): every
 //! connection runs the full certificate checks of [`super::verify`], so
 //! the accepting side always learns the peer's rank from a certificate it

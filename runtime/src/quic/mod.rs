@@ -36,7 +36,7 @@
 //!   a file).
 //! * [`verify`]: the two rustls verifiers and the classification of every
 //!   refusal.
-//! * [`endpoint`]: `quinn::ServerConfig` / `quinn::ClientConfig` builders,
+//! * [`endpoint`](mod@endpoint): `quinn::ServerConfig` / `quinn::ClientConfig` builders,
 //!   an endpoint, and [`accept`] / [`connect`], which log refusals with the
 //!   peer's address and return them typed.
 //!

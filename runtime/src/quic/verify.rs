@@ -28,7 +28,7 @@
 //! Each refusal goes back to rustls as the `CertificateError` whose TLS
 //! alert says the same thing to the peer (`unknown_ca`,
 //! `certificate_expired`, `bad_certificate`), and, for a verifier made for
-//! one connection, is also kept typed in that connection's [`Outcome`]:
+//! one connection, is also kept typed in that connection's `Outcome`:
 //! quinn reports a failed handshake only as an alert number and a string,
 //! so the typed refusal travels beside it.
 
