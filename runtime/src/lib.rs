@@ -34,6 +34,7 @@ mod net;
 pub mod netif;
 mod outq;
 pub mod pmi2;
+pub mod quic;
 pub mod rendezvous;
 mod report;
 pub mod ring;

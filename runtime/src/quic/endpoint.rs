@@ -1,0 +1,320 @@
+//! quinn configurations and endpoints from a rank's identity, and one
+//! connection accepted or dialled with every refusal typed and logged.
+//!
+//! # TLS settings
+//!
+//! TLS 1.3 only (QUIC requires it), the `ring` provider, ALPN
+//! [`ALPN`], mandatory client certificates, and no session
+//! resumption in either direction (no tickets, no session cache): every
+//! connection runs the full certificate checks of [`super::verify`], so
+//! the accepting side always learns the peer's rank from a certificate it
+//! has just verified. 0-RTT stays off (quinn's default).
+//!
+//! # UDP
+//!
+//! [`endpoint`] binds a plain UDP socket and hands it to quinn, whose
+//! `quinn-udp` turns on, where the kernel offers them (Linux): segmentation
+//! offload for sends (GSO, `UDP_SEGMENT`: one `sendmsg` carries a train of
+//! datagrams) and receive coalescing (GRO, `UDP_GRO`); `IP_PKTINFO` /
+//! `IPV6_RECVPKTINFO` (so replies leave from the address they came to);
+//! ECN (`IP_RECVTOS` / `IPV6_RECVTCLASS`); and path-MTU discovery with
+//! fragmentation off (`IP_MTU_DISCOVER = IP_PMTUDISC_PROBE`,
+//! `IPV6_DONTFRAG`). Where an option is missing quinn falls back (one
+//! datagram per system call, no ECN). Socket buffer sizes are left to the
+//! kernel: the transport slice may raise them (socket2, then
+//! `quinn::Endpoint::new`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use quinn::{ConnectionError, Endpoint, IdleTimeout, TransportConfig};
+use rustls::pki_types::CertificateDer;
+
+use super::ca::RankIdentity;
+use super::error::{ConfigError, HandshakeError, Refusal};
+use super::verify::{provider, Outcome, RankClientVerifier, RankServerVerifier};
+use super::{rank_name, rank_of_name, ALPN};
+
+/// The TLS alert a server sends when a client presented no certificate
+/// (`certificate_required`, RFC 8446).
+const ALERT_CERTIFICATE_REQUIRED: u8 = 116;
+
+/// The QUIC transport parameters mcast sets on a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkOptions {
+    /// A connection with no packet in either direction for this long is
+    /// closed (QUIC `max_idle_timeout`; the smaller of both sides' wins).
+    pub idle_timeout: Duration,
+    /// Send a PING when nothing else was sent for this long, so a quiet
+    /// link outlives the idle timeout (`None`: never; the runtime's own
+    /// heartbeats may be enough). Must be shorter than `idle_timeout`.
+    pub keep_alive: Option<Duration>,
+}
+
+impl Default for LinkOptions {
+    /// 30 s idle timeout, no keep-alive.
+    fn default() -> Self {
+        LinkOptions {
+            idle_timeout: Duration::from_secs(30),
+            keep_alive: None,
+        }
+    }
+}
+
+impl LinkOptions {
+    fn transport(&self) -> Result<Arc<TransportConfig>, ConfigError> {
+        let idle = IdleTimeout::try_from(self.idle_timeout)
+            .map_err(|_| ConfigError::IdleTimeout(self.idle_timeout))?;
+        if let Some(keep_alive) = self.keep_alive {
+            if keep_alive >= self.idle_timeout {
+                return Err(ConfigError::KeepAlive {
+                    keep_alive,
+                    idle: self.idle_timeout,
+                });
+            }
+        }
+        let mut t = TransportConfig::default();
+        t.max_idle_timeout(Some(idle));
+        t.keep_alive_interval(self.keep_alive);
+        Ok(Arc::new(t))
+    }
+}
+
+fn quic_error(e: impl std::fmt::Display) -> ConfigError {
+    ConfigError::Quic(e.to_string())
+}
+
+fn server_config_with(
+    identity: &RankIdentity,
+    opts: &LinkOptions,
+    verifier: RankClientVerifier,
+) -> Result<quinn::ServerConfig, ConfigError> {
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_client_cert_verifier(Arc::new(verifier))
+        .with_single_cert(identity.chain().to_vec(), identity.key())?;
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+    tls.send_tls13_tickets = 0;
+    let crypto = QuicServerConfig::try_from(tls).map_err(quic_error)?;
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    config.transport_config(opts.transport()?);
+    // Ranks do not roam: a packet from another address is no migration.
+    config.migration(false);
+    Ok(config)
+}
+
+fn client_config_with(
+    identity: &RankIdentity,
+    opts: &LinkOptions,
+    verifier: RankServerVerifier,
+) -> Result<quinn::ClientConfig, ConfigError> {
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_client_auth_cert(identity.chain().to_vec(), identity.key())?;
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.resumption = rustls::client::Resumption::disabled();
+    let crypto = QuicClientConfig::try_from(tls).map_err(quic_error)?;
+    let mut config = quinn::ClientConfig::new(Arc::new(crypto));
+    config.transport_config(opts.transport()?);
+    Ok(config)
+}
+
+/// The accepting side's configuration: presents `identity`, accepts any
+/// rank of its job ([`RankClientVerifier`]). [`accept`] builds one per
+/// connection instead, to report refusals typed.
+pub fn server_config(
+    identity: &RankIdentity,
+    opts: &LinkOptions,
+) -> Result<quinn::ServerConfig, ConfigError> {
+    server_config_with(identity, opts, RankClientVerifier::new(identity)?)
+}
+
+/// The dialling side's configuration for a dial to rank `rank`: presents
+/// `identity`, accepts only a certificate of its job naming `rank`
+/// ([`RankServerVerifier`]). Dial with the server name
+/// [`rank_name`]`(job, rank)`.
+pub fn client_config(
+    identity: &RankIdentity,
+    rank: u32,
+    opts: &LinkOptions,
+) -> Result<quinn::ClientConfig, ConfigError> {
+    client_config_with(identity, opts, RankServerVerifier::new(identity, rank)?)
+}
+
+/// A UDP endpoint on `bind` that accepts connections as `identity` (with
+/// [`server_config`]) and can dial ([`connect`]); see the module's notes
+/// for the UDP options quinn applies. Must run inside a tokio runtime.
+pub fn endpoint(
+    identity: &RankIdentity,
+    bind: SocketAddr,
+    opts: &LinkOptions,
+) -> Result<Endpoint, ConfigError> {
+    let config = server_config(identity, opts)?;
+    Endpoint::server(config, bind).map_err(|source| ConfigError::Bind { addr: bind, source })
+}
+
+/// One accepted connection and the rank its certificate names.
+#[derive(Debug, Clone)]
+pub struct Accepted {
+    /// The connection (handshake complete).
+    pub connection: quinn::Connection,
+    /// The peer's rank, from the certificate verified in this handshake.
+    pub rank: u32,
+}
+
+/// Turn a failed handshake into a [`HandshakeError`], with the refusal our
+/// verifier recorded if there is one.
+fn failed(addr: SocketAddr, outcome: &Outcome, e: ConnectionError) -> HandshakeError {
+    if let Some(refusal) = outcome.refusal.get() {
+        return HandshakeError::Refused {
+            addr,
+            refusal: refusal.clone(),
+        };
+    }
+    let alert = |code: quinn::TransportErrorCode| -> Option<u8> {
+        let code = u64::from(code);
+        (0x100..0x200)
+            .contains(&code)
+            .then_some((code & 0xff) as u8)
+    };
+    match &e {
+        // Raised here by rustls, before any verifier ran.
+        ConnectionError::TransportError(t) if alert(t.code) == Some(ALERT_CERTIFICATE_REQUIRED) => {
+            HandshakeError::Refused {
+                addr,
+                refusal: Refusal::NoCertificate,
+            }
+        }
+        // The peer ended the handshake with a TLS alert.
+        ConnectionError::ConnectionClosed(c) => match alert(c.error_code) {
+            Some(alert) => HandshakeError::RefusedByPeer {
+                addr,
+                alert,
+                reason: String::from_utf8_lossy(&c.reason).into_owned(),
+            },
+            None => HandshakeError::Connection { addr, source: e },
+        },
+        _ => HandshakeError::Connection { addr, source: e },
+    }
+}
+
+/// Log a refusal (ours) with the peer's address.
+fn log_refusal(side: &str, err: &HandshakeError) {
+    if let (Some(refusal), Some(addr)) = (err.refusal(), err.addr()) {
+        tracing::warn!(peer = %addr, %refusal, side, "quic: refused peer at the handshake");
+    }
+}
+
+/// Accept the next incoming connection on `endpoint` as `identity`: the
+/// handshake verifies the peer's certificate ([`RankClientVerifier`]) and
+/// the result names its rank. A refused peer is logged (`tracing::warn!`,
+/// with its address) and returned as [`HandshakeError::Refused`]; the
+/// endpoint goes on accepting (call again for the next connection).
+pub async fn accept(
+    endpoint: &Endpoint,
+    identity: &RankIdentity,
+    opts: &LinkOptions,
+) -> Result<Accepted, HandshakeError> {
+    let incoming = endpoint
+        .accept()
+        .await
+        .ok_or(HandshakeError::EndpointClosed)?;
+    let addr = incoming.remote_address();
+    let outcome = Arc::new(Outcome::default());
+    let verifier = match RankClientVerifier::new(identity) {
+        Ok(v) => v.recording(outcome.clone()),
+        Err(e) => {
+            incoming.refuse();
+            return Err(e.into());
+        }
+    };
+    let config = match server_config_with(identity, opts, verifier) {
+        Ok(c) => c,
+        Err(e) => {
+            incoming.refuse();
+            return Err(e.into());
+        }
+    };
+    let connecting = incoming
+        .accept_with(Arc::new(config))
+        .map_err(|source| HandshakeError::Connection { addr, source })?;
+    match connecting.await {
+        Ok(connection) => {
+            let rank = match outcome.rank.get() {
+                Some(&rank) => Ok(rank),
+                None => peer_rank(&connection, identity.job()),
+            };
+            match rank {
+                Ok(rank) => Ok(Accepted { connection, rank }),
+                Err(refusal) => {
+                    connection.close(0u32.into(), b"no rank");
+                    let err = HandshakeError::Refused { addr, refusal };
+                    log_refusal("accept", &err);
+                    Err(err)
+                }
+            }
+        }
+        Err(e) => {
+            let err = failed(addr, &outcome, e);
+            log_refusal("accept", &err);
+            Err(err)
+        }
+    }
+}
+
+/// Dial rank `rank` at `addr` from `endpoint` as `identity`: the handshake
+/// requires the server's certificate to name `rank`
+/// ([`RankServerVerifier`]). A refused server is logged with its address
+/// and returned as [`HandshakeError::Refused`].
+///
+/// In QUIC the client's handshake completes before the server has checked
+/// the client's certificate, so a server that refuses *us* shows up as the
+/// connection closing with a TLS alert, on its first use (a stream that
+/// fails with `ConnectionLost`) rather than here.
+pub async fn connect(
+    endpoint: &Endpoint,
+    identity: &RankIdentity,
+    addr: SocketAddr,
+    rank: u32,
+    opts: &LinkOptions,
+) -> Result<quinn::Connection, HandshakeError> {
+    let outcome = Arc::new(Outcome::default());
+    let verifier = RankServerVerifier::new(identity, rank)?.recording(outcome.clone());
+    let config = client_config_with(identity, opts, verifier)?;
+    let name = rank_name(identity.job(), rank);
+    let connecting = endpoint
+        .connect_with(config, addr, &name)
+        .map_err(|source| HandshakeError::Connect { addr, source })?;
+    connecting.await.map_err(|e| {
+        let err = failed(addr, &outcome, e);
+        log_refusal("connect", &err);
+        err
+    })
+}
+
+/// The rank a connection's peer certificate names (its only rank name of
+/// job `job`). It reads the certificate the handshake already verified; it
+/// does not verify it again.
+pub fn peer_rank(connection: &quinn::Connection, job: u32) -> Result<u32, Refusal> {
+    let chain = connection
+        .peer_identity()
+        .and_then(|any| any.downcast::<Vec<CertificateDer<'static>>>().ok())
+        .ok_or(Refusal::NoCertificate)?;
+    let ee = chain.first().ok_or(Refusal::NoCertificate)?;
+    let cert =
+        webpki::EndEntityCert::try_from(ee).map_err(|e| Refusal::Malformed(e.to_string()))?;
+    let names: Vec<&str> = cert.valid_dns_names().collect();
+    let ranks: Vec<u32> = names.iter().filter_map(|n| rank_of_name(job, n)).collect();
+    match ranks[..] {
+        [rank] => Ok(rank),
+        _ => Err(Refusal::WrongRank {
+            expected: None,
+            found: names.into_iter().map(str::to_owned).collect(),
+        }),
+    }
+}
