@@ -32,7 +32,7 @@ use super::injection::Bernoulli;
 use super::schemes::{Carry, LoadScheme, Planner};
 use super::stats::Stats;
 use super::traffic::Dests;
-use super::{LoadConfig, LoadResult, Traffic, PROGRESS_EVERY};
+use super::{no_drops, result, LoadConfig, LoadResult, Traffic, PROGRESS_EVERY};
 use crate::cost::FabricCostModel;
 use crate::sim::progress::{Progress, ProgressFn};
 use crate::sim::spec::SimFabric;
@@ -161,15 +161,12 @@ impl Run {
                 host = posted.host;
                 for j in 0..self.m {
                     let leaves = hn.send(&mut r.ni, posted.in_ni(j));
-                    let pid = self.meta.len() as u64;
-                    self.meta.push((id as u32, j as u32));
-                    self.net.inject(
-                        v,
+                    inject(
+                        &mut self.net,
+                        &mut self.meta,
+                        (v, id, j),
                         leaves,
-                        SwitchPacket {
-                            id: pid,
-                            header: header.clone(),
-                        },
+                        header.clone(),
                     );
                 }
             }
@@ -185,15 +182,12 @@ impl Run {
         };
         for s in plan.sends(v) {
             let leaves = self.hn.send(&mut self.res[v].ni, ready);
-            let pid = self.meta.len() as u64;
-            self.meta.push((id as u32, j as u32));
-            self.net.inject(
-                v,
+            inject(
+                &mut self.net,
+                &mut self.meta,
+                (v, id, j),
                 leaves,
-                SwitchPacket {
-                    id: pid,
-                    header: unicast(s.to),
-                },
+                unicast(s.to),
             );
         }
     }
@@ -247,6 +241,20 @@ impl Run {
         }
         Ok(())
     }
+}
+
+/// Host `v` injects packet `j` of message `id` at `leaves`, its id
+/// recorded in `meta`.
+fn inject(
+    net: &mut Net<Ev>,
+    meta: &mut Vec<(u32, u32)>,
+    (v, id, j): (usize, usize, usize),
+    leaves: Time,
+    header: crate::switch::SwitchHeader,
+) {
+    let pid = meta.len() as u64;
+    meta.push((id as u32, j as u32));
+    net.inject(v, leaves, SwitchPacket { id: pid, header });
 }
 
 /// Run one load point with hosts and NIs.
@@ -337,28 +345,8 @@ pub fn run_host_load(
             } => run.arrived(node, packet.id, at)?,
         }
     };
-    if run.net.stats.dropped > 0 {
-        return Err(SimulatorError::Internal(format!(
-            "{} packets dropped; last: {}",
-            run.net.stats.dropped,
-            run.net.last_drop.clone().unwrap_or_default()
-        )));
-    }
-    let stats = &run.stats;
-    Ok(LoadResult {
-        offered: cfg.rate,
-        accepted: stats.accepted(n, cfg.cycles),
-        ideal: None,
-        fraction_of_ideal: None,
-        measured_packets: stats.measured,
-        measured_delivered: stats.measured_done,
-        mean_latency: stats.mean_latency(),
-        max_latency: stats.lat_max,
-        saturated: stats.measured_done < stats.measured,
-        jitter_cv: stats.mean_cv(),
-        end,
-        stats: run.net.stats,
-    })
+    no_drops(&run.net)?;
+    Ok(result(cfg, &run.stats, n, None, end, run.net.stats))
 }
 
 #[cfg(test)]

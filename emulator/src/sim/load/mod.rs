@@ -197,6 +197,16 @@ pub fn run_load_with_progress(
             } => stats.arrived(packet.id, node, at)?,
         }
     };
+    no_drops(&net)?;
+    let ideal = match cfg.traffic {
+        Traffic::Uniform => ideal_uniform(fabric, cost),
+        Traffic::Multicast(_) => None,
+    };
+    Ok(result(cfg, &stats, n, ideal, end, net.stats))
+}
+
+/// A run's packets were all delivered or still in flight, none dropped.
+fn no_drops<U>(net: &Net<U>) -> Result<(), SimulatorError> {
     if net.stats.dropped > 0 {
         return Err(SimulatorError::Internal(format!(
             "{} packets dropped; last: {}",
@@ -204,12 +214,20 @@ pub fn run_load_with_progress(
             net.last_drop.clone().unwrap_or_default()
         )));
     }
+    Ok(())
+}
+
+/// What a run of `n` hosts measured, from its statistics.
+fn result(
+    cfg: &LoadConfig,
+    stats: &Stats,
+    n: usize,
+    ideal: Option<f64>,
+    end: Time,
+    net: NetStats,
+) -> LoadResult {
     let accepted = stats.accepted(n, cfg.cycles);
-    let ideal = match cfg.traffic {
-        Traffic::Uniform => ideal_uniform(fabric, cost),
-        Traffic::Multicast(_) => None,
-    };
-    Ok(LoadResult {
+    LoadResult {
         offered: cfg.rate,
         accepted,
         ideal,
@@ -221,8 +239,8 @@ pub fn run_load_with_progress(
         saturated: stats.measured_done < stats.measured,
         jitter_cv: stats.mean_cv(),
         end,
-        stats: net.stats,
-    })
+        stats: net,
+    }
 }
 
 #[cfg(test)]
