@@ -125,6 +125,14 @@ pub struct Cli {
     #[arg(short = 'x', long = "export", value_name = "VAR[=VAL]")]
     pub export: Vec<String>,
 
+    /// How ranks reach each other: `auto` (Unix-domain sockets and shared
+    /// memory on one host, TCP between hosts), `tcp` (TCP everywhere) or
+    /// `quic` (as auto on one host, QUIC between hosts, with mutual TLS
+    /// against a certificate authority mclaunch makes for the job). Sets
+    /// MCAST_TRANSPORT for every rank.
+    #[arg(long, value_name = "auto|tcp|quic")]
+    pub transport: Option<String>,
+
     /// Map rank i to node i of a logical topology (`torus:5x5`, `torus:5x5:uni`,
     /// `mesh:4x4`, `hypercube:4`); the topology-aware algorithms (utorus, ucube,
     /// maxport, combine, wsort) and `auto` then plan on it. N may be at most the
@@ -228,6 +236,16 @@ impl Cli {
             })?;
             (np, Placement::Local)
         };
+        if let Some(t) = &self.transport {
+            let parsed: mcast::Transport = t
+                .parse()
+                .map_err(|e| LaunchError::Usage(format!("--transport: {e}")))?;
+            env.retain(|(k, _)| k != mcast::config::ENV_TRANSPORT);
+            env.push((
+                mcast::config::ENV_TRANSPORT.into(),
+                parsed.to_string().into(),
+            ));
+        }
         if let Some(t) = &self.topology {
             let topo: mcast_algorithms::Topology = t
                 .parse()
