@@ -360,6 +360,41 @@ mod tests {
     }
 
     #[test]
+    fn transport_sets_the_environment_and_quic_gets_identities() {
+        let spec = |args: &[&str]| parse(args).unwrap().into_spec_with(|_| None);
+        let quic = spec(&["-n", "2", "--transport", "QUIC", "prog"]).unwrap();
+        let set = |s: &JobSpec| {
+            s.env
+                .iter()
+                .filter(|(k, _)| k == mcast::config::ENV_TRANSPORT)
+                .map(|(_, v)| v.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(set(&quic), ["quic"]);
+        assert!(quic.quic());
+        let tcp = spec(&[
+            "-n",
+            "2",
+            "-x",
+            "MCAST_TRANSPORT=quic",
+            "--transport",
+            "tcp",
+            "p",
+        ]);
+        assert_eq!(set(&tcp.as_ref().unwrap()), ["tcp"]);
+        assert!(!tcp.unwrap().quic());
+        assert!(matches!(
+            spec(&["-n", "2", "--transport", "udp", "prog"]),
+            Err(LaunchError::Usage(_))
+        ));
+        // The bundle is mclaunch's to set, never the user's.
+        assert!(matches!(
+            spec(&["-n", "2", "-x", "MCAST_QUIC_IDENTITY=00", "prog"]),
+            Err(LaunchError::Usage(_))
+        ));
+    }
+
+    #[test]
     fn a_slurm_allocation_gives_the_hosts_unless_named() {
         let alloc = |k: &str| {
             let v = match k {

@@ -74,13 +74,22 @@ pub(crate) struct QuicSide {
 /// socket on `bind` (any port). Fails, naming the variable, when the bundle
 /// is missing, malformed, or for another rank.
 pub(crate) fn prepare(bind: &str, rank: usize) -> Result<(QuicSide, u16), Error> {
+    prepare_with(std::env::var(ENV_QUIC_IDENTITY), bind, rank)
+}
+
+/// [`prepare`] with the variable's value given.
+fn prepare_with(
+    value: Result<String, std::env::VarError>,
+    bind: &str,
+    rank: usize,
+) -> Result<(QuicSide, u16), Error> {
     let bad = |why: String| {
         Error::InvalidArgument(format!(
             "MCAST_TRANSPORT=quic needs this rank's identity in {ENV_QUIC_IDENTITY} \
              (set by mclaunch --transport quic): {why}"
         ))
     };
-    let hex = std::env::var(ENV_QUIC_IDENTITY).map_err(|e| bad(e.to_string()))?;
+    let hex = value.map_err(|e| bad(e.to_string()))?;
     let bytes = from_hex(hex.trim()).ok_or_else(|| bad("not hex".into()))?;
     let identity = RankIdentity::from_bytes(&bytes).map_err(|e| bad(e.to_string()))?;
     if identity.rank() as usize != rank {
@@ -312,3 +321,7 @@ pub(crate) async fn gatekeeper(ep: quinn::Endpoint) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "quicmesh_tests.rs"]
+mod tests;
