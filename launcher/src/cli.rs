@@ -381,7 +381,7 @@ mod tests {
             "tcp",
             "p",
         ]);
-        assert_eq!(set(&tcp.as_ref().unwrap()), ["tcp"]);
+        assert_eq!(set(tcp.as_ref().unwrap()), ["tcp"]);
         assert!(!tcp.unwrap().quic());
         assert!(matches!(
             spec(&["-n", "2", "--transport", "udp", "prog"]),

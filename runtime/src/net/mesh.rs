@@ -347,6 +347,10 @@ fn open_rings(
     Rings::new(me, own, segs, shm, inbox).map_err(Error::Protocol)
 }
 
+/// A link to one peer as set-up leaves it: its kind, read and write
+/// halves, and its pump task (QUIC).
+type Opened = (Link, Rd, Half, Option<JoinHandle<()>>);
+
 /// Connect to every peer, then start the gatekeeper, and a reader and a
 /// writer per peer. Returns the links and the writers' tasks.
 async fn setup(
@@ -399,7 +403,7 @@ async fn setup(
     // Every link as (kind, read half, write half, pump), the QUIC ones
     // where the sockets left a gap.
     quic_links.resize_with(job.size, || None);
-    let conns: Vec<Option<(Link, Rd, Half, Option<JoinHandle<()>>)>> = conns
+    let conns: Vec<Option<Opened>> = conns
         .into_iter()
         .zip(quic_links)
         .map(|(c, q)| match (c, q) {

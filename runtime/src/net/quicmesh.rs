@@ -116,7 +116,7 @@ pub(crate) fn check_job(side: &QuicSide, job: u32) -> Result<(), Error> {
 }
 
 fn from_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
