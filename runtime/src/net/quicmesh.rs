@@ -32,7 +32,7 @@
 //! idle timeout is the failure bound, with keep-alives at a third of it so
 //! that a connection made early survives a slow start-up.
 
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
 use tokio::io::BufReader;
@@ -222,6 +222,7 @@ pub(crate) async fn mesh(
     };
     let accept_up = async {
         let need = wanted.iter().skip(job.rank + 1).filter(|&&w| w).count();
+        let published: Vec<Option<SocketAddr>> = addrs.iter().map(Reach::udp_addr).collect();
         let mut out = Vec::new();
         let mut seen = vec![false; job.size];
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -232,9 +233,10 @@ pub(crate) async fn mesh(
                         Error::Protocol("the QUIC endpoint closed during start-up".into())
                     })?;
                     let (tx, job, identity) = (tx.clone(), job.clone(), identity.clone());
-                    let wanted = wanted.clone();
+                    let (wanted, published) = (wanted.clone(), published.clone());
                     tokio::spawn(async move {
-                        if let Some(x) = screen(incoming, &identity, &opts, &job, &wanted).await {
+                        let expect = (&wanted[..], &published[..]);
+                        if let Some(x) = screen(incoming, &identity, &opts, &job, expect).await {
                             let _ = tx.send(x);
                         }
                     });
@@ -270,7 +272,8 @@ type Screened = (
 );
 
 /// The handshake of one incoming connection: its certificate must name a
-/// rank the rendezvous said would come from another host and above us,
+/// rank the rendezvous said would come from another host and above us
+/// (and from the UDP address that rank published),
 /// and its hello (the job token) the same rank. A refusal is logged with
 /// the peer's address.
 async fn screen(
@@ -278,7 +281,7 @@ async fn screen(
     identity: &RankIdentity,
     opts: &LinkOptions,
     job: &JobEnv,
-    wanted: &[bool],
+    (wanted, published): (&[bool], &[Option<SocketAddr>]),
 ) -> Option<Screened> {
     let addr = incoming.remote_address();
     // Refusals at the handshake are logged by the identity layer.
@@ -291,6 +294,10 @@ async fn screen(
     let r = acc.rank as usize;
     if r >= job.size || r <= job.rank || !wanted[r] {
         return refuse(format!("rank {r} was not expected here"));
+    }
+    // A rank dials from the endpoint it published.
+    if let Some(p) = published[r].filter(|&p| p != addr) {
+        return refuse(format!("rank {r} published {p}, not this address"));
     }
     let stream = tokio::time::timeout(HELLO_TIMEOUT, acc.connection.accept_bi()).await;
     let (send, recv) = match stream {

@@ -150,8 +150,14 @@ fn strangers_and_impostors_are_refused_and_the_right_peer_still_joins() {
     rt().block_on(async {
         let addrs0 = addrs.clone();
         let r0 = tokio::spawn(async move { mesh(&job(0, 2), zero, None, &addrs0, opts).await });
-        // Another job's rank 1, then this job's rank 0 (not expected at rank 0).
-        for id in [new_ca(JOB + 1).issue(1).unwrap(), ca.issue(0).unwrap()] {
+        // Another job's rank 1; this job's rank 0 (not expected at rank 0);
+        // rank 1's certificate from another address than rank 1 published.
+        let intruders = [
+            new_ca(JOB + 1).issue(1).unwrap(),
+            ca.issue(0).unwrap(),
+            ca.issue(1).unwrap(),
+        ];
+        for id in intruders {
             let ep = quic::endpoint(&id, "127.0.0.1:0".parse().unwrap(), &opts).unwrap();
             if let Ok(c) = quic::connect(&ep, &id, target, 0, &opts).await {
                 // Refused after the handshake: the connection is closed.
