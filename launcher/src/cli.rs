@@ -125,6 +125,14 @@ pub struct Cli {
     #[arg(short = 'x', long = "export", value_name = "VAR[=VAL]")]
     pub export: Vec<String>,
 
+    /// How ranks reach each other: `auto` (Unix-domain sockets and shared
+    /// memory on one host, TCP between hosts), `tcp` (TCP everywhere) or
+    /// `quic` (as auto on one host, QUIC between hosts, with mutual TLS
+    /// against a certificate authority mclaunch makes for the job). Sets
+    /// MCAST_TRANSPORT for every rank.
+    #[arg(long, value_name = "auto|tcp|quic")]
+    pub transport: Option<String>,
+
     /// Map rank i to node i of a logical topology (`torus:5x5`, `torus:5x5:uni`,
     /// `mesh:4x4`, `hypercube:4`); the topology-aware algorithms (utorus, ucube,
     /// maxport, combine, wsort) and `auto` then plan on it. N may be at most the
@@ -228,6 +236,16 @@ impl Cli {
             })?;
             (np, Placement::Local)
         };
+        if let Some(t) = &self.transport {
+            let parsed: mcast::Transport = t
+                .parse()
+                .map_err(|e| LaunchError::Usage(format!("--transport: {e}")))?;
+            env.retain(|(k, _)| k != mcast::config::ENV_TRANSPORT);
+            env.push((
+                mcast::config::ENV_TRANSPORT.into(),
+                parsed.to_string().into(),
+            ));
+        }
         if let Some(t) = &self.topology {
             let topo: mcast_algorithms::Topology = t
                 .parse()
@@ -337,6 +355,41 @@ mod tests {
         let bad = parse(&["-n", "2", "--topology", "ring:9", "prog"]).unwrap();
         assert!(matches!(
             bad.into_spec_with(|_| None),
+            Err(LaunchError::Usage(_))
+        ));
+    }
+
+    #[test]
+    fn transport_sets_the_environment_and_quic_gets_identities() {
+        let spec = |args: &[&str]| parse(args).unwrap().into_spec_with(|_| None);
+        let quic = spec(&["-n", "2", "--transport", "QUIC", "prog"]).unwrap();
+        let set = |s: &JobSpec| {
+            s.env
+                .iter()
+                .filter(|(k, _)| k == mcast::config::ENV_TRANSPORT)
+                .map(|(_, v)| v.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(set(&quic), ["quic"]);
+        assert!(quic.quic());
+        let tcp = spec(&[
+            "-n",
+            "2",
+            "-x",
+            "MCAST_TRANSPORT=quic",
+            "--transport",
+            "tcp",
+            "p",
+        ]);
+        assert_eq!(set(tcp.as_ref().unwrap()), ["tcp"]);
+        assert!(!tcp.unwrap().quic());
+        assert!(matches!(
+            spec(&["-n", "2", "--transport", "udp", "prog"]),
+            Err(LaunchError::Usage(_))
+        ));
+        // The bundle is mclaunch's to set, never the user's.
+        assert!(matches!(
+            spec(&["-n", "2", "-x", "MCAST_QUIC_IDENTITY=00", "prog"]),
             Err(LaunchError::Usage(_))
         ));
     }

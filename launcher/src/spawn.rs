@@ -18,15 +18,19 @@ use crate::reports::Reports;
 use crate::spec::{JobSpec, OutputMode};
 use crate::supervisor::Event;
 
-/// The `MCAST_*` and `-x` variables for one rank, in the order they are applied.
+/// The `MCAST_*` and `-x` variables for one rank, in the order they are
+/// applied; `identity`: its QUIC bundle (hex) under `--transport quic`.
 pub fn rank_env(
     spec: &JobSpec,
     rank: u32,
     rendezvous: &str,
     token: &str,
     fabric_port: Option<&str>,
+    identity: Option<&str>,
 ) -> Vec<(OsString, OsString)> {
-    use mcast::config::{ENV_FABRIC, ENV_RANK, ENV_RENDEZVOUS, ENV_SIZE, ENV_TOKEN};
+    use mcast::config::{
+        ENV_FABRIC, ENV_QUIC_IDENTITY, ENV_RANK, ENV_RENDEZVOUS, ENV_SIZE, ENV_TOKEN,
+    };
     let mut env = spec.env.clone();
     if let Some(addr) = fabric_port {
         env.retain(|(k, _)| k != ENV_FABRIC);
@@ -36,6 +40,9 @@ pub fn rank_env(
     env.push((ENV_SIZE.into(), spec.nranks.to_string().into()));
     env.push((ENV_RENDEZVOUS.into(), rendezvous.into()));
     env.push((ENV_TOKEN.into(), token.into()));
+    if let Some(id) = identity {
+        env.push((ENV_QUIC_IDENTITY.into(), id.into()));
+    }
     env
 }
 

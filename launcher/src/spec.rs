@@ -9,7 +9,10 @@ use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use mcast::config::{ENV_RANK, ENV_RENDEZVOUS, ENV_RENDEZVOUS_TIMEOUT_SECS, ENV_SIZE, ENV_TOKEN};
+use mcast::config::{
+    ENV_QUIC_IDENTITY, ENV_RANK, ENV_RENDEZVOUS, ENV_RENDEZVOUS_TIMEOUT_SECS, ENV_SIZE, ENV_TOKEN,
+    ENV_TRANSPORT,
+};
 
 use crate::error::LaunchError;
 
@@ -20,7 +23,13 @@ pub const DEFAULT_RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// Environment variables mclaunch sets itself; `-x` may not override them.
-pub const RESERVED_ENV: [&str; 4] = [ENV_RANK, ENV_SIZE, ENV_RENDEZVOUS, ENV_TOKEN];
+pub const RESERVED_ENV: [&str; 5] = [
+    ENV_RANK,
+    ENV_SIZE,
+    ENV_RENDEZVOUS,
+    ENV_TOKEN,
+    ENV_QUIC_IDENTITY,
+];
 
 /// What happens to the ranks' stdout and stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -207,6 +216,18 @@ impl JobSpec {
             on_failure: OnFailure::Stop,
             fabric: None,
         }
+    }
+
+    /// Whether the ranks run with `MCAST_TRANSPORT=quic` (from `--transport`
+    /// or `-x`, else mclaunch's own environment, which local ranks inherit):
+    /// then each gets a certificate of the job's CA.
+    pub fn quic(&self) -> bool {
+        let set = self.env.iter().rev().find(|(k, _)| k == ENV_TRANSPORT);
+        let value = match set {
+            Some((_, v)) => Some(v.clone()),
+            None => std::env::var_os(ENV_TRANSPORT),
+        };
+        value.is_some_and(|v| v.to_string_lossy().trim().eq_ignore_ascii_case("quic"))
     }
 }
 

@@ -279,6 +279,7 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     warn_oversubscribed(local);
     let token = token::generate()
         .map_err(|e| LaunchError::setup("cannot read /dev/urandom for the job token", e))?;
+    let identities = quic_identities(spec, &token)?;
     let (tx, events) = mpsc::channel();
     let signals = SignalWatch::start(tx.clone())
         .map_err(|e| LaunchError::setup("cannot install signal handlers", e))?;
@@ -330,6 +331,7 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
             .map(|f| f.host_addrs().to_vec())
             .unwrap_or_default(),
         remotes: BTreeMap::new(),
+        identities,
     };
     let outcome = match job.launch(&token) {
         Some(failed) => failed,
@@ -446,6 +448,8 @@ struct Job<'a> {
     fabric_ports: Vec<String>,
     /// The proxies of the remote hosts, by host index.
     remotes: BTreeMap<usize, RemoteHost>,
+    /// `--transport quic`: every rank's bundle (hex), by rank.
+    identities: Vec<String>,
 }
 
 impl Job<'_> {
@@ -475,7 +479,8 @@ impl Job<'_> {
                 continue;
             }
             let port = self.fabric_ports.get(rank as usize).map(String::as_str);
-            let env = rank_env(self.spec, rank, &rendezvous, token, port);
+            let id = self.identities.get(rank as usize).map(String::as_str);
+            let env = rank_env(self.spec, rank, &rendezvous, token, port, id);
             let running = start_rank(
                 self.spec,
                 rank,
@@ -519,6 +524,11 @@ impl Job<'_> {
         None
     }
 
+    /// Rank `rank`'s QUIC bundle (hex), if the job runs over QUIC.
+    fn id(&self, rank: u32) -> Option<&str> {
+        self.identities.get(rank as usize).map(String::as_str)
+    }
+
     /// Start the proxy of every remote host of `plan`, each with its ranks.
     fn launch_remote(
         &mut self,
@@ -546,7 +556,7 @@ impl Job<'_> {
                     .iter()
                     .map(|&rank| ProxyRank {
                         rank,
-                        env: rank_env(self.spec, rank, rendezvous, token, None)
+                        env: rank_env(self.spec, rank, rendezvous, token, None, self.id(rank))
                             .iter()
                             .map(|(k, v)| (raw(k), raw(v)))
                             .collect(),
@@ -1129,4 +1139,30 @@ mod arena_tests {
         assert!(std::path::Path::new(other).exists());
         std::fs::remove_file(other).unwrap();
     }
+}
+
+/// How long a job's certificates are valid when it has no `--timeout`.
+const QUIC_CERT_LIFETIME: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Under `--transport quic`: a certificate authority for this job (its id
+/// is the one the rendezvous derives from `token`) and every rank's bundle,
+/// hex-encoded, for its environment (set by mclaunch or the host's proxy,
+/// which gets it over the proxy channel; never on a command line).
+fn quic_identities(spec: &JobSpec, token: &str) -> Result<Vec<String>, LaunchError> {
+    if !spec.quic() {
+        return Ok(Vec::new());
+    }
+    let fail = |e: mcast::quic::IdentityError| {
+        LaunchError::setup("cannot make the job's QUIC identities", io::Error::other(e))
+    };
+    // The job's own deadline plus a margin (rendezvous, teardown).
+    let lifetime = spec.timeout.map_or(QUIC_CERT_LIFETIME, |t| {
+        t + spec.rendezvous_timeout + Duration::from_secs(3600)
+    });
+    let job = mcast::bootstrap::job_id_from_token(token);
+    let ca = mcast::quic::JobCa::new(job, mcast::quic::Validity::starting_now(lifetime))
+        .map_err(fail)?;
+    (0..spec.nranks)
+        .map(|r| Ok(token::to_hex(&ca.issue(r).map_err(fail)?.to_bytes())))
+        .collect()
 }

@@ -14,7 +14,7 @@ pub fn generate() -> io::Result<String> {
     Ok(to_hex(&bytes))
 }
 
-fn to_hex(bytes: &[u8]) -> String {
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
         // Writing to a String cannot fail.

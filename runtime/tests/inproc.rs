@@ -270,11 +270,11 @@ fn same_host_peers_use_unix_sockets_unless_told_tcp() {
             },
             move |comm| {
                 let want = match transport {
-                    mcast::Transport::Auto => mcast::Link::Ring,
+                    mcast::Transport::Auto | mcast::Transport::Quic => mcast::Link::Ring,
                     mcast::Transport::Tcp => mcast::Link::Tcp,
                 };
                 let medium = match transport {
-                    mcast::Transport::Auto => mcast::Medium::SharedMemory,
+                    mcast::Transport::Auto | mcast::Transport::Quic => mcast::Medium::SharedMemory,
                     mcast::Transport::Tcp => mcast::Medium::Network,
                 };
                 assert_eq!(comm.medium(), medium);

@@ -16,7 +16,8 @@
 //! | `MCAST_PROBE_MS` | after this long without progress in a collective, a rank sends its call's fingerprint to every peer so that mismatched calls are found even when no data flows | 200 |
 //! | `MCAST_FLOW_BYTES` | flow-control budget: the bytes of unconsumed data this rank lets its peers have in flight toward it, per class (collectives, multicasts), shared equally among the peers (each pair gets at least four packets); a source waits for room before it posts; 0 turns flow control off (memory is then unbounded) | 67108864 |
 //! | `MCAST_MAX_MESSAGE_BYTES` | largest multicast a rank accepts (reassembly bound) | 4294967296 |
-//! | `MCAST_TRANSPORT` | `auto`: Unix-domain sockets to peers on the same host (same boot and network namespace), TCP to the others; `tcp`: TCP to every peer | `auto` |
+//! | `MCAST_TRANSPORT` | `auto`: Unix-domain sockets to peers on the same host (same boot and network namespace), TCP to the others; `tcp`: TCP to every peer; `quic`: as `auto` on one host, QUIC (mutual TLS with the job's own CA, `MCAST_QUIC_IDENTITY`) to ranks of other hosts (set by `mclaunch --transport quic`) | `auto` |
+//! | `MCAST_QUIC_IDENTITY` | with `MCAST_TRANSPORT=quic`: this rank's certificate, chain and key (`mcast::quic::RankIdentity::to_bytes`, hex; set by mclaunch, never on a command line) | — |
 //! | `MCAST_SHM_PACKET_BYTES` | payload bytes per packet when every rank of the job shares one host's memory (descriptors cost per packet, not per byte, so packets are larger) | `MCAST_PACKET_BYTES` if that is set, else 262144 |
 //! | `MCAST_SHM_BYTES` | size of this rank's shared-memory arena for large payloads to ranks of the same host (Unix-domain links; pages are allocated when first used); 0 turns shared memory off | 67108864 |
 //! | `MCAST_RING_BYTES` | bytes of each shared-memory ring (one per pair of ranks, in the receiver's segment) that carries every packet between two ranks of one host; a power of two from 4096 to 2³⁰; 0 turns the rings off (packets then go over Unix sockets) | 32 MiB / n², between 4 KiB and 256 KiB |
@@ -57,6 +58,7 @@ pub const ENV_PROBE_MS: &str = "MCAST_PROBE_MS";
 pub const ENV_MAX_MESSAGE_BYTES: &str = "MCAST_MAX_MESSAGE_BYTES";
 pub const ENV_SPIN_US: &str = "MCAST_SPIN_US";
 pub const ENV_TRANSPORT: &str = "MCAST_TRANSPORT";
+pub const ENV_QUIC_IDENTITY: &str = "MCAST_QUIC_IDENTITY";
 pub const ENV_SHM_BYTES: &str = "MCAST_SHM_BYTES";
 pub const ENV_RING_BYTES: &str = "MCAST_RING_BYTES";
 pub const ENV_SHM_PACKET_BYTES: &str = "MCAST_SHM_PACKET_BYTES";
@@ -125,6 +127,9 @@ pub enum Transport {
     Auto,
     /// TCP between every pair of ranks.
     Tcp,
+    /// Unix-domain sockets (and shared memory) between ranks of one host,
+    /// QUIC with the job's own CA between hosts.
+    Quic,
 }
 
 impl std::str::FromStr for Transport {
@@ -133,8 +138,9 @@ impl std::str::FromStr for Transport {
         match s.to_ascii_lowercase().as_str() {
             "auto" => Ok(Transport::Auto),
             "tcp" => Ok(Transport::Tcp),
+            "quic" => Ok(Transport::Quic),
             other => Err(Error::InvalidArgument(format!(
-                "{ENV_TRANSPORT}={other}: expected auto or tcp"
+                "{ENV_TRANSPORT}={other}: expected auto, tcp or quic"
             ))),
         }
     }
@@ -145,6 +151,7 @@ impl std::fmt::Display for Transport {
         f.write_str(match self {
             Transport::Auto => "auto",
             Transport::Tcp => "tcp",
+            Transport::Quic => "quic",
         })
     }
 }

@@ -71,13 +71,15 @@ fn transport_settings() {
     ])
     .unwrap();
     assert_eq!(c.ring_bytes, Some(0));
+    let quic = cfg(&[(ENV_TRANSPORT, "Quic")]).unwrap();
+    assert_eq!(quic.transport, Transport::Quic);
     assert_eq!((c.packet_bytes, c.shm_packet_bytes), (4096, 1 << 20));
     assert_eq!(
         (c.transport, c.spin, c.shm_bytes),
         (Transport::Tcp, Duration::ZERO, 0)
     );
     for bad in [
-        (ENV_TRANSPORT, "quic"),
+        (ENV_TRANSPORT, "udp"),
         (ENV_SPIN_US, "2000000"),
         (ENV_RING_BYTES, "5000"),
         (ENV_RING_BYTES, "1024"),

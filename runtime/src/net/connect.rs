@@ -55,13 +55,16 @@ impl Conn {
 /// How a rank can be reached, as published through the rendezvous:
 /// `ip:port`, and for same-host peers a Unix socket in the abstract namespace
 /// with the key of the host (boot id and network namespace) it lives on,
-/// written `ip:port unix=NAME host=KEY`.
+/// written `ip:port unix=NAME host=KEY`, and under `MCAST_TRANSPORT=quic`
+/// the UDP port of its QUIC endpoint on the same address, ` udp=PORT`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Reach {
     pub(crate) tcp: String,
     pub(crate) unix: Option<(String, String)>,
     /// The rank's shared-memory arena (only meaningful with `unix`).
     pub(crate) shm: Option<String>,
+    /// The UDP port of the rank's QUIC endpoint (same IP as `tcp`).
+    pub(crate) udp: Option<u16>,
 }
 
 impl Reach {
@@ -73,6 +76,9 @@ impl Reach {
                 s += &format!(" shm={path}");
             }
         }
+        if let Some(port) = self.udp {
+            s += &format!(" udp={port}");
+        }
         s
     }
 
@@ -81,7 +87,7 @@ impl Reach {
     pub(crate) fn parse(s: &str) -> Reach {
         let mut it = s.split_whitespace();
         let tcp = it.next().unwrap_or_default().to_string();
-        let (mut name, mut host, mut shm) = (None, None, None);
+        let (mut name, mut host, mut shm, mut udp) = (None, None, None, None);
         for f in it {
             if let Some(v) = f.strip_prefix("unix=") {
                 name = Some(v.to_string());
@@ -89,6 +95,8 @@ impl Reach {
                 host = Some(v.to_string());
             } else if let Some(v) = f.strip_prefix("shm=") {
                 shm = Some(v.to_string());
+            } else if let Some(v) = f.strip_prefix("udp=") {
+                udp = v.parse().ok();
             }
         }
         let unix = name.zip(host);
@@ -96,7 +104,14 @@ impl Reach {
             shm: shm.filter(|_| unix.is_some()),
             tcp,
             unix,
+            udp,
         }
+    }
+
+    /// The address of the rank's QUIC endpoint, if it published one.
+    pub(crate) fn udp_addr(&self) -> Option<std::net::SocketAddr> {
+        let tcp: std::net::SocketAddr = self.tcp.parse().ok()?;
+        Some(std::net::SocketAddr::new(tcp.ip(), self.udp?))
     }
 
     /// The Unix socket to reach this rank by, if it lives on `host`.
@@ -329,7 +344,10 @@ pub(crate) fn rendezvous(
     }
 }
 
-async fn write_hello<T: Serialize, S: AsyncWrite + Unpin>(s: &mut S, msg: &T) -> Result<(), Error> {
+pub(super) async fn write_hello<T: Serialize, S: AsyncWrite + Unpin>(
+    s: &mut S,
+    msg: &T,
+) -> Result<(), Error> {
     let body = postcard::to_stdvec(msg).map_err(|e| Error::Protocol(e.to_string()))?;
     let mut buf = Vec::with_capacity(4 + body.len());
     buf.extend_from_slice(&(body.len() as u32).to_le_bytes());
@@ -368,7 +386,10 @@ fn check_peer(h: &PeerHello, job: &JobEnv, expect: Option<usize>) -> Result<usiz
 }
 
 /// Read and check the handshake of an incoming connection.
-async fn screen<S: AsyncRead + Unpin>(mut s: S, job: &JobEnv) -> Result<(usize, S), String> {
+pub(super) async fn screen<S: AsyncRead + Unpin>(
+    mut s: S,
+    job: &JobEnv,
+) -> Result<(usize, S), String> {
     match tokio::time::timeout(HELLO_TIMEOUT, read_hello::<PeerHello, S>(&mut s)).await {
         Ok(Ok(h)) => check_peer(&h, job, None).map(|r| (r, s)),
         Ok(Err(e)) => Err(e.to_string()),
@@ -378,10 +399,11 @@ async fn screen<S: AsyncRead + Unpin>(mut s: S, job: &JobEnv) -> Result<(usize, 
 
 /// Refused strangers are logged at most once a second per kind of reason
 /// (a port scanner must not flood the log), with the count held back.
-static REFUSALS: LazyLock<RateLimits> = LazyLock::new(|| RateLimits::new(Duration::from_secs(1)));
+pub(super) static REFUSALS: LazyLock<RateLimits> =
+    LazyLock::new(|| RateLimits::new(Duration::from_secs(1)));
 
 /// The tail of a rate-limited line: how many like it were held back.
-fn also(held: u64) -> String {
+pub(super) fn also(held: u64) -> String {
     match held {
         0 => String::new(),
         n => format!(" (and {n} more refused since the last such line)"),
@@ -446,7 +468,7 @@ pub(crate) struct Listeners {
 }
 
 /// Our side of an outgoing handshake: say hello, check the answer.
-async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
+pub(super) async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     me: &PeerHello,
     job: &JobEnv,
@@ -464,14 +486,20 @@ async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Build the full mesh: connect down, accept up. A peer on this host is
-/// reached over its Unix socket, any other over TCP.
+/// reached over its Unix socket, any other over TCP, or (`tcp_remote`
+/// false: QUIC carries those, `quicmesh.rs`) not here.
 pub(crate) async fn mesh(
     job: &JobEnv,
     listener: &TcpListener,
     unix: Option<&UnixListener>,
     host: Option<&str>,
     addrs: &[Reach],
+    tcp_remote: bool,
 ) -> Result<Vec<Option<Conn>>, Error> {
+    let wanted: Vec<bool> = addrs
+        .iter()
+        .map(|a| tcp_remote || a.unix_on(host).is_some())
+        .collect();
     let me = PeerHello {
         version: PROTOCOL_VERSION,
         token: job.token.clone(),
@@ -489,6 +517,7 @@ pub(crate) async fn mesh(
                     greet(&mut s, &me, job, j, name).await?;
                     Conn::Unix(s)
                 }
+                None if !tcp_remote => continue,
                 None => {
                     let tcp = addr.tcp.as_str();
                     let mut s = TcpStream::connect(tcp)
@@ -504,7 +533,7 @@ pub(crate) async fn mesh(
         Ok::<_, Error>(out)
     };
     let accept_up = async {
-        let need = job.size - 1 - job.rank;
+        let need = wanted.iter().skip(job.rank + 1).filter(|&&w| w).count();
         let mut out = Vec::new();
         let mut seen = vec![false; job.size];
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -537,8 +566,8 @@ pub(crate) async fn mesh(
                     });
                 }
                 Some((r, mut conn, from)) = rx.recv() => {
-                    if seen[r] {
-                        tracing::warn!(%from, rank = r, "refusing a second connection from the same rank");
+                    if seen[r] || !wanted[r] {
+                        tracing::warn!(%from, rank = r, "refusing a second or unexpected connection from the rank");
                         continue;
                     }
                     match &mut conn {
@@ -560,28 +589,5 @@ pub(crate) async fn mesh(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn published_addresses_round_trip_and_pick_the_link() {
-        let both = Reach {
-            tcp: "10.0.0.1:4000".into(),
-            unix: Some(("mcast-1-2-3".into(), "boot-42".into())),
-            shm: Some("/dev/shm/mcast-1-2-3".into()),
-        };
-        assert_eq!(Reach::parse(&both.encode()), both);
-        assert_eq!(both.unix_on(Some("boot-42")), Some("mcast-1-2-3"));
-        assert_eq!(both.unix_on(Some("other-host")), None);
-        assert_eq!(both.unix_on(None), None);
-        let tcp_only = Reach::parse("10.0.0.2:4001");
-        assert_eq!(tcp_only.unix, None);
-        assert_eq!(tcp_only.unix_on(Some("boot-42")), None);
-        // A name without a host key (or junk) falls back to TCP.
-        assert_eq!(Reach::parse("1.2.3.4:5 unix=x").unix, None);
-        assert_eq!(Reach::parse("1.2.3.4:5 zzz host=h").unix, None);
-        assert_eq!(Reach::parse("").tcp, "");
-        // An arena without a Unix socket is useless: dropped.
-        assert_eq!(Reach::parse("1.2.3.4:5 shm=/dev/shm/mcast-x").shm, None);
-    }
-}
+#[path = "connect_tests.rs"]
+mod tests;

@@ -51,6 +51,9 @@ pub enum Link {
     /// A shared-memory ring (the whole job on one host); the Unix-domain
     /// socket beside it carries heartbeats and the goodbye.
     Ring,
+    /// One bidirectional QUIC stream, mutual TLS with the job's own CA (a
+    /// peer on another host under `MCAST_TRANSPORT=quic`).
+    Quic,
 }
 
 impl std::fmt::Display for Link {
@@ -60,6 +63,7 @@ impl std::fmt::Display for Link {
             Link::Unix => "unix",
             Link::Fabric => "fabric",
             Link::Ring => "ring",
+            Link::Quic => "quic",
         })
     }
 }

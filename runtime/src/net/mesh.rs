@@ -1,7 +1,8 @@
 //! The socket mesh: one connection per peer, a Unix-domain stream socket in
 //! the abstract namespace to a peer on the same host (same boot id and
 //! network namespace), TCP with TCP_NODELAY to any other
-//! (`MCAST_TRANSPORT=tcp` forces TCP); and the host's shared-memory arenas,
+//! (`MCAST_TRANSPORT=tcp` forces TCP, `quic` puts QUIC in TCP's place:
+//! `quicmesh.rs`); and the host's shared-memory arenas,
 //! through which large payloads go to the ranks of this host as descriptors.
 //!
 //! Each connection has a reader task and a writer ([`Out`]: vectored writes
@@ -15,17 +16,19 @@ use std::time::Duration;
 use tokio::io::BufReader;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
 
 use super::connect::{self, Conn, Listeners, Reach};
 use super::intake::{self, Host, Intake};
 use super::link::{io_err, Ambient, Connected, Joined, Link, Links, SHUTDOWN_FLUSH};
+use super::quicmesh::{self, QuicLink, QuicSide};
 use super::read::{self, Rd, ReadFail, Silence, Stop};
 use super::rings::Rings;
 use crate::algorithm::Medium;
 use crate::config::{Config, JobEnv, Transport};
 use crate::error::Error;
 use crate::inbox::Inbox;
-use crate::outq::Out;
+use crate::outq::{Half, Out};
 use crate::ring::{self, Segment};
 use crate::shm::{Arena, Shm};
 use crate::wire::{Goodbye, Kind, Packet, ShmDesc, FLAG_SHM};
@@ -120,8 +123,18 @@ pub(crate) fn join<'a>(
         .map_err(|e| io_err(&format!("binding {bind}"), e))?;
     let data_addr = listener.local_addr()?.to_string();
     let unix = match cfg.transport {
-        Transport::Auto => connect::bind_unix(job.rank),
+        Transport::Auto | Transport::Quic => connect::bind_unix(job.rank),
         Transport::Tcp => None,
+    };
+    // Under QUIC: the identity (checked before the rendezvous: a rank
+    // without one fails here) and a UDP socket on the same address.
+    let quic = match cfg.transport {
+        Transport::Quic => Some(quicmesh::prepare(&bind, job.rank)?),
+        _ => None,
+    };
+    let (quic, udp) = match quic {
+        Some((side, port)) => (Some(side), Some(port)),
+        None => (None, None),
     };
     // Our shared-memory arena, if we have Unix sockets and it is wanted.
     let arena = match (&unix, cfg.shm_bytes) {
@@ -156,10 +169,14 @@ pub(crate) fn join<'a>(
         tcp: data_addr.clone(),
         unix: unix.as_ref().map(|(_, n, h)| (n.clone(), h.clone())),
         shm: arena.as_ref().map(|(_, p)| p.clone()),
+        udp,
     };
     let host = unix.as_ref().map(|(_, _, h)| h.clone());
     let unix_listener = unix.map(|(l, _, _)| l);
     let (job_id, addrs, token) = connect::exchange(job, &reach.encode(), cfg.timeout)?;
+    if let Some(side) = &quic {
+        quicmesh::check_job(side, job_id)?;
+    }
     // Under srun the token is learnt in the exchange.
     let job = JobEnv {
         token,
@@ -230,7 +247,8 @@ pub(crate) fn join<'a>(
             if let Some(r) = &mesh.rings {
                 r.set_intake(intake.clone());
             }
-            let connected = rt.block_on(setup(cfg, &job, listeners, &addrs, &mesh, intake))?;
+            let setup = setup(cfg, &job, (listeners, quic), &addrs, &mesh, intake);
+            let connected = rt.block_on(setup)?;
             // Every peer opened every arena and ring segment before its
             // handshake with us.
             if let Some(shm) = &mesh.shm {
@@ -329,12 +347,16 @@ fn open_rings(
     Rings::new(me, own, segs, shm, inbox).map_err(Error::Protocol)
 }
 
+/// A link to one peer as set-up leaves it: its kind, read and write
+/// halves, and its pump task (QUIC).
+type Opened = (Link, Rd, Half, Option<JoinHandle<()>>);
+
 /// Connect to every peer, then start the gatekeeper, and a reader and a
 /// writer per peer. Returns the links and the writers' tasks.
 async fn setup(
     cfg: &Config,
     job: &JobEnv,
-    listeners: Listeners,
+    (listeners, quic): (Listeners, Option<QuicSide>),
     addrs: &[Reach],
     links: &Arc<Mesh>,
     intake: Intake,
@@ -349,42 +371,72 @@ async fn setup(
         None => None,
     };
     let host = listeners.host.as_deref();
-    let conns = tokio::time::timeout(
-        cfg.timeout,
-        connect::mesh(job, &listener, unix.as_ref(), host, addrs),
-    )
-    .await
-    .map_err(|_| Error::Timeout {
-        op: "connecting to peers".into(),
-        after: cfg.timeout,
-        detail: format!("rank {} of {}", job.rank, job.size),
-    })??;
-    tokio::spawn(connect::gatekeeper(listener, unix, job.clone()));
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let detect = cfg.detection(job.size, cores);
-    let kinds: Vec<Option<Link>> = conns
-        .iter()
-        .map(|c| {
-            c.as_ref().map(|c| match c {
-                Conn::Tcp(_) => Link::Tcp,
-                Conn::Unix(_) if links.rings.is_some() => Link::Ring,
-                Conn::Unix(_) => Link::Unix,
-            })
+    let tcp_remote = quic.is_none();
+    let both = async {
+        let socks = connect::mesh(job, &listener, unix.as_ref(), host, addrs, tcp_remote);
+        let quic = async {
+            match quic {
+                Some(side) => {
+                    let opts = quicmesh::options(detect.bound);
+                    let (links, ep) = quicmesh::mesh(job, side, host, addrs, opts).await?;
+                    Ok((links, Some(ep)))
+                }
+                None => Ok((Vec::new(), None)),
+            }
+        };
+        tokio::try_join!(socks, quic)
+    };
+    let (conns, (mut quic_links, ep)) =
+        tokio::time::timeout(cfg.timeout, both)
+            .await
+            .map_err(|_| Error::Timeout {
+                op: "connecting to peers".into(),
+                after: cfg.timeout,
+                detail: format!("rank {} of {}", job.rank, job.size),
+            })??;
+    tokio::spawn(connect::gatekeeper(listener, unix, job.clone()));
+    if let Some(ep) = ep {
+        tokio::spawn(quicmesh::gatekeeper(ep));
+    }
+    // Every link as (kind, read half, write half, pump), the QUIC ones
+    // where the sockets left a gap.
+    quic_links.resize_with(job.size, || None);
+    let conns: Vec<Option<Opened>> = conns
+        .into_iter()
+        .zip(quic_links)
+        .map(|(c, q)| match (c, q) {
+            (Some(c), _) => {
+                let kind = match &c {
+                    Conn::Tcp(_) => Link::Tcp,
+                    Conn::Unix(_) if links.rings.is_some() => Link::Ring,
+                    Conn::Unix(_) => Link::Unix,
+                };
+                let (rd, half) = c.split();
+                Some((kind, rd, half, None))
+            }
+            (None, Some(QuicLink { rd, half, pump })) => Some((Link::Quic, rd, half, Some(pump))),
+            (None, None) => None,
         })
         .collect();
+    let kinds: Vec<Option<Link>> = conns.iter().map(|c| c.as_ref().map(|c| c.0)).collect();
     let heartbeat = intake::signal(Kind::Heartbeat, links.job, job.rank);
     let mut writers: Vec<Option<Arc<Out>>> = (0..job.size).map(|_| None).collect();
     let mut writer_tasks = Vec::new();
     for (peer, conn) in conns.into_iter().enumerate() {
-        let Some(conn) = conn else { continue };
+        let Some((kind, rd, half, pump)) = conn else {
+            continue;
+        };
         // Descriptors go only to a Unix peer that mapped the host's arenas
         // (it published one of its own); it may send us some in return.
-        let shm = match conn {
-            Conn::Unix(_) => links.shm.clone(),
-            Conn::Tcp(_) => None,
+        let shm = match kind {
+            Link::Unix | Link::Ring => links.shm.clone(),
+            _ => None,
         };
         let shm_out = shm.clone().filter(|_| addrs[peer].shm.is_some());
-        let (rd, half) = conn.split();
+        // A QUIC link's pump ends once its goodbye is acknowledged.
+        writer_tasks.extend(pump);
         let out = Arc::new(Out::new(peer, half, shm_out));
         // Our first heartbeat now, from this thread: the peer holds us to
         // the silence bound only from our first packet on, and with the

@@ -28,6 +28,7 @@ mod fablink;
 mod intake;
 mod link;
 mod mesh;
+mod quicmesh;
 mod read;
 mod rings;
 

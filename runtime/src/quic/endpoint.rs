@@ -158,6 +158,22 @@ pub fn endpoint(
     Endpoint::server(config, bind).map_err(|source| ConfigError::Bind { addr: bind, source })
 }
 
+/// [`endpoint`] on a UDP socket already bound (so its port can be published
+/// before a tokio runtime exists). Must run inside a tokio runtime.
+pub fn endpoint_on(
+    identity: &RankIdentity,
+    socket: std::net::UdpSocket,
+    opts: &LinkOptions,
+) -> Result<Endpoint, ConfigError> {
+    let config = server_config(identity, opts)?;
+    let addr = socket
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let runtime = Arc::new(quinn::TokioRuntime);
+    Endpoint::new(Default::default(), Some(config), socket, runtime)
+        .map_err(|source| ConfigError::Bind { addr, source })
+}
+
 /// One accepted connection and the rank its certificate names.
 #[derive(Debug, Clone)]
 pub struct Accepted {
@@ -224,6 +240,17 @@ pub async fn accept(
         .accept()
         .await
         .ok_or(HandshakeError::EndpointClosed)?;
+    accept_incoming(incoming, identity, opts).await
+}
+
+/// The handshake of one incoming connection (what [`accept`] does after
+/// the endpoint gave it one): run it in a task of its own and a slow or
+/// silent stranger holds up no other peer.
+pub async fn accept_incoming(
+    incoming: quinn::Incoming,
+    identity: &RankIdentity,
+    opts: &LinkOptions,
+) -> Result<Accepted, HandshakeError> {
     let addr = incoming.remote_address();
     let outcome = Arc::new(Outcome::default());
     let verifier = match RankClientVerifier::new(identity) {

@@ -41,8 +41,8 @@
 //!   peer's address and return them typed.
 //!
 //! This module imports nothing from the rest of the crate (it is a leaf in
-//! the sense of ARCHITECTURE.md's layers); the QUIC transport (`impl Links`)
-//! is a later slice.
+//! the sense of ARCHITECTURE.md's layers); the links between hosts that use
+//! it (`MCAST_TRANSPORT=quic`) are in `net/quicmesh.rs`.
 
 pub mod ca;
 pub mod endpoint;
@@ -51,7 +51,8 @@ pub mod verify;
 
 pub use ca::{JobCa, RankIdentity, Validity};
 pub use endpoint::{
-    accept, client_config, connect, endpoint, peer_rank, server_config, Accepted, LinkOptions,
+    accept, accept_incoming, client_config, connect, endpoint, endpoint_on, peer_rank,
+    server_config, Accepted, LinkOptions,
 };
 pub use error::{ConfigError, HandshakeError, IdentityError, Refusal};
 pub use verify::{RankClientVerifier, RankServerVerifier};
