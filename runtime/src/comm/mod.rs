@@ -190,9 +190,11 @@ impl Comm {
         self.net.as_ref().map(|n| n.data_addr.as_str())
     }
 
-    /// What carries packets to `peer`: a Unix-domain socket for a rank on
-    /// this host (unless `MCAST_TRANSPORT=tcp`), TCP otherwise. `None` for
-    /// this rank itself, a rank out of range, or a lone rank.
+    /// What carries packets to `peer`: a shared-memory ring or a Unix-domain
+    /// socket for a rank on this host (unless `MCAST_TRANSPORT=tcp`), TCP
+    /// for a rank on another host, or QUIC there under
+    /// `MCAST_TRANSPORT=quic`. `None` for this rank itself, a rank out of
+    /// range, or a lone rank.
     pub fn link_to(&self, peer: usize) -> Option<Link> {
         if peer >= self.size {
             return None;
