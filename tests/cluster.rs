@@ -172,18 +172,24 @@ fn long_stream_with(c: &Cluster, mark: &str, opts: &[&str]) -> Running {
 }
 
 fn hostfile_runs_selftest_on_every_host(c: &Cluster) {
-    let out = run_bounded(job(c, "mcast-selftest", &[]), LIMIT);
+    // The rank of its own host through a shared-memory ring, the four
+    // others over TCP.
+    selftest_with_links(c, &[], "ring,tcp");
+}
+
+/// The selftest over the cluster with mclaunch options `opts`: every rank
+/// ok on its host, its links (the selftest's summary) exactly `links`.
+fn selftest_with_links(c: &Cluster, opts: &[&str], links: &str) {
+    let out = run_bounded(job_with(c, opts, "mcast-selftest", &[]), LIMIT);
     let (so, se) = text(&out);
     assert!(out.status.success(), "{so}\n{se}");
     for r in 0..6 {
         let host = HOSTS[r / 2];
         let line = format!("[{r}] selftest: rank {r} of 6 ok on host {host} (");
         let found = so.lines().find(|l| l.starts_with(&line));
-        // The rank of its own host through a shared-memory ring, the four
-        // others over TCP.
         assert!(
-            found.is_some_and(|l| l.ends_with("; links ring,tcp)")),
-            "missing {line:?} with links ring,tcp:\n{so}\n{se}"
+            found.is_some_and(|l| l.ends_with(&format!("; links {links})"))),
+            "missing {line:?} with links {links}:\n{so}\n{se}"
         );
     }
 }
@@ -191,21 +197,7 @@ fn hostfile_runs_selftest_on_every_host(c: &Cluster) {
 /// `--transport quic`: every rank reaches the other hosts' ranks over QUIC
 /// (its link table says so) and its own host's rank through the ring.
 fn quic_links_between_hosts(c: &Cluster) {
-    let out = run_bounded(
-        job_with(c, &["--transport", "quic"], "mcast-selftest", &[]),
-        LIMIT,
-    );
-    let (so, se) = text(&out);
-    assert!(out.status.success(), "{so}\n{se}");
-    for r in 0..6 {
-        let host = HOSTS[r / 2];
-        let line = format!("[{r}] selftest: rank {r} of 6 ok on host {host} (");
-        let found = so.lines().find(|l| l.starts_with(&line));
-        assert!(
-            found.is_some_and(|l| l.ends_with("; links quic,ring)")),
-            "missing {line:?} with links quic,ring:\n{so}\n{se}"
-        );
-    }
+    selftest_with_links(c, &["--transport", "quic"], "quic,ring");
 }
 
 /// `ss` in host `h`'s namespace, its lines without header.

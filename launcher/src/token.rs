@@ -1,6 +1,5 @@
 //! The per-job secret that ranks present to the rendezvous.
 
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Read};
 
@@ -14,13 +13,9 @@ pub fn generate() -> io::Result<String> {
     Ok(to_hex(&bytes))
 }
 
+/// Lower-case hex, as the runtime reads it ([`mcast::pmi2::hex`]).
 pub(crate) fn to_hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        // Writing to a String cannot fail.
-        let _ = write!(s, "{b:02x}");
-    }
-    s
+    mcast::pmi2::hex(bytes)
 }
 
 pub use mcast::bootstrap::tokens_equal;

@@ -90,7 +90,7 @@ fn prepare_with(
         ))
     };
     let hex = value.map_err(|e| bad(e.to_string()))?;
-    let bytes = from_hex(hex.trim()).ok_or_else(|| bad("not hex".into()))?;
+    let bytes = crate::pmi2::unhex(hex.trim()).ok_or_else(|| bad("not hex".into()))?;
     let identity = RankIdentity::from_bytes(&bytes).map_err(|e| bad(e.to_string()))?;
     if identity.rank() as usize != rank {
         return Err(bad(format!(
@@ -113,16 +113,6 @@ pub(crate) fn check_job(side: &QuicSide, job: u32) -> Result<(), Error> {
         "{ENV_QUIC_IDENTITY} is for job {:08x}, this is job {job:08x}",
         side.identity.job()
     )))
-}
-
-fn from_hex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// The QUIC options of a link: idle timeout = the failure bound.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
+use crate::pmi2::hex;
 use crate::quic::{JobCa, Validity};
 
 const JOB: u32 = 0xbeef;
@@ -14,10 +15,6 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 fn new_ca(job: u32) -> JobCa {
     JobCa::new(job, Validity::starting_now(Duration::from_secs(3600))).unwrap()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn job(rank: usize, size: usize) -> JobEnv {
