@@ -160,6 +160,29 @@ fn mcbench_json_under_mclaunch() {
     }
 }
 
+/// `--throughput` sends far more than the flow-control budget lets a peer
+/// have in flight (here 1 MiB over 2 peers: 8 messages of 64 KiB each),
+/// and still ends: it must receive while it sends (it once sent everything
+/// first, and every rank then waited on a rank that was sending).
+#[test]
+fn mcbench_throughput_beyond_the_flow_budget() {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", "3", "--timeout", "60"])
+        .arg(bin("mcbench"))
+        .args(["--throughput", "-m", "65536", "-i", "40", "--json"])
+        .env("MCAST_FLOW_BYTES", "1048576")
+        .env("MCAST_TIMEOUT_SECS", "20");
+    let out = run_bounded(cmd, Duration::from_secs(90));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{se}");
+    let v: serde_json::Value = serde_json::from_str(&so).expect("json");
+    assert_eq!(
+        (v["ranks"].as_u64(), v["messages_per_rank"].as_u64()),
+        (Some(3), Some(40))
+    );
+    assert!(v["bytes_per_s"].as_f64().unwrap() > 0.0, "{v}");
+}
+
 #[test]
 fn mcbench_launches_itself_and_prints_the_osu_table() {
     let mut cmd = Command::new(bin("mcbench"));
