@@ -317,6 +317,8 @@ def main():
     ap.add_argument("-i", "--iterations", type=int, help="timed iterations (default: mcbench's)")
     ap.add_argument("-x", "--warmup", type=int, help="warm-up iterations (default: mcbench's)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per run [300]")
+    ap.add_argument("--budget", type=float,
+                    help="seconds: start no round that would likely end past this (keep what ran)")
     ap.add_argument("--out", help="output dir [bench/results/compare-nexar/<mode>]")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--rebuild", action="store_true", help="run cargo build even if the binaries exist")
@@ -329,13 +331,22 @@ def main():
     out = os.path.abspath(a.out or os.path.join(ROOT, "bench", "results", "compare-nexar", mode))
     series = ["mcast", "nexar"] + (["nexar_quic"] if a.nexar_quic_only else [])
 
+    # A SIGTERM (say, from `timeout`) unwinds through the finally blocks that
+    # kill every rank this script started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     build(a)
     os.makedirs(out, exist_ok=True)
     started = datetime.datetime.now(datetime.timezone.utc)
     raw, failed = [], 0
     with tempfile.TemporaryDirectory(prefix="compare-nexar-") as tmp:
         lays = layouts(a, tmp)
+        t_start, rounds_done = time.monotonic(), 0
         for rnd in range(1, a.rounds + 1):
+            spent = time.monotonic() - t_start
+            if a.budget and rounds_done and spent + spent / rounds_done > a.budget:
+                log(f"--budget {a.budget:.0f} s: stopping after {rounds_done} rounds")
+                break
+            rounds_done = rnd
             for lay in lays:
                 # Rotate the order each round: every series runs first in turn.
                 order = series[(rnd - 1) % len(series):] + series[:(rnd - 1) % len(series)]
@@ -346,7 +357,7 @@ def main():
                     try:
                         if s == "mcast":
                             rep, cmd = run_mcast(a, lay)
-                            entry["command"] = " ".join(cmd)
+                            entry["command"] = shlex.join(cmd)
                         else:
                             rep, cmds = run_nexar(a, lay, s)
                             entry["commands"] = cmds
@@ -364,7 +375,7 @@ def main():
 
     rows = summarize(raw, series)
     tbl = table(rows, series)
-    meta = {"mode": mode, "started": started.isoformat(timespec="seconds"), "rounds": a.rounds,
+    meta = {"mode": mode, "started": started.isoformat(timespec="seconds"), "rounds": rounds_done,
             "series": series, "mcast_transport": a.mcast_transport, "argv": sys.argv[1:],
             "failed_runs": failed, "nproc": os.cpu_count(),
             "mcast_commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
@@ -375,7 +386,7 @@ def main():
         keys = list(rows[0].keys()) if rows else []
         f.write(",".join(keys) + "\n")
         f.writelines(",".join("" if r[k] is None else str(r[k]) for k in keys) + "\n" for r in rows)
-    title = f"bcast latency, mcast QUIC vs nexar ({mode}, median of {a.rounds} rounds)"
+    title = f"bcast latency, mcast QUIC vs nexar ({mode}, median of {rounds_done} rounds)"
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(f"{title}; latency in µs (osu_bcast method, average over ranks)\n\n{tbl}")
     plot(a, out, rows, series, title)
