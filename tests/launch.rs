@@ -83,6 +83,26 @@ fn selftest_5_tcp_without_spinning() {
     );
 }
 
+/// QUIC between every pair of ranks of one host (`--transport quic-all`):
+/// every rank reports QUIC links only.
+#[test]
+fn selftest_3_quic_all() {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", "3", "--timeout", "120", "--transport", "quic-all"])
+        .arg(bin("mcast-selftest"))
+        .env("MCAST_PACKET_BYTES", "4096");
+    let out = run_bounded(cmd, Duration::from_secs(180));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{:?}\n{so}\n{se}", out.status);
+    for r in 0..3 {
+        let line = so
+            .lines()
+            .find(|l| l.contains(&format!("rank {r} of 3 ok")));
+        let line = line.unwrap_or_else(|| panic!("rank {r} missing:\n{so}"));
+        assert!(line.ends_with("links quic)"), "{line}");
+    }
+}
+
 #[test]
 fn without_mclaunch_a_program_is_a_single_rank() {
     let mut cmd = Command::new(bin("mcast-selftest"));
