@@ -257,6 +257,8 @@ def summarize(raw, series):
         for s in series:
             xs = v.get(s, [])
             row[f"{s}_us"] = statistics.median(xs) if xs else None
+            row[f"{s}_min_us"] = min(xs) if xs else None  # over rounds
+            row[f"{s}_max_us"] = max(xs) if xs else None
             row[f"{s}_rounds"] = len(xs)
         rows.append(row)
     return rows
@@ -282,7 +284,7 @@ def table(rows, series):
     return "\n".join(out) + "\n"
 
 
-def plot(a, out, rows, series, title):
+def plot(out, rows, series, title):
     if not os.access(MCSIM, os.X_OK):
         log("no mcsim: no plot")
         return
@@ -323,7 +325,14 @@ def main():
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--rebuild", action="store_true", help="run cargo build even if the binaries exist")
     ap.add_argument("-j", "--jobs", type=int, help="cargo build -j")
+    ap.add_argument("--resummarize", metavar="DIR",
+                    help="only rewrite DIR's table, CSV and plot from its raw.json")
     a = ap.parse_args()
+    if a.resummarize:
+        with open(os.path.join(a.resummarize, "raw.json")) as f:
+            d = json.load(f)
+        write_outputs(os.path.abspath(a.resummarize), d["meta"], d["runs"])
+        return 0
     a.ranks = [int(x) for x in a.ranks.split(",")]
     a.per_host = [int(x) for x in a.per_host.split(",")]
     mode = "hosts" if a.hosts else "loopback"
@@ -373,8 +382,6 @@ def main():
                         log(f"round {rnd}/{a.rounds} ranks {lay['label']} {s}: "
                             f"{entry['seconds']} s, 1 B {r1:.1f} µs, links {entry['report'].get('links')}")
 
-    rows = summarize(raw, series)
-    tbl = table(rows, series)
     meta = {"mode": mode, "started": started.isoformat(timespec="seconds"), "rounds": rounds_done,
             "series": series, "mcast_transport": a.mcast_transport, "argv": sys.argv[1:],
             "failed_runs": failed, "nproc": os.cpu_count(),
@@ -382,17 +389,27 @@ def main():
                                            capture_output=True, text=True).stdout.strip()}
     with open(os.path.join(out, "raw.json"), "w") as f:
         json.dump({"meta": meta, "runs": raw}, f, indent=1)
+    write_outputs(out, meta, raw)
+    return 1 if failed else 0
+
+
+def write_outputs(out, meta, raw):
+    """summary.csv, table.md and latency.svg from the runs of raw.json."""
+    series = meta["series"]
+    rows = summarize(raw, series)
+    tbl = table(rows, series)
     with open(os.path.join(out, "summary.csv"), "w") as f:
         keys = list(rows[0].keys()) if rows else []
         f.write(",".join(keys) + "\n")
-        f.writelines(",".join("" if r[k] is None else str(r[k]) for k in keys) + "\n" for r in rows)
-    title = f"bcast latency, mcast QUIC vs nexar ({mode}, median of {rounds_done} rounds)"
+        f.writelines(",".join("" if r[k] is None else str(round(r[k], 3)) if isinstance(r[k], float)
+                              else str(r[k]) for k in keys) + "\n" for r in rows)
+    title = (f"bcast latency, mcast --transport {meta['mcast_transport']} vs nexar "
+             f"({meta['mode']}, median of {meta['rounds']} rounds)")
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(f"{title}; latency in µs (osu_bcast method, average over ranks)\n\n{tbl}")
-    plot(a, out, rows, series, title)
+    plot(out, rows, series, title)
     print(tbl)
-    log(f"wrote {out}/{{table.md,summary.csv,raw.json,latency.svg}}; {failed} failed runs")
-    return 1 if failed else 0
+    log(f"wrote {out}/{{table.md,summary.csv,raw.json,latency.svg}}; {meta['failed_runs']} failed runs")
 
 
 if __name__ == "__main__":
