@@ -325,6 +325,8 @@ def main():
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--rebuild", action="store_true", help="run cargo build even if the binaries exist")
     ap.add_argument("-j", "--jobs", type=int, help="cargo build -j")
+    ap.add_argument("--append", action="store_true",
+                    help="add this invocation's rounds to those of OUT/raw.json (same series)")
     ap.add_argument("--resummarize", metavar="DIR",
                     help="only rewrite DIR's table, CSV and plot from its raw.json")
     a = ap.parse_args()
@@ -346,7 +348,14 @@ def main():
     build(a)
     os.makedirs(out, exist_ok=True)
     started = datetime.datetime.now(datetime.timezone.utc)
-    raw, failed = [], 0
+    raw, failed, before, old = [], 0, 0, None
+    if a.append:
+        with open(os.path.join(out, "raw.json")) as f:
+            old = json.load(f)
+        if old["meta"]["series"] != series:
+            sys.exit(f"--append: {out} has the series {old['meta']['series']}, not {series}")
+        raw, failed, before = old["runs"], old["meta"]["failed_runs"], old["meta"]["rounds"]
+        started = datetime.datetime.fromisoformat(old["meta"]["started"])
     with tempfile.TemporaryDirectory(prefix="compare-nexar-") as tmp:
         lays = layouts(a, tmp)
         t_start, rounds_done = time.monotonic(), 0
@@ -358,10 +367,11 @@ def main():
             rounds_done = rnd
             for lay in lays:
                 # Rotate the order each round: every series runs first in turn.
-                order = series[(rnd - 1) % len(series):] + series[:(rnd - 1) % len(series)]
+                k = (before + rnd - 1) % len(series)
+                order = series[k:] + series[:k]
                 for s in order:
                     t0 = time.monotonic()
-                    entry = {"round": rnd, "layout": lay["label"], "series": s,
+                    entry = {"round": before + rnd, "layout": lay["label"], "series": s,
                              "load_before": os.getloadavg()[0]}
                     try:
                         if s == "mcast":
@@ -382,11 +392,17 @@ def main():
                         log(f"round {rnd}/{a.rounds} ranks {lay['label']} {s}: "
                             f"{entry['seconds']} s, 1 B {r1:.1f} µs, links {entry['report'].get('links')}")
 
-    meta = {"mode": mode, "started": started.isoformat(timespec="seconds"), "rounds": rounds_done,
-            "series": series, "mcast_transport": a.mcast_transport, "argv": sys.argv[1:],
+    meta = {"mode": mode, "started": started.isoformat(timespec="seconds"),
+            "rounds": before + rounds_done, "series": series,
+            "mcast_transport": a.mcast_transport, "argv": sys.argv[1:],
             "failed_runs": failed, "nproc": os.cpu_count(),
             "mcast_commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                                            capture_output=True, text=True).stdout.strip()}
+    if old:
+        meta["argv"] = old["meta"]["argv"]
+        meta["appended_argv"] = old["meta"].get("appended_argv", []) + [sys.argv[1:]]
+        if old["meta"]["mcast_commit"] != meta["mcast_commit"]:
+            meta["mcast_commit"] = f"{old['meta']['mcast_commit']}, then {meta['mcast_commit']}"
     with open(os.path.join(out, "raw.json"), "w") as f:
         json.dump({"meta": meta, "runs": raw}, f, indent=1)
     write_outputs(out, meta, raw)
