@@ -243,7 +243,7 @@ fn no_tcp_between_hosts(before: &[u64]) {
         (1..=3).all(|h| udp_in(h) > before[h - 1] + 2000)
     });
     assert!(flowing, "no UDP traffic on every host: {before:?}");
-    let net = std::env::var("MCAST_CLUSTER_NET").unwrap_or_else(|_| "10.77.0".into());
+    let net = cluster_net();
     for h in 1..=3 {
         let tcp = ss(h, &["-tn", "state", "established"]);
         for line in tcp.lines() {
@@ -332,6 +332,140 @@ fn cut_link(c: &Cluster, name: &str, opts: &[&str]) {
     assert_nothing_left(&mark, &err);
 }
 
+/// The wire between hosts is encrypted under QUIC: tcpdump in h2's
+/// namespace records the job of `examples/bcast`, whose payload is the
+/// known text `hello, ranks`. With the default transport (TCP between hosts)
+/// the text is on the wire, so the check can fail; with `--transport quic`
+/// it is not.
+fn the_wire_between_hosts_is_encrypted_under_quic(c: &Cluster) {
+    const PATTERN: &[u8] = b"hello, ranks";
+    let example = bin("mcbench").with_file_name("examples").join("bcast");
+    assert!(
+        example.exists(),
+        "{} is missing: cargo test builds the examples",
+        example.display()
+    );
+    for (transport, on_the_wire) in [("auto", true), ("quic", false)] {
+        let pcap = std::env::temp_dir().join(format!(
+            "mcast-wire-{}-{transport}.pcap",
+            std::process::id()
+        ));
+        let mut dump = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                "mc-h2",
+                "tcpdump",
+                // Hand every packet to the writer at once (no 1 s block
+                // timeout): the capture ends right after the job.
+                "--immediate-mode",
+                "-i",
+                "any",
+                "-U",
+                "-s",
+                "0",
+                "-w",
+            ])
+            .arg(&pcap)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tcpdump (bench/cluster/deps.sh installs it)");
+        // Wait until tcpdump listens (it says so on stderr).
+        let err = dump.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let listening = loop {
+            match rx.recv_timeout(Duration::from_secs(20)) {
+                Ok(l) if l.contains("listening on") => break true,
+                Ok(_) => continue,
+                Err(_) => break false,
+            }
+        };
+        if !listening {
+            let _ = dump.kill();
+            let _ = dump.wait();
+            panic!("tcpdump did not start listening in mc-h2");
+        }
+        let mut cmd = Command::new(mclaunch());
+        cmd.arg("--hostfile")
+            .arg(c.hostfile())
+            .arg("--launch-agent")
+            .arg(c.agent())
+            .args(["--transport", transport])
+            .arg(&example);
+        let out = run_bounded(cmd, LIMIT);
+        // Everything the job sent reached h2 before a sentinel sent after
+        // it, and tcpdump writes packets in order (`-U`): once the sentinel
+        // is in the file, so is the job. Then SIGINT closes the file.
+        let synced = sentinel_seen(&format!("{}.2", cluster_net()), &pcap);
+        unsafe { libc::kill(dump.id() as i32, libc::SIGINT) };
+        let end = Instant::now() + Duration::from_secs(20);
+        while dump.try_wait().unwrap().is_none() {
+            if Instant::now() >= end {
+                let _ = dump.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = dump.wait();
+        let (so, se) = text(&out);
+        assert!(out.status.success(), "{transport}: {so}\n{se}");
+        assert_eq!(
+            so.matches("bcast \"hello, ranks\"").count(),
+            6,
+            "{transport}: every rank has the text:\n{so}"
+        );
+        let said: Vec<String> = rx.try_iter().collect();
+        assert!(
+            synced,
+            "{transport}: tcpdump never wrote the sentinel; it said {said:?}"
+        );
+        let bytes = std::fs::read(&pcap).unwrap_or_default();
+        let _ = std::fs::remove_file(&pcap);
+        assert!(
+            bytes.len() > 1000,
+            "{transport}: tcpdump captured {} bytes; it said {said:?}",
+            bytes.len()
+        );
+        let seen = bytes.windows(PATTERN.len()).any(|w| w == PATTERN);
+        assert_eq!(
+            seen,
+            on_the_wire,
+            "{transport}: the text was {}on the wire between hosts",
+            if seen { "" } else { "not " }
+        );
+    }
+}
+
+/// The cluster's /24 (three octets), as `up.sh` reads it.
+fn cluster_net() -> String {
+    std::env::var("MCAST_CLUSTER_NET").unwrap_or_else(|_| "10.77.0".into())
+}
+
+/// Send a marked UDP datagram from this (the root) namespace to `addr`
+/// until the capture file `pcap` holds it (bounded: 20 s). Returns whether
+/// it did.
+fn sentinel_seen(addr: &str, pcap: &std::path::Path) -> bool {
+    let mark = format!("mcast-sentinel-{}", std::process::id());
+    let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < end {
+        let _ = sock.send_to(mark.as_bytes(), (addr, 9));
+        let bytes = std::fs::read(pcap).unwrap_or_default();
+        if bytes.windows(mark.len()).any(|w| w == mark.as_bytes()) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
 #[test]
 fn mclaunch_across_namespace_hosts() {
     let c = Cluster::ensure();
@@ -341,4 +475,5 @@ fn mclaunch_across_namespace_hosts() {
     a_cut_link_is_detected_and_the_host_named(&c);
     quic_links_between_hosts(&c);
     a_cut_quic_link_is_detected(&c);
+    the_wire_between_hosts_is_encrypted_under_quic(&c);
 }

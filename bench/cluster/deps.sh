@@ -9,6 +9,7 @@ pkgs=(
   iproute2                        # ip netns/link/addr, tc (tbf)
   util-linux                      # unshare (UTS namespace per host)
   procps                          # pgrep/pkill-free checks in selfcheck
+  tcpdump                         # tests/cluster.rs: is the wire encrypted?
   munge                           # munged, munge, unmunge
   slurm-wlm slurmctld slurmd slurm-client  # slurmctld, slurmd, srun/salloc/sinfo
 )
