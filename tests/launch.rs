@@ -96,6 +96,26 @@ fn selftest_3_quic_on_one_host_meets_over_tls() {
     );
 }
 
+/// QUIC between every pair of ranks of one host (`--transport quic-all`):
+/// every rank reports QUIC links only.
+#[test]
+fn selftest_3_quic_all() {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", "3", "--timeout", "120", "--transport", "quic-all"])
+        .arg(bin("mcast-selftest"))
+        .env("MCAST_PACKET_BYTES", "4096");
+    let out = run_bounded(cmd, Duration::from_secs(180));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{:?}\n{so}\n{se}", out.status);
+    for r in 0..3 {
+        let line = so
+            .lines()
+            .find(|l| l.contains(&format!("rank {r} of 3 ok")));
+        let line = line.unwrap_or_else(|| panic!("rank {r} missing:\n{so}"));
+        assert!(line.ends_with("links quic)"), "{line}");
+    }
+}
+
 #[test]
 fn without_mclaunch_a_program_is_a_single_rank() {
     let mut cmd = Command::new(bin("mcast-selftest"));
@@ -151,6 +171,29 @@ fn mcbench_json_under_mclaunch() {
         );
         assert!(min <= avg && avg <= max && min >= 0.0, "{r}");
     }
+}
+
+/// `--throughput` sends far more than the flow-control budget lets a peer
+/// have in flight (here 1 MiB over 2 peers: 8 messages of 64 KiB each),
+/// and still ends: it must receive while it sends (it once sent everything
+/// first, and every rank then waited on a rank that was sending).
+#[test]
+fn mcbench_throughput_beyond_the_flow_budget() {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", "3", "--timeout", "60"])
+        .arg(bin("mcbench"))
+        .args(["--throughput", "-m", "65536", "-i", "40", "--json"])
+        .env("MCAST_FLOW_BYTES", "1048576")
+        .env("MCAST_TIMEOUT_SECS", "20");
+    let out = run_bounded(cmd, Duration::from_secs(90));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{se}");
+    let v: serde_json::Value = serde_json::from_str(&so).expect("json");
+    assert_eq!(
+        (v["ranks"].as_u64(), v["messages_per_rank"].as_u64()),
+        (Some(3), Some(40))
+    );
+    assert!(v["bytes_per_s"].as_f64().unwrap() > 0.0, "{v}");
 }
 
 #[test]

@@ -128,9 +128,10 @@ pub struct Cli {
     /// How ranks reach each other: `auto` (Unix-domain sockets and shared
     /// memory on one host, TCP between hosts), `tcp` (TCP everywhere) or
     /// `quic` (as auto on one host, QUIC between hosts, with mutual TLS
-    /// against a certificate authority mclaunch makes for the job). Sets
-    /// MCAST_TRANSPORT for every rank.
-    #[arg(long, value_name = "auto|tcp|quic")]
+    /// against a certificate authority mclaunch makes for the job) or
+    /// `quic-all` (QUIC between every pair of ranks, also of one host: to
+    /// measure QUIC on one machine). Sets MCAST_TRANSPORT for every rank.
+    #[arg(long, value_name = "auto|tcp|quic|quic-all")]
     pub transport: Option<String>,
 
     /// Map rank i to node i of a logical topology (`torus:5x5`, `torus:5x5:uni`,
@@ -372,6 +373,9 @@ mod tests {
         };
         assert_eq!(set(&quic), ["quic"]);
         assert!(quic.quic());
+        let all = spec(&["-n", "2", "--transport", "quic-all", "prog"]).unwrap();
+        assert_eq!(set(&all), ["quic-all"]);
+        assert!(all.quic());
         let tcp = spec(&[
             "-n",
             "2",

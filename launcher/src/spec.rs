@@ -218,16 +218,20 @@ impl JobSpec {
         }
     }
 
-    /// Whether the ranks run with `MCAST_TRANSPORT=quic` (from `--transport`
-    /// or `-x`, else mclaunch's own environment, which local ranks inherit):
-    /// then each gets a certificate of the job's CA.
+    /// Whether the ranks run with `MCAST_TRANSPORT=quic` or `quic-all`
+    /// (from `--transport` or `-x`, else mclaunch's own environment, which
+    /// local ranks inherit): then each gets a certificate of the job's CA.
     pub fn quic(&self) -> bool {
         let set = self.env.iter().rev().find(|(k, _)| k == ENV_TRANSPORT);
         let value = match set {
             Some((_, v)) => Some(v.clone()),
             None => std::env::var_os(ENV_TRANSPORT),
         };
-        value.is_some_and(|v| v.to_string_lossy().trim().eq_ignore_ascii_case("quic"))
+        value.is_some_and(|v| {
+            v.to_string_lossy()
+                .parse::<mcast::Transport>()
+                .is_ok_and(|t| t.is_quic())
+        })
     }
 }
 

@@ -130,6 +130,17 @@ pub enum Transport {
     /// Unix-domain sockets (and shared memory) between ranks of one host,
     /// QUIC with the job's own CA between hosts.
     Quic,
+    /// QUIC with the job's own CA between every pair of ranks, also of one
+    /// host (no Unix sockets, no shared memory): QUIC measured on one
+    /// machine, as `Tcp` measures TCP there.
+    QuicAll,
+}
+
+impl Transport {
+    /// Whether ranks need a QUIC identity (`quic` or `quic-all`).
+    pub fn is_quic(self) -> bool {
+        matches!(self, Transport::Quic | Transport::QuicAll)
+    }
 }
 
 impl std::str::FromStr for Transport {
@@ -139,8 +150,9 @@ impl std::str::FromStr for Transport {
             "auto" => Ok(Transport::Auto),
             "tcp" => Ok(Transport::Tcp),
             "quic" => Ok(Transport::Quic),
+            "quic-all" => Ok(Transport::QuicAll),
             other => Err(Error::InvalidArgument(format!(
-                "{ENV_TRANSPORT}={other}: expected auto, tcp or quic"
+                "{ENV_TRANSPORT}={other}: expected auto, tcp, quic or quic-all"
             ))),
         }
     }
@@ -152,6 +164,7 @@ impl std::fmt::Display for Transport {
             Transport::Auto => "auto",
             Transport::Tcp => "tcp",
             Transport::Quic => "quic",
+            Transport::QuicAll => "quic-all",
         })
     }
 }

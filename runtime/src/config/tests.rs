@@ -73,6 +73,12 @@ fn transport_settings() {
     assert_eq!(c.ring_bytes, Some(0));
     let quic = cfg(&[(ENV_TRANSPORT, "Quic")]).unwrap();
     assert_eq!(quic.transport, Transport::Quic);
+    let all = cfg(&[(ENV_TRANSPORT, "quic-all")]).unwrap().transport;
+    assert_eq!(
+        (all, all.to_string().as_str()),
+        (Transport::QuicAll, "quic-all")
+    );
+    assert!(all.is_quic() && Transport::Quic.is_quic() && !Transport::Tcp.is_quic());
     assert_eq!((c.packet_bytes, c.shm_packet_bytes), (4096, 1 << 20));
     assert_eq!(
         (c.transport, c.spin, c.shm_bytes),

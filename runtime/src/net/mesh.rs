@@ -125,12 +125,12 @@ pub(crate) fn join<'a>(
     let data_addr = listener.local_addr()?.to_string();
     let unix = match cfg.transport {
         Transport::Auto | Transport::Quic => connect::bind_unix(job.rank),
-        Transport::Tcp => None,
+        Transport::Tcp | Transport::QuicAll => None,
     };
     // Under QUIC: the identity (checked before the rendezvous: a rank
     // without one fails here) and a UDP socket on the same address.
     let quic = match cfg.transport {
-        Transport::Quic => Some(quicmesh::prepare(&bind, job.rank)?),
+        t if t.is_quic() => Some(quicmesh::prepare(&bind, job.rank)?),
         _ => None,
     };
     let (quic, udp) = match quic {

@@ -81,8 +81,11 @@ struct Args {
     soak_max_bytes: usize,
     /// Throughput instead of latency: every rank multicasts `-i` messages
     /// of the largest `-m` size, message j to rank (r + 1 + j mod (n−1))
-    /// mod n, and receives as many; prints the aggregate payload bytes per
-    /// second over the whole job (wall time, from a barrier to a barrier).
+    /// mod n, and receives as many, with at most 4 of its own messages sent
+    /// ahead of its receives (so that the flow-control budget, not the
+    /// benchmark, bounds what is in flight); prints the aggregate payload
+    /// bytes per second over the whole job (wall time, from a barrier to a
+    /// barrier).
     #[arg(long)]
     throughput: bool,
 }
@@ -528,6 +531,10 @@ fn links_of(comm: &Comm) -> String {
     kinds.join(",")
 }
 
+/// How many of its own messages a rank of `--throughput` sends ahead of
+/// its receives.
+const THROUGHPUT_AHEAD: usize = 4;
+
 /// `--throughput`: see [`Args::throughput`].
 fn throughput(comm: &Comm, size: usize, messages: usize, json: bool) -> Result<()> {
     let (rank, n) = (comm.rank(), comm.size());
@@ -535,17 +542,30 @@ fn throughput(comm: &Comm, size: usize, messages: usize, json: bool) -> Result<(
         bail!("--throughput needs at least 2 ranks");
     }
     let data = vec![0x5Au8; size];
-    comm.barrier()?;
-    let t0 = Instant::now();
-    for j in 0..messages {
-        let to = (rank + 1 + j % (n - 1)) % n;
-        comm.multicast(&[to], &data)?;
-    }
-    for _ in 0..messages {
-        let r = comm.recv_multicast()?;
+    let check = |r: mcast::Received| {
         if r.data.len() != size || r.data.iter().any(|&b| b != 0x5A) {
             bail!("rank {rank}: corrupted message from rank {}", r.source);
         }
+        Ok(())
+    };
+    comm.barrier()?;
+    let t0 = Instant::now();
+    // Every rank gets exactly one message per step j, so receiving one per
+    // send, THROUGHPUT_AHEAD sends behind, bounds what each rank has sent
+    // and not seen consumed. Sending everything first deadlocks once a
+    // peer's share of the receiver's flow-control budget is full (each
+    // rank is then blocked sending to a rank that is blocked sending).
+    let mut received = 0;
+    for j in 0..messages {
+        let to = (rank + 1 + j % (n - 1)) % n;
+        comm.multicast(&[to], &data)?;
+        if j + 1 >= THROUGHPUT_AHEAD {
+            check(comm.recv_multicast()?)?;
+            received += 1;
+        }
+    }
+    for _ in received..messages {
+        check(comm.recv_multicast()?)?;
     }
     comm.barrier()?;
     let secs = t0.elapsed().as_secs_f64();
