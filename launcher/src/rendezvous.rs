@@ -1,6 +1,6 @@
 //! mclaunch's rendezvous: [`mcast::rendezvous::Server`] on `bind:0`, its
 //! notices turned into the supervisor's events and mclaunch's notes. Under
-//! `--transport quic` it runs over TLS with the job's CA
+//! `--transport quic` (or `quic-all`) it runs over TLS with the job's CA
 //! ([`Server::start_tls`]); its identity stays in mclaunch's memory.
 
 use std::io;

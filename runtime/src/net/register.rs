@@ -1,10 +1,10 @@
 //! Learning the job before the mesh: the rendezvous (mclaunch's, or task
 //! 0's under a plain `srun` step) or PMI-2.
 //!
-//! Under QUIC (`MCAST_TRANSPORT=quic`) the rendezvous is mclaunch's and
-//! runs over TLS 1.3: the rank presents the certificate of its bundle
-//! (`MCAST_QUIC_IDENTITY`) and accepts only the rendezvous certificate of
-//! its job's CA (`crate::rendezvous::tls`, `crate::quic::rdv`). A rank in
+//! Under QUIC (`MCAST_TRANSPORT=quic` or `quic-all`) the rendezvous is
+//! mclaunch's and runs over TLS 1.3: the rank presents the certificate of
+//! its bundle (`MCAST_QUIC_IDENTITY`) and accepts only the rendezvous
+//! certificate of its job's CA (`crate::rendezvous::tls`, `crate::quic::rdv`). A rank in
 //! QUIC mode under `srun` without mclaunch, whose rendezvous has no TLS,
 //! fails at once.
 
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::link::io_err;
 use crate::bootstrap::{self, Hello, RendezvousReply, PROTOCOL_VERSION};
-use crate::config::{Config, JobEnv, Transport, ENV_QUIC_IDENTITY};
+use crate::config::{Config, JobEnv, ENV_QUIC_IDENTITY};
 use crate::error::Error;
 use crate::launched::Bootstrap;
 use crate::pmi2;
@@ -36,9 +36,9 @@ pub(crate) fn exchange(
     let bootstrap = job.slurm.as_ref().map(|s| &s.bootstrap);
     if tls.is_some() && bootstrap.is_some() {
         return Err(Error::InvalidArgument(
-            "MCAST_TRANSPORT=quic needs mclaunch --transport quic (its rendezvous runs \
-             over TLS); this rank was started by srun without mclaunch, whose rendezvous \
-             or PMI-2 exchange is not encrypted"
+            "MCAST_TRANSPORT=quic and quic-all need mclaunch (--transport quic or \
+             quic-all: its rendezvous runs over TLS); this rank was started by srun \
+             without mclaunch, whose rendezvous or PMI-2 exchange is not encrypted"
                 .into(),
         ));
     }
@@ -170,13 +170,14 @@ pub(crate) fn rendezvous_identity(
     cfg: &Config,
     job: &JobEnv,
 ) -> Result<Option<RankIdentity>, Error> {
-    if cfg.transport != Transport::Quic {
+    if !cfg.transport.is_quic() {
         return Ok(None);
     }
     let bad = |why: String| {
         Error::InvalidArgument(format!(
-            "MCAST_TRANSPORT=quic needs this rank's identity in {ENV_QUIC_IDENTITY} \
-             (set by mclaunch --transport quic): {why}"
+            "MCAST_TRANSPORT={} needs this rank's identity in {ENV_QUIC_IDENTITY} \
+             (set by mclaunch --transport quic): {why}",
+            cfg.transport
         ))
     };
     let hex = std::env::var(ENV_QUIC_IDENTITY).map_err(|e| bad(e.to_string()))?;
@@ -190,4 +191,56 @@ pub(crate) fn rendezvous_identity(
         )));
     }
     Ok(Some(identity))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launched::SlurmStep;
+    use crate::quic::{JobCa, Validity};
+
+    /// A QUIC rank of a plain srun step stops before it dials anything
+    /// (task 0's rendezvous, or PMI-2, has no TLS), with a word on why.
+    #[test]
+    fn a_quic_rank_under_plain_srun_fails_at_once() {
+        let ca = JobCa::new(7, Validity::starting_now(Duration::from_secs(60))).unwrap();
+        let id = ca.issue(1).unwrap();
+        let step = |bootstrap| SlurmStep {
+            rank: 1,
+            size: 2,
+            local_rank: 0,
+            node_index: 1,
+            nodes: vec!["a".into(), "b".into()],
+            job_id: "9".into(),
+            step_id: "0".into(),
+            launch_host: None,
+            bootstrap,
+        };
+        let bootstraps = [
+            Bootstrap::Rendezvous {
+                host: "127.0.0.1".into(),
+                port: 1,
+                token: "t".into(),
+            },
+            Bootstrap::Pmi2 {
+                fd: -1,
+                jobid: "9.0".into(),
+            },
+        ];
+        for b in bootstraps {
+            let job = JobEnv {
+                rank: 1,
+                size: 2,
+                rendezvous: "127.0.0.1:1".into(),
+                token: "t".into(),
+                slurm: Some(step(b)),
+                bind_toward: None,
+            };
+            let started = Instant::now();
+            let e = exchange(&job, "127.0.0.1:5", Duration::from_secs(30), Some(&id));
+            let text = e.unwrap_err().to_string();
+            assert!(text.contains("need mclaunch"), "{text}");
+            assert!(started.elapsed() < Duration::from_secs(5));
+        }
+    }
 }

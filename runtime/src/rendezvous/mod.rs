@@ -6,8 +6,8 @@
 //! ([`Server::rank_exited`]).
 //!
 //! Plain TCP ([`Server::start`]) or TLS 1.3 ([`Server::start_tls`], which
-//! mclaunch uses under `--transport quic`; `tls.rs` holds both ends of it):
-//! the server presents the job CA's certificate for
+//! mclaunch uses under `--transport quic` or `quic-all`; `tls.rs` holds
+//! both ends of it): the server presents the job CA's certificate for
 //! `rendezvous.job-X.mcast.invalid` (`crate::quic::rdv`), each rank checks
 //! it against the CA in its bundle and presents its rank certificate, and
 //! the server requires a rank certificate of this job's CA. A connection
