@@ -1146,12 +1146,13 @@ mod arena_tests {
 /// How long a job's certificates are valid when it has no `--timeout`.
 const QUIC_CERT_LIFETIME: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// Under `--transport quic`: a certificate authority for this job (its id
-/// is the one the rendezvous derives from `token`), every rank's bundle,
-/// hex-encoded, for its environment (set by mclaunch or the host's proxy,
-/// which gets it over the proxy channel; never on a command line), and the
-/// rendezvous's own identity (kept in memory: the rendezvous runs over
-/// TLS). The CA's key is dropped here: nothing is issued later.
+/// Under `--transport quic` or `quic-all`: a certificate authority for this
+/// job (its id is the one the rendezvous derives from `token`), every
+/// rank's bundle, hex-encoded, for its environment (set by mclaunch or the
+/// host's proxy, which gets it over the proxy channel; never on a command
+/// line), and the rendezvous's own identity (kept in memory: the
+/// rendezvous runs over TLS). The CA's key is dropped here: nothing is
+/// issued later.
 type QuicIdentities = (Vec<String>, Option<mcast::quic::RendezvousIdentity>);
 fn quic_identities(spec: &JobSpec, token: &str) -> Result<QuicIdentities, LaunchError> {
     if !spec.quic() {
