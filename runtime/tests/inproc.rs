@@ -272,10 +272,11 @@ fn same_host_peers_use_unix_sockets_unless_told_tcp() {
                 let want = match transport {
                     mcast::Transport::Auto | mcast::Transport::Quic => mcast::Link::Ring,
                     mcast::Transport::Tcp => mcast::Link::Tcp,
+                    mcast::Transport::QuicAll => mcast::Link::Quic,
                 };
                 let medium = match transport {
                     mcast::Transport::Auto | mcast::Transport::Quic => mcast::Medium::SharedMemory,
-                    mcast::Transport::Tcp => mcast::Medium::Network,
+                    mcast::Transport::Tcp | mcast::Transport::QuicAll => mcast::Medium::Network,
                 };
                 assert_eq!(comm.medium(), medium);
                 for peer in 0..comm.size() {

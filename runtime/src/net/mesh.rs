@@ -399,8 +399,8 @@ async fn setup(
                 detail: format!("rank {} of {}", job.rank, job.size),
             })??;
     tokio::spawn(connect::gatekeeper(listener, unix, job.clone()));
-    if let Some(ep) = ep {
-        tokio::spawn(quicmesh::gatekeeper(ep));
+    if let Some(gate) = ep {
+        tokio::spawn(quicmesh::gatekeeper(gate));
     }
     // Every link as (kind, read half, write half, pump), the QUIC ones
     // where the sockets left a gap.

@@ -33,11 +33,12 @@
 //! that a connection made early survives a slow start-up.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::BufReader;
 use tokio::net::UnixStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 
 use super::connect::{self, Reach};
@@ -49,6 +50,8 @@ use crate::error::Error;
 use crate::outq::Half;
 use crate::quic::{self, LinkOptions, RankIdentity};
 
+/// Handshakes the gatekeeper runs at once after start-up.
+const GATE_HANDSHAKES: usize = 4;
 /// How long an accepted connection may take to open its stream and say
 /// hello (as for TCP).
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -157,6 +160,14 @@ fn remote(a: &Reach, host: Option<&str>) -> bool {
     a.unix_on(host).is_none()
 }
 
+/// The endpoint once the mesh is built, with what its [`gatekeeper`]
+/// needs to run handshakes.
+pub(crate) struct Gate {
+    ep: quinn::Endpoint,
+    identity: RankIdentity,
+    opts: LinkOptions,
+}
+
 /// Connect to every peer of another host: dial down, accept up. Returns
 /// the links (by rank) and the endpoint, which then refuses strangers.
 pub(crate) async fn mesh(
@@ -165,7 +176,7 @@ pub(crate) async fn mesh(
     host: Option<&str>,
     addrs: &[Reach],
     opts: LinkOptions,
-) -> Result<(Vec<Option<QuicLink>>, quinn::Endpoint), Error> {
+) -> Result<(Vec<Option<QuicLink>>, Gate), Error> {
     let QuicSide { identity, socket } = side;
     let ep = quic::endpoint_on(&identity, socket, &opts)
         .map_err(|e| Error::InvalidArgument(format!("QUIC endpoint: {e}")))?;
@@ -251,7 +262,7 @@ pub(crate) async fn mesh(
     for (r, l) in down.into_iter().chain(up) {
         links[r] = Some(l);
     }
-    Ok((links, ep))
+    Ok((links, Gate { ep, identity, opts }))
 }
 
 type Screened = (
@@ -305,17 +316,44 @@ async fn screen(
     }
 }
 
-/// After start-up, every new connection to the endpoint is refused and
-/// logged (rate-limited): nothing joins a running job.
-pub(crate) async fn gatekeeper(ep: quinn::Endpoint) {
+/// After start-up nothing joins a running job: every new connection to
+/// the endpoint runs the handshake (at most [`GATE_HANDSHAKES`] at once;
+/// beyond that it is refused unread) and is then closed. A stranger is
+/// refused at the handshake and logged with its address and why (no
+/// certificate, another CA, expired: by the identity layer); a rank of this
+/// job, whose certificate is good, is told the job is running, and logged.
+pub(crate) async fn gatekeeper(gate: Gate) {
+    let Gate { ep, identity, opts } = gate;
+    let busy = Arc::new(Semaphore::new(GATE_HANDSHAKES));
+    let refused = |from: SocketAddr, why: &str| {
+        if let Some(held) = connect::REFUSALS.admit(why, std::time::Instant::now()) {
+            tracing::warn!(%from, "quic: refusing a connection to a running job: {why}{}",
+                connect::also(held));
+        }
+    };
     while let Some(incoming) = ep.accept().await {
         let from = incoming.remote_address();
-        incoming.refuse();
-        let why = "QUIC connection to a running job";
-        let now = std::time::Instant::now();
-        if let Some(held) = connect::REFUSALS.admit(why, now) {
-            tracing::warn!(%from, "refusing a {why}{}", connect::also(held));
-        }
+        let Ok(permit) = busy.clone().try_acquire_owned() else {
+            incoming.refuse();
+            refused(from, "too many handshakes at once");
+            continue;
+        };
+        let (identity, opts) = (identity.clone(), opts);
+        tokio::spawn(async move {
+            let _permit = permit;
+            let hs = quic::accept_incoming(incoming, &identity, &opts);
+            match tokio::time::timeout(HELLO_TIMEOUT, hs).await {
+                Ok(Ok(acc)) => {
+                    acc.connection.close(0u32.into(), b"job running");
+                    let why = format!("rank {}'s certificate, but the job is running", acc.rank);
+                    refused(from, &why);
+                }
+                // A refusal is logged by the identity layer.
+                Ok(Err(e)) if e.refusal().is_some() => {}
+                Ok(Err(e)) => refused(from, &format!("handshake failed: {e}")),
+                Err(_) => refused(from, &format!("no handshake within {HELLO_TIMEOUT:?}")),
+            }
+        });
     }
 }
 

@@ -176,3 +176,59 @@ fn strangers_and_impostors_are_refused_and_the_right_peer_still_joins() {
         assert!(l0[1].is_some() && l1[0].is_some());
     });
 }
+
+#[test]
+fn after_start_up_the_gatekeeper_refuses_every_handshake() {
+    let ca = new_ca(JOB);
+    let (sides, addrs) = sides(&ca, 2);
+    let opts = options(Duration::from_secs(5));
+    let target = addrs[0].udp_addr().unwrap();
+    rt().block_on(async {
+        let meshes: Vec<_> = sides
+            .into_iter()
+            .enumerate()
+            .map(|(r, side)| {
+                let addrs = addrs.clone();
+                tokio::spawn(async move { mesh(&job(r, 2), side, None, &addrs, opts).await })
+            })
+            .collect();
+        let mut gates = Vec::new();
+        for m in meshes {
+            let (_, gate) = tokio::time::timeout(LIMIT, m)
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            gates.push(gate);
+        }
+        let gate = gates.swap_remove(0);
+        tokio::spawn(gatekeeper(gate));
+        let now = std::time::SystemTime::now();
+        let day = Duration::from_secs(86_400);
+        let expired = Validity::new(now - 2 * day, now - day).unwrap();
+        // Another job's CA and an expired certificate are refused at the
+        // handshake; this job's own rank 1 (a good certificate) is closed
+        // with "job running".
+        let cases = [
+            (new_ca(JOB + 1).issue(1).unwrap(), false),
+            (ca.issue_with_validity(1, expired).unwrap(), false),
+            (ca.issue(1).unwrap(), true),
+        ];
+        for (id, good) in cases {
+            let ep = quic::endpoint(&id, "127.0.0.1:0".parse().unwrap(), &opts).unwrap();
+            let Ok(c) = quic::connect(&ep, &id, target, 0, &opts).await else {
+                assert!(!good, "a good certificate failed its handshake");
+                continue;
+            };
+            let closed = tokio::time::timeout(LIMIT, c.closed()).await;
+            let why = closed.expect("a connection to a running job stayed open");
+            match why {
+                quinn::ConnectionError::ApplicationClosed(a) => {
+                    assert!(good, "{a:?}");
+                    assert_eq!(&a.reason[..], b"job running");
+                }
+                other => assert!(!good, "{other}"),
+            }
+        }
+    });
+}
