@@ -11,8 +11,20 @@ use common::{bin, mclaunch, run_bounded, text};
 
 /// `mclaunch --fabric SPEC -n N PROGRAM ARGS`, bounded.
 fn launch(fabric: &str, n: usize, program: &str, args: &[&str]) -> (bool, String, String) {
+    launch_with(&[], fabric, n, program, args)
+}
+
+/// [`launch`] with more mclaunch options.
+fn launch_with(
+    opts: &[&str],
+    fabric: &str,
+    n: usize,
+    program: &str,
+    args: &[&str],
+) -> (bool, String, String) {
     let mut cmd = Command::new(mclaunch());
-    cmd.args(["--fabric", fabric, "-n", &n.to_string(), "--timeout", "240"])
+    cmd.args(opts)
+        .args(["--fabric", fabric, "-n", &n.to_string(), "--timeout", "240"])
         .arg(bin(program))
         .args(args)
         .env("MCAST_TIMEOUT_SECS", "60");
@@ -183,4 +195,30 @@ fn a_dead_rank_is_named_through_the_fabric() {
         e.contains("rank 2 was lost") && e.contains("reported by the fabric"),
         "{e}"
     );
+}
+
+/// Under `--transport quic` the fabric link's rank meets the rendezvous
+/// over TLS too (it reads its identity itself).
+#[test]
+fn a_fabric_job_in_quic_mode_meets_over_tls() {
+    let args = [
+        "--sizes",
+        "0,1,P+1",
+        "--algos",
+        "auto",
+        "--multicast-rounds",
+        "2",
+    ];
+    let (ok, out, err) = launch_with(
+        &["--transport", "quic"],
+        "torus:2x2",
+        3,
+        "mcast-selftest",
+        &args,
+    );
+    assert!(
+        ok,
+        "selftest through a fabric under QUIC failed:\n{out}\n{err}"
+    );
+    assert_eq!(out.matches(" ok on host ").count(), 3, "{out}\n{err}");
 }

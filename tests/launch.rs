@@ -82,6 +82,19 @@ fn selftest_5_tcp_without_spinning() {
         &[("MCAST_TRANSPORT", "tcp"), ("MCAST_SPIN_US", "0")],
     );
 }
+/// `--transport quic` on one host: the links stay Unix sockets and rings,
+/// but the rendezvous runs over TLS with the job's CA (every rank presents
+/// its certificate; the server accepts nothing else), so the job completing
+/// is the TLS rendezvous working end to end.
+#[test]
+fn selftest_3_quic_on_one_host_meets_over_tls() {
+    run_selftest(
+        3,
+        &["--transport", "quic"],
+        &["--sizes", "0,1,P+1,3P+7"],
+        &[],
+    );
+}
 
 /// QUIC between every pair of ranks of one host (`--transport quic-all`):
 /// every rank reports QUIC links only.

@@ -279,7 +279,7 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
     warn_oversubscribed(local);
     let token = token::generate()
         .map_err(|e| LaunchError::setup("cannot read /dev/urandom for the job token", e))?;
-    let identities = quic_identities(spec, &token)?;
+    let (identities, rendezvous_tls) = quic_identities(spec, &token)?;
     let (tx, events) = mpsc::channel();
     let signals = SignalWatch::start(tx.clone())
         .map_err(|e| LaunchError::setup("cannot install signal handlers", e))?;
@@ -289,8 +289,10 @@ pub fn run(spec: &JobSpec) -> Result<Outcome, LaunchError> {
         token.clone(),
         spec.rendezvous_timeout,
         tx.clone(),
+        rendezvous_tls.as_ref(),
     )
     .map_err(|e| LaunchError::setup("cannot start the rendezvous server", e))?;
+    drop(rendezvous_tls);
 
     let fabric = match &spec.fabric {
         None => None,
@@ -1144,13 +1146,17 @@ mod arena_tests {
 /// How long a job's certificates are valid when it has no `--timeout`.
 const QUIC_CERT_LIFETIME: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// Under `--transport quic`: a certificate authority for this job (its id
-/// is the one the rendezvous derives from `token`) and every rank's bundle,
-/// hex-encoded, for its environment (set by mclaunch or the host's proxy,
-/// which gets it over the proxy channel; never on a command line).
-fn quic_identities(spec: &JobSpec, token: &str) -> Result<Vec<String>, LaunchError> {
+/// Under `--transport quic` or `quic-all`: a certificate authority for this
+/// job (its id is the one the rendezvous derives from `token`), every
+/// rank's bundle, hex-encoded, for its environment (set by mclaunch or the
+/// host's proxy, which gets it over the proxy channel; never on a command
+/// line), and the rendezvous's own identity (kept in memory: the
+/// rendezvous runs over TLS). The CA's key is dropped here: nothing is
+/// issued later.
+type QuicIdentities = (Vec<String>, Option<mcast::quic::RendezvousIdentity>);
+fn quic_identities(spec: &JobSpec, token: &str) -> Result<QuicIdentities, LaunchError> {
     if !spec.quic() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
     let fail = |e: mcast::quic::IdentityError| {
         LaunchError::setup("cannot make the job's QUIC identities", io::Error::other(e))
@@ -1162,7 +1168,8 @@ fn quic_identities(spec: &JobSpec, token: &str) -> Result<Vec<String>, LaunchErr
     let job = mcast::bootstrap::job_id_from_token(token);
     let ca = mcast::quic::JobCa::new(job, mcast::quic::Validity::starting_now(lifetime))
         .map_err(fail)?;
-    (0..spec.nranks)
+    let ranks = (0..spec.nranks)
         .map(|r| Ok(token::to_hex(&ca.issue(r).map_err(fail)?.to_bytes())))
-        .collect()
+        .collect::<Result<_, LaunchError>>()?;
+    Ok((ranks, Some(ca.issue_rendezvous().map_err(fail)?)))
 }

@@ -1,11 +1,11 @@
-//! Joining a job over sockets: the rendezvous with mclaunch, the addresses
-//! ranks publish there, and building the full mesh (rank i connects to every
+//! Joining a job over sockets: the addresses ranks publish at the
+//! rendezvous (`register.rs`), and building the full mesh (rank i connects to every
 //! j < i and accepts every j > i) with its handshake screening: both ends
 //! exchange a [`PeerHello`] carrying the job token, a connection with the
 //! wrong token, garbage or silence is refused and logged, and after the mesh
 //! is built the gatekeeper refuses every stranger.
 
-use std::net::{TcpListener as StdListener, TcpStream as StdStream, ToSocketAddrs};
+use std::net::{TcpListener as StdListener, ToSocketAddrs};
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
@@ -16,18 +16,14 @@ use tokio::sync::mpsc;
 
 use super::link::io_err;
 use super::read::Rd;
-use crate::bootstrap::{self, Hello, PeerHello, RendezvousReply, PROTOCOL_VERSION};
+use crate::bootstrap::{PeerHello, PROTOCOL_VERSION};
 use crate::config::{Config, JobEnv};
 use crate::error::Error;
-use crate::launched::Bootstrap;
 use crate::logging::{reason_kind, RateLimits};
 use crate::outq::Half;
-use crate::pmi2;
 
 /// Largest handshake frame.
 const MAX_HELLO: usize = 4096;
-/// Pause between attempts to reach a rendezvous not yet listening.
-const RETRY_CONNECT: Duration = Duration::from_millis(100);
 /// How long an incoming connection may take to send its handshake.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -218,130 +214,6 @@ pub(crate) fn bind_addr(cfg: &Config, job: &JobEnv) -> Result<String, Error> {
         )));
     }
     Ok(ip.to_string())
-}
-
-/// Learn the job: from mclaunch's rendezvous, or under `srun --mpi=pmi2`
-/// through PMI-2 (`crate::pmi2::exchange`, then finalize: the socket is not
-/// needed afterwards). Returns (job id, address of every rank, job token);
-/// everything after is the same for both.
-pub(crate) fn exchange(
-    job: &JobEnv,
-    data_addr: &str,
-    timeout: Duration,
-) -> Result<(u32, Vec<String>, String), Error> {
-    let bootstrap = job.slurm.as_ref().map(|s| &s.bootstrap);
-    let Some(Bootstrap::Pmi2 { fd, jobid }) = bootstrap else {
-        // Plain srun: task 0 serves the rendezvous while it registers too.
-        let _server = match bootstrap {
-            Some(Bootstrap::Rendezvous { port, token, .. }) if job.rank == 0 => Some(
-                crate::rendezvous::Server::serve_step(*port, job.size, token, timeout)?,
-            ),
-            _ => None,
-        };
-        let (id, addrs) = rendezvous(job, data_addr, timeout)?;
-        return Ok((id, addrs, job.token.clone()));
-    };
-    let fail = |e: pmi2::Pmi2Error| {
-        Error::Protocol(format!(
-            "mcast: joining the srun step as task {} of {} through PMI-2 (PMI_FD={fd}) failed: {e}",
-            job.rank, job.size
-        ))
-    };
-    let started = Instant::now();
-    let mut client = pmi2::inherited(*fd)
-        .and_then(|s| pmi2::Client::init(s, jobid, job.rank, timeout))
-        .map_err(fail)?;
-    if client.size != job.size {
-        return Err(fail(pmi2::Pmi2Error::Malformed(format!(
-            "the PMI server says {} tasks, Slurm's environment {}",
-            client.size, job.size
-        ))));
-    }
-    let (token, addrs) = pmi2::exchange(&mut client, data_addr).map_err(fail)?;
-    if let Err(e) = client.finalize() {
-        tracing::debug!("PMI-2 finalize: {e}");
-    }
-    tracing::debug!(
-        "PMI-2: {} addresses in {:?}",
-        addrs.len(),
-        started.elapsed()
-    );
-    Ok((bootstrap::job_id_from_token(&token), addrs, token))
-}
-
-/// Register with the rendezvous; returns (job id, address of every rank).
-pub(crate) fn rendezvous(
-    job: &JobEnv,
-    data_addr: &str,
-    timeout: Duration,
-) -> Result<(u32, Vec<String>), Error> {
-    let addr = job
-        .rendezvous
-        .to_socket_addrs()
-        .map_err(|e| io_err(&format!("resolving rendezvous {}", job.rendezvous), e))?
-        .next()
-        .ok_or_else(|| {
-            Error::InvalidArgument(format!("rendezvous {} has no address", job.rendezvous))
-        })?;
-    // Under plain srun task 0 may not be listening yet: retry until the
-    // deadline (mclaunch's rendezvous is up before any rank starts).
-    let deadline = Instant::now() + timeout;
-    let mut s = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match StdStream::connect_timeout(&addr, left.max(Duration::from_millis(1))) {
-            Ok(s) => break s,
-            Err(e) if Instant::now() + RETRY_CONNECT < deadline => {
-                tracing::debug!("rendezvous {addr}: {e}; retrying");
-                std::thread::sleep(RETRY_CONNECT);
-            }
-            Err(e) => {
-                let what = format!(
-                    "connecting to rendezvous {} ({addr}, tried for {:?})",
-                    job.rendezvous, timeout
-                );
-                return Err(io_err(&what, e));
-            }
-        }
-    };
-    s.set_read_timeout(Some(timeout))?;
-    s.set_write_timeout(Some(timeout))?;
-    bootstrap::write_frame(
-        &mut s,
-        &Hello {
-            version: PROTOCOL_VERSION,
-            token: job.token.clone(),
-            rank: job.rank as u32,
-            size: job.size as u32,
-            data_addr: data_addr.to_string(),
-            pid: std::process::id(),
-        },
-    )?;
-    let reply: RendezvousReply = bootstrap::read_frame(&mut s).map_err(|e| match e {
-        Error::Io(io)
-            if matches!(
-                io.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) =>
-        {
-            Error::Timeout {
-                op: "rendezvous".into(),
-                after: timeout,
-                detail: format!("no address table from {addr}"),
-            }
-        }
-        other => other,
-    })?;
-    match reply {
-        RendezvousReply::Table { job: id, addrs } if addrs.len() == job.size => Ok((id, addrs)),
-        RendezvousReply::Table { addrs, .. } => Err(Error::Protocol(format!(
-            "rendezvous sent {} addresses for {} ranks",
-            addrs.len(),
-            job.size
-        ))),
-        RendezvousReply::Failed { reason } => {
-            Err(Error::Protocol(format!("rendezvous failed: {reason}")))
-        }
-    }
 }
 
 pub(super) async fn write_hello<T: Serialize, S: AsyncWrite + Unpin>(

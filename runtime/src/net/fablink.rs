@@ -42,10 +42,11 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 
-use super::connect::{self, Conn};
+use super::connect::Conn;
 use super::intake::{Host, Intake};
 use super::link::{Ambient, Joined, Link, Links};
 use super::read::{Rd, ReadFail, Silence};
+use super::register;
 use crate::algorithm::Medium;
 use crate::config::{Config, JobEnv};
 use crate::error::Error;
@@ -340,11 +341,14 @@ pub(crate) fn join<'a>(
     let writer = rt.spawn(out.clone().run(inbox.clone(), heartbeat, beat));
     drop(guard);
     let reach = format!("fabric={addr}");
+    let tls = register::rendezvous_identity(cfg, job)?;
     let (job_id, _) = rt.block_on(async {
         let (job, reach, timeout) = (job.clone(), reach.clone(), cfg.timeout);
-        tokio::task::spawn_blocking(move || connect::rendezvous(&job, &reach, timeout))
-            .await
-            .map_err(|e| Error::Stopped(format!("rendezvous task: {e}")))?
+        tokio::task::spawn_blocking(move || {
+            register::rendezvous(&job, &reach, timeout, tls.as_ref())
+        })
+        .await
+        .map_err(|e| Error::Stopped(format!("rendezvous task: {e}")))?
     })?;
     let packet_bytes = welcome.packet_bytes as usize;
     // Topology-aware trees map rank i to node i of a direct fabric.

@@ -23,6 +23,7 @@ use super::intake::{self, Host, Intake};
 use super::link::{io_err, Ambient, Connected, Joined, Link, Links, SHUTDOWN_FLUSH};
 use super::quicmesh::{self, QuicLink, QuicSide};
 use super::read::{self, Rd, ReadFail, Silence, Stop};
+use super::register;
 use super::rings::Rings;
 use crate::algorithm::Medium;
 use crate::config::{Config, JobEnv, Transport};
@@ -173,7 +174,8 @@ pub(crate) fn join<'a>(
     };
     let host = unix.as_ref().map(|(_, _, h)| h.clone());
     let unix_listener = unix.map(|(l, _, _)| l);
-    let (job_id, addrs, token) = connect::exchange(job, &reach.encode(), cfg.timeout)?;
+    let tls = quic.as_ref().map(|side| &side.identity);
+    let (job_id, addrs, token) = register::exchange(job, &reach.encode(), cfg.timeout, tls)?;
     if let Some(side) = &quic {
         quicmesh::check_job(side, job_id)?;
     }

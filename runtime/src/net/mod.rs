@@ -14,7 +14,9 @@
 //! * `intake` — the one intake of every incoming packet (checked once, then
 //!   heartbeat, goodbye, control or data), and the Heartbeat/Bye packets;
 //! * `read` — framing on a byte stream, silence timers, payload reads;
-//! * `connect` — rendezvous, mesh set-up and handshake screening;
+//! * `register` — learning the job: the rendezvous (over TLS under QUIC)
+//!   or PMI-2;
+//! * `connect` — mesh set-up and handshake screening;
 //! * `mesh` — transport: TCP and Unix-domain sockets, one per peer, with
 //!   the host's shared-memory arenas;
 //! * `fablink` — transport: one link to an emulated switch fabric, and the
@@ -30,6 +32,7 @@ mod link;
 mod mesh;
 mod quicmesh;
 mod read;
+mod register;
 mod rings;
 
 use std::sync::{Arc, Mutex};

@@ -156,7 +156,28 @@ impl JobCa {
         rank: u32,
         validity: Validity,
     ) -> Result<RankIdentity, IdentityError> {
-        let name = rank_name(self.job, rank);
+        let usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        let (cert, key) = self.issue_named(rank_name(self.job, rank), usages, validity)?;
+        Ok(RankIdentity {
+            job: self.job,
+            rank,
+            chain: vec![cert],
+            key,
+            ca: self.cert_der(),
+        })
+    }
+
+    /// An end-entity certificate whose one DNS name is `name`, with the
+    /// extended key usages `usages`, and its fresh key (ECDSA P-256).
+    pub(super) fn issue_named(
+        &self,
+        name: String,
+        usages: Vec<ExtendedKeyUsagePurpose>,
+        validity: Validity,
+    ) -> Result<(CertificateDer<'static>, PrivatePkcs8KeyDer<'static>), IdentityError> {
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
         let mut params = CertificateParams::new(vec![name.clone()])?;
         set_validity(&mut params, &validity)?;
@@ -166,19 +187,13 @@ impl JobCa {
         params.distinguished_name = dn;
         params.is_ca = IsCa::ExplicitNoCa;
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
+        params.extended_key_usages = usages;
         params.use_authority_key_identifier_extension = true;
         let cert = params.signed_by(&key, &self.cert, &self.key)?;
-        Ok(RankIdentity {
-            job: self.job,
-            rank,
-            chain: vec![cert.der().clone()],
-            key: PrivatePkcs8KeyDer::from(key.serialize_der()),
-            ca: self.cert_der(),
-        })
+        Ok((
+            cert.der().clone(),
+            PrivatePkcs8KeyDer::from(key.serialize_der()),
+        ))
     }
 }
 

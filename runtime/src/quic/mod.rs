@@ -39,6 +39,9 @@
 //! * [`endpoint`](mod@endpoint): `quinn::ServerConfig` / `quinn::ClientConfig` builders,
 //!   an endpoint, and [`accept`] / [`connect`], which log refusals with the
 //!   peer's address and return them typed.
+//! * [`rdv`]: the rendezvous over TLS: its certificate
+//!   ([`rendezvous_name`]) and the rustls configurations of the
+//!   rendezvous and of a rank dialling it.
 //!
 //! This module imports nothing from the rest of the crate (it is a leaf in
 //! the sense of ARCHITECTURE.md's layers); the links between hosts that use
@@ -47,6 +50,7 @@
 pub mod ca;
 pub mod endpoint;
 mod error;
+pub mod rdv;
 pub mod verify;
 
 pub use ca::{JobCa, RankIdentity, Validity};
@@ -55,6 +59,7 @@ pub use endpoint::{
     server_config, Accepted, LinkOptions,
 };
 pub use error::{ConfigError, HandshakeError, IdentityError, Refusal};
+pub use rdv::RendezvousIdentity;
 pub use verify::{RankClientVerifier, RankServerVerifier};
 
 /// The ALPN protocol id both sides insist on: a QUIC peer that speaks
@@ -68,6 +73,13 @@ pub const NAME_SUFFIX: &str = "mcast.invalid";
 /// subject alternative name, and the TLS server name used to dial it).
 pub fn rank_name(job: u32, rank: u32) -> String {
     format!("rank-{rank}.{}", job_domain(job))
+}
+
+/// The name the certificate of job `job`'s rendezvous carries (its only
+/// subject alternative name, and the TLS server name ranks dial it with):
+/// `rendezvous.job-<8 hex>.mcast.invalid` (see [`rdv`]).
+pub fn rendezvous_name(job: u32) -> String {
+    format!("rendezvous.{}", job_domain(job))
 }
 
 /// The domain under which job `job` names its ranks: `job-<8 hex>.mcast.invalid`.

@@ -72,12 +72,16 @@ struct Core {
 
 impl Core {
     fn new(identity: &RankIdentity) -> Result<Self, ConfigError> {
-        let anchor = webpki::anchor_from_trusted_cert(identity.ca_cert())
+        Core::for_ca(identity.job(), identity.ca_cert())
+    }
+
+    fn for_ca(job: u32, ca: &CertificateDer<'_>) -> Result<Self, ConfigError> {
+        let anchor = webpki::anchor_from_trusted_cert(ca)
             .map_err(|e| ConfigError::Anchor(e.to_string()))?
             .to_owned();
         let subjects = vec![DistinguishedName::from(anchor.subject.to_vec())];
         Ok(Core {
-            job: identity.job(),
+            job,
             anchor,
             subjects,
             algs: provider().signature_verification_algorithms,
@@ -220,6 +224,14 @@ impl RankClientVerifier {
     pub fn new(identity: &RankIdentity) -> Result<Self, ConfigError> {
         Ok(RankClientVerifier {
             core: Core::new(identity)?,
+        })
+    }
+
+    /// A verifier trusting the CA certificate `ca` of job `job` only (for
+    /// a side that is no rank: the rendezvous).
+    pub fn for_job(job: u32, ca: &CertificateDer<'_>) -> Result<Self, ConfigError> {
+        Ok(RankClientVerifier {
+            core: Core::for_ca(job, ca)?,
         })
     }
 

@@ -1,9 +1,22 @@
 //! The rendezvous server: ranks say [`Hello`], and once all of them have, each
 //! gets the address table ([`RendezvousReply::Table`]). mclaunch runs one per
 //! job; under plain `srun` (no PMI) task 0 runs one on the step's first node
-//! (`net::connect::exchange`). The server tells its owner what happens
+//! (`net::register::exchange`). The server tells its owner what happens
 //! through a callback ([`Notice`]); the owner tells it which ranks exited
 //! ([`Server::rank_exited`]).
+//!
+//! Plain TCP ([`Server::start`]) or TLS 1.3 ([`Server::start_tls`], which
+//! mclaunch uses under `--transport quic` or `quic-all`; `tls.rs` holds
+//! both ends of it): the server presents the job CA's certificate for
+//! `rendezvous.job-X.mcast.invalid` (`crate::quic::rdv`), each rank checks
+//! it against the CA in its bundle and presents its rank certificate, and
+//! the server requires a rank certificate of this job's CA. A connection
+//! refused at the handshake (plaintext, no certificate, another CA,
+//! expired) is logged with the peer's address and the job keeps waiting,
+//! as for a wrong token; so is a hello that claims another rank than its
+//! certificate names. The handshake and the hello share the hello's read
+//! timeout. The frames inside are the same either way; a plain `srun`
+//! step's rendezvous stays plain (QUIC mode needs mclaunch).
 //!
 //! Threads: a listener accepts connections; a short-lived reader per connection
 //! reads its hello (bounded by a read timeout, so a silent stray costs nothing);
@@ -16,18 +29,22 @@
 //! of range, a rank claimed twice) fails the whole job at once, as does a rank
 //! that exits before joining once others have joined.
 
+mod roster;
+pub(crate) mod tls;
+
 use std::io;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::bootstrap::{
-    job_id_from_token, read_frame, tokens_equal, write_frame, Hello, RendezvousReply,
-    PROTOCOL_VERSION,
-};
+pub use roster::{format_ranks, format_secs, ranks_phrase, Member, Roster, Verdict};
+
+use crate::bootstrap::{job_id_from_token, read_frame, write_frame, Hello, RendezvousReply};
+use crate::quic::{rdv, RendezvousIdentity};
+use tls::{Conn, Refused, ServerTls};
 
 /// How long a connection may take to send its hello.
 const HELLO_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -52,7 +69,7 @@ pub type Notify = Arc<dyn Fn(Notice) + Send + Sync>;
 /// What the coordinator is told.
 enum Input {
     Hello {
-        stream: TcpStream,
+        stream: Conn,
         peer: SocketAddr,
         hello: Hello,
     },
@@ -62,122 +79,6 @@ enum Input {
         how: String,
     },
     Stop,
-}
-
-/// One rank that has joined.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Member {
-    pub pid: u32,
-    pub data_addr: String,
-}
-
-/// What to do with a hello.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// Take it; `replaces` is true when the same process re-sent its hello
-    /// (a retry on a new connection).
-    Accept { replaces: bool },
-    /// Refuse this connection only (not from this job); keep waiting.
-    Stray(String),
-    /// Refuse it and fail the job: a rank of this job cannot take part.
-    Fatal(String),
-}
-
-/// Who has joined: the rendezvous's state, without any I/O.
-#[derive(Debug)]
-pub struct Roster {
-    size: u32,
-    token: String,
-    members: Vec<Option<Member>>,
-    joined: usize,
-}
-
-impl Roster {
-    pub fn new(size: u32, token: String) -> Roster {
-        Roster {
-            size,
-            token,
-            members: vec![None; size as usize],
-            joined: 0,
-        }
-    }
-
-    /// Judge a hello without admitting it.
-    pub fn judge(&self, h: &Hello) -> Verdict {
-        if !tokens_equal(&h.token, &self.token) {
-            return Verdict::Stray("wrong job token".into());
-        }
-        if h.version != PROTOCOL_VERSION {
-            return Verdict::Fatal(format!(
-                "rank {} speaks control protocol version {}, the rendezvous {} \
-                 (build both against the same mcast)",
-                h.rank, h.version, PROTOCOL_VERSION
-            ));
-        }
-        if h.size != self.size {
-            return Verdict::Fatal(format!(
-                "rank {} believes the job has {} ranks, but the job has {}",
-                h.rank, h.size, self.size
-            ));
-        }
-        if h.rank >= self.size {
-            return Verdict::Fatal(format!(
-                "a process claims rank {} in a job of {} ranks",
-                h.rank, self.size
-            ));
-        }
-        if h.data_addr.is_empty() {
-            return Verdict::Fatal(format!("rank {} sent an empty data address", h.rank));
-        }
-        match &self.members[h.rank as usize] {
-            None => Verdict::Accept { replaces: false },
-            Some(m) if m.pid == h.pid => Verdict::Accept { replaces: true },
-            Some(m) => Verdict::Fatal(format!(
-                "rank {} joined twice (pids {} and {})",
-                h.rank, m.pid, h.pid
-            )),
-        }
-    }
-
-    /// Record an accepted hello.
-    pub fn admit(&mut self, h: &Hello) {
-        let slot = &mut self.members[h.rank as usize];
-        if slot.is_none() {
-            self.joined += 1;
-        }
-        *slot = Some(Member {
-            pid: h.pid,
-            data_addr: h.data_addr.clone(),
-        });
-    }
-
-    pub fn has_joined(&self, rank: u32) -> bool {
-        self.members.get(rank as usize).is_some_and(|m| m.is_some())
-    }
-
-    pub fn complete(&self) -> bool {
-        self.joined == self.members.len()
-    }
-
-    /// Ranks that have not joined yet.
-    pub fn missing(&self) -> Vec<u32> {
-        (0..self.size)
-            .filter(|&r| self.members[r as usize].is_none())
-            .collect()
-    }
-
-    /// The address table, once complete.
-    pub fn table(&self) -> Option<RendezvousReply> {
-        let addrs = self
-            .members
-            .iter()
-            .map(|m| m.as_ref().map(|m| m.data_addr.clone()))
-            .collect::<Option<Vec<_>>>()?;
-        Some(RendezvousReply::Table {
-            job: job_id_from_token(&self.token),
-            addrs,
-        })
-    }
 }
 
 /// A running rendezvous server. Dropping it stops the server.
@@ -197,6 +98,46 @@ impl Server {
         token: String,
         timeout: Duration,
         notify: Notify,
+    ) -> io::Result<Server> {
+        Server::start_with(listener, size, token, timeout, notify, None)
+    }
+
+    /// [`start`](Self::start), but every connection must be TLS 1.3 with
+    /// a rank certificate of this job's CA (mutual TLS: the server presents
+    /// `identity`, issued by the same CA). A connection refused at the
+    /// handshake (plaintext, another CA, no certificate, expired) is logged
+    /// as a [`Notice::Note`] and the job keeps waiting, as for a wrong
+    /// token; so is a hello whose rank is not its certificate's.
+    pub fn start_tls(
+        listener: TcpListener,
+        size: u32,
+        token: String,
+        timeout: Duration,
+        notify: Notify,
+        identity: &RendezvousIdentity,
+    ) -> io::Result<Server> {
+        let job = job_id_from_token(&token);
+        if identity.job() != job {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the rendezvous's certificate is for job {:08x}, the token's job is {job:08x}",
+                    identity.job()
+                ),
+            ));
+        }
+        let config = rdv::server_config(identity).map_err(io::Error::other)?;
+        let tls = ServerTls { config, job };
+        Server::start_with(listener, size, token, timeout, notify, Some(Arc::new(tls)))
+    }
+
+    fn start_with(
+        listener: TcpListener,
+        size: u32,
+        token: String,
+        timeout: Duration,
+        notify: Notify,
+        tls: Option<Arc<ServerTls>>,
     ) -> io::Result<Server> {
         let addr = listener.local_addr()?;
         let (input, inputs) = mpsc::channel();
@@ -218,7 +159,7 @@ impl Server {
         let accept_stop = stop.clone();
         let listener = thread::Builder::new()
             .name("rendezvous-accept".into())
-            .spawn(move || accept_loop(listener, accept_input, accept_stop, notify))?;
+            .spawn(move || accept_loop(listener, accept_input, accept_stop, notify, tls))?;
 
         Ok(Server {
             addr,
@@ -280,7 +221,13 @@ impl Drop for Server {
     }
 }
 
-fn accept_loop(listener: TcpListener, input: Sender<Input>, stop: Arc<AtomicBool>, notify: Notify) {
+fn accept_loop(
+    listener: TcpListener,
+    input: Sender<Input>,
+    stop: Arc<AtomicBool>,
+    notify: Notify,
+    tls: Option<Arc<ServerTls>>,
+) {
     loop {
         let accepted = listener.accept();
         if stop.load(Ordering::SeqCst) {
@@ -288,10 +235,10 @@ fn accept_loop(listener: TcpListener, input: Sender<Input>, stop: Arc<AtomicBool
         }
         match accepted {
             Ok((stream, peer)) => {
-                let (input, note) = (input.clone(), notify.clone());
+                let (input, note, tls) = (input.clone(), notify.clone(), tls.clone());
                 let spawned = thread::Builder::new()
                     .name("rendezvous-conn".into())
-                    .spawn(move || read_hello(stream, peer, input, note));
+                    .spawn(move || read_hello(stream, peer, input, note, tls));
                 if let Err(e) = spawned {
                     notify(Notice::Note(format!("dropped connection from {peer}: {e}")));
                 }
@@ -305,9 +252,27 @@ fn accept_loop(listener: TcpListener, input: Sender<Input>, stop: Arc<AtomicBool
     }
 }
 
-fn read_hello(mut stream: TcpStream, peer: SocketAddr, input: Sender<Input>, notify: Notify) {
+fn read_hello(
+    stream: TcpStream,
+    peer: SocketAddr,
+    input: Sender<Input>,
+    notify: Notify,
+    tls: Option<Arc<ServerTls>>,
+) {
     let _ = stream.set_read_timeout(Some(HELLO_READ_TIMEOUT));
     let _ = stream.set_write_timeout(Some(REPLY_WRITE_TIMEOUT));
+    // Under TLS the handshake and the hello share the read timeout.
+    let (mut stream, cert_rank) = match tls {
+        None => (Conn::Plain(stream), None),
+        Some(tls) => {
+            let deadline = Instant::now() + HELLO_READ_TIMEOUT;
+            match tls::accept(stream, peer, &tls, deadline) {
+                Ok((conn, rank)) => (conn, Some(rank)),
+                Err(Refused::Silent) => return,
+                Err(Refused::Note(m)) => return notify(Notice::Note(m)),
+            }
+        }
+    };
     let hello: Hello = match read_frame(&mut stream) {
         Ok(h) => h,
         // A connection closed before a whole hello arrived is not worth a
@@ -320,6 +285,18 @@ fn read_hello(mut stream: TcpStream, peer: SocketAddr, input: Sender<Input>, not
             return;
         }
     };
+    if let Some(rank) = cert_rank.filter(|&r| r != hello.rank) {
+        let why = format!(
+            "its certificate names rank {rank}, its hello claims rank {}",
+            hello.rank
+        );
+        notify(Notice::Note(format!(
+            "refused a hello from {peer} (pid {}): {why}",
+            hello.pid
+        )));
+        let reason = format!("refused by the rendezvous: {why}");
+        return reply(&mut stream, &RendezvousReply::Failed { reason });
+    }
     if let Err(mpsc::SendError(Input::Hello { mut stream, .. })) = input.send(Input::Hello {
         stream,
         peer,
@@ -335,15 +312,15 @@ fn read_hello(mut stream: TcpStream, peer: SocketAddr, input: Sender<Input>, not
     }
 }
 
-fn reply(stream: &mut TcpStream, msg: &RendezvousReply) {
+fn reply(stream: &mut Conn, msg: &RendezvousReply) {
     // A rank that has gone away will be reported by its exit status.
     let _ = write_frame(stream, msg);
-    let _ = stream.shutdown(Shutdown::Write);
+    stream.finish();
 }
 
 struct Coordinator {
     roster: Roster,
-    streams: Vec<Option<TcpStream>>,
+    streams: Vec<Option<Conn>>,
     /// Ranks that ended before joining, while no one had joined yet.
     exited_unjoined: Vec<(u32, String)>,
     timeout: Duration,
@@ -449,131 +426,5 @@ impl Coordinator {
     }
 }
 
-/// Format a list of ranks compactly: `"0, 2, 5-9"`. The input need not be sorted.
-pub fn format_ranks(ranks: &[u32]) -> String {
-    let mut sorted = ranks.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        let mut end = start;
-        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
-            i += 1;
-            end = sorted[i];
-        }
-        parts.push(match end - start {
-            0 => format!("{start}"),
-            1 => format!("{start}, {end}"),
-            _ => format!("{start}-{end}"),
-        });
-        i += 1;
-    }
-    parts.join(", ")
-}
-
-/// `"rank 3"` or `"ranks 0, 2"`: a noun phrase for a rank set.
-pub fn ranks_phrase(ranks: &[u32]) -> String {
-    if ranks.len() == 1 {
-        format!("rank {}", ranks[0])
-    } else {
-        format!("ranks {}", format_ranks(ranks))
-    }
-}
-
-/// A duration for messages: `"30 s"`, `"1.5 s"`.
-pub fn format_secs(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s.fract() == 0.0 {
-        format!("{s:.0} s")
-    } else {
-        format!("{} s", (s * 1000.0).round() / 1000.0)
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn hello(rank: u32, size: u32, token: &str, pid: u32) -> Hello {
-        Hello {
-            version: PROTOCOL_VERSION,
-            token: token.into(),
-            rank,
-            size,
-            data_addr: format!("127.0.0.1:{}", 1000 + rank),
-            pid,
-        }
-    }
-
-    #[test]
-    fn roster_collects_a_table() {
-        let mut r = Roster::new(3, "tok".into());
-        assert_eq!(r.missing(), [0, 1, 2]);
-        for rank in [2, 0, 1] {
-            let h = hello(rank, 3, "tok", 10 + rank);
-            assert_eq!(r.judge(&h), Verdict::Accept { replaces: false });
-            r.admit(&h);
-            assert!(r.has_joined(rank));
-        }
-        assert!(r.complete());
-        assert_eq!(
-            r.table(),
-            Some(RendezvousReply::Table {
-                job: job_id_from_token("tok"),
-                addrs: vec![
-                    "127.0.0.1:1000".into(),
-                    "127.0.0.1:1001".into(),
-                    "127.0.0.1:1002".into()
-                ],
-            })
-        );
-    }
-
-    #[test]
-    fn roster_judges_hellos() {
-        let mut r = Roster::new(2, "tok".into());
-        assert!(matches!(r.judge(&hello(0, 2, "bad", 1)), Verdict::Stray(_)));
-        assert!(matches!(r.judge(&hello(0, 2, "to", 1)), Verdict::Stray(_)));
-        assert!(matches!(r.judge(&hello(0, 3, "tok", 1)), Verdict::Fatal(_)));
-        assert!(matches!(r.judge(&hello(2, 2, "tok", 1)), Verdict::Fatal(_)));
-        let mut old = hello(0, 2, "tok", 1);
-        old.version = PROTOCOL_VERSION + 1;
-        assert!(matches!(r.judge(&old), Verdict::Fatal(_)));
-        let mut empty = hello(0, 2, "tok", 1);
-        empty.data_addr.clear();
-        assert!(matches!(r.judge(&empty), Verdict::Fatal(_)));
-
-        r.admit(&hello(0, 2, "tok", 1));
-        assert_eq!(
-            r.judge(&hello(0, 2, "tok", 1)),
-            Verdict::Accept { replaces: true }
-        );
-        assert!(matches!(r.judge(&hello(0, 2, "tok", 2)), Verdict::Fatal(_)));
-        assert_eq!(r.missing(), [1]);
-        assert!(r.table().is_none());
-        // A retry does not count twice.
-        r.admit(&hello(0, 2, "tok", 1));
-        assert!(!r.complete());
-    }
-
-    #[test]
-    fn rank_lists() {
-        assert_eq!(format_ranks(&[]), "");
-        assert_eq!(format_ranks(&[3]), "3");
-        assert_eq!(
-            format_ranks(&[5, 0, 1, 2, 3, 7, 8, 9, 11]),
-            "0-3, 5, 7-9, 11"
-        );
-        assert_eq!(format_ranks(&[1, 2]), "1, 2");
-        assert_eq!(ranks_phrase(&[2]), "rank 2");
-        assert_eq!(ranks_phrase(&[0, 1]), "ranks 0, 1");
-    }
-
-    #[test]
-    fn seconds() {
-        assert_eq!(format_secs(Duration::from_secs(30)), "30 s");
-        assert_eq!(format_secs(Duration::from_millis(1500)), "1.5 s");
-    }
-}
+mod tests;
