@@ -31,20 +31,36 @@ const MAX_IOV: usize = 64;
 pub(crate) enum Half {
     Tcp(tcp::OwnedWriteHalf),
     Unix(unix::OwnedWriteHalf),
+    /// A QUIC stream (`net/quicmesh.rs`): chunks are handed to quinn as
+    /// they are (`Bytes`, no copy), and quinn encrypts and sends them.
+    Quic(quinn::SendStream),
 }
+
+/// How long a finished QUIC stream waits for its peer to acknowledge
+/// everything (the goodbye included) before the link is dropped.
+const QUIC_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Half {
     fn try_write_vectored(&self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
         match self {
             Half::Tcp(w) => w.try_write_vectored(bufs),
             Half::Unix(w) => w.try_write_vectored(bufs),
+            Half::Quic(_) => Err(std::io::ErrorKind::Unsupported.into()),
         }
     }
 
-    async fn writable(&self) -> std::io::Result<()> {
+    async fn writable(&mut self) -> std::io::Result<()> {
         match self {
             Half::Tcp(w) => w.writable().await,
             Half::Unix(w) => w.writable().await,
+            // Writing no chunk is refused exactly while the stream or the
+            // connection is blocked by flow control, and then registers
+            // this task to be woken when it is not.
+            Half::Quic(s) => s
+                .write_chunks(&mut [])
+                .await
+                .map(|_| ())
+                .map_err(std::io::Error::other),
         }
     }
 
@@ -53,8 +69,35 @@ impl Half {
         let _ = match self {
             Half::Tcp(w) => w.shutdown().await,
             Half::Unix(w) => w.shutdown().await,
+            Half::Quic(s) => {
+                let _ = s.finish();
+                let _ = tokio::time::timeout(QUIC_FLUSH, s.stopped()).await;
+                Ok(())
+            }
         };
     }
+}
+
+/// [`drain`] for a QUIC stream: hand quinn the queued chunks, polled once
+/// on this thread (no task wakes; a blocked stream says so at once).
+fn drain_quic(s: &mut quinn::SendStream, queue: &mut VecDeque<Bytes>) -> std::io::Result<bool> {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let mut cx = Context::from_waker(Waker::noop());
+    while !queue.is_empty() {
+        let chunks = queue.make_contiguous();
+        // quinn takes whole chunks and advances a partly taken one in place.
+        let written = match std::pin::pin!(s.write_chunks(chunks)).poll(&mut cx) {
+            Poll::Ready(Ok(w)) => w,
+            Poll::Ready(Err(e)) => return Err(std::io::Error::other(e)),
+            Poll::Pending => return Ok(false),
+        };
+        queue.drain(..written.chunks);
+        if written.bytes == 0 && written.chunks == 0 {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 #[derive(Default)]
@@ -83,7 +126,10 @@ pub(crate) struct Out {
 
 /// Write as much of `queue` as the socket takes now; `Ok(true)` when it is
 /// empty, `Ok(false)` when the socket is full.
-fn drain(half: &Half, queue: &mut VecDeque<Bytes>) -> std::io::Result<bool> {
+fn drain(half: &mut Half, queue: &mut VecDeque<Bytes>) -> std::io::Result<bool> {
+    if let Half::Quic(s) = half {
+        return drain_quic(s, queue);
+    }
     while !queue.is_empty() {
         let slices: Vec<IoSlice<'_>> = queue
             .iter()
@@ -179,8 +225,8 @@ impl Out {
         if was_empty {
             // Write here; the writer task takes over only if the socket is
             // full (or the write fails: the task reports that).
-            let half = lock(&self.half);
-            if let Some(Ok(true)) = half.as_ref().map(|h| drain(h, &mut st.queue)) {
+            let mut half = lock(&self.half);
+            if let Some(Ok(true)) = half.as_mut().map(|h| drain(h, &mut st.queue)) {
                 return;
             }
         }
@@ -229,8 +275,8 @@ impl Out {
             loop {
                 let res = {
                     let mut st = lock(&self.st);
-                    let half = lock(&self.half);
-                    match half.as_ref() {
+                    let mut half = lock(&self.half);
+                    match half.as_mut() {
                         Some(h) => drain(h, &mut st.queue),
                         None => Ok(true),
                     }
@@ -241,8 +287,8 @@ impl Out {
                         let writable = {
                             // Wait without holding the locks: senders may
                             // queue meanwhile.
-                            let half = lock(&self.half).take();
-                            let r = match &half {
+                            let mut half = lock(&self.half).take();
+                            let r = match &mut half {
                                 Some(h) => h.writable().await,
                                 None => Ok(()),
                             };

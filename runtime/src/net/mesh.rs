@@ -16,7 +16,6 @@ use std::time::Duration;
 use tokio::io::BufReader;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::runtime::Runtime;
-use tokio::task::JoinHandle;
 
 use super::connect::{self, Conn, Listeners, Reach};
 use super::intake::{self, Host, Intake};
@@ -350,8 +349,8 @@ fn open_rings(
 }
 
 /// A link to one peer as set-up leaves it: its kind, read and write
-/// halves, and its pump task (QUIC).
-type Opened = (Link, Rd, Half, Option<JoinHandle<()>>);
+/// halves.
+type Opened = (Link, Rd, Half);
 
 /// Connect to every peer, then start the gatekeeper, and a reader and a
 /// writer per peer. Returns the links and the writers' tasks.
@@ -402,7 +401,7 @@ async fn setup(
     if let Some(gate) = ep {
         tokio::spawn(quicmesh::gatekeeper(gate));
     }
-    // Every link as (kind, read half, write half, pump), the QUIC ones
+    // Every link as (kind, read half, write half), the QUIC ones
     // where the sockets left a gap.
     quic_links.resize_with(job.size, || None);
     let conns: Vec<Option<Opened>> = conns
@@ -416,9 +415,9 @@ async fn setup(
                     Conn::Unix(_) => Link::Unix,
                 };
                 let (rd, half) = c.split();
-                Some((kind, rd, half, None))
+                Some((kind, rd, half))
             }
-            (None, Some(QuicLink { rd, half, pump })) => Some((Link::Quic, rd, half, Some(pump))),
+            (None, Some(QuicLink { rd, half })) => Some((Link::Quic, rd, half)),
             (None, None) => None,
         })
         .collect();
@@ -427,7 +426,7 @@ async fn setup(
     let mut writers: Vec<Option<Arc<Out>>> = (0..job.size).map(|_| None).collect();
     let mut writer_tasks = Vec::new();
     for (peer, conn) in conns.into_iter().enumerate() {
-        let Some((kind, rd, half, pump)) = conn else {
+        let Some((kind, rd, half)) = conn else {
             continue;
         };
         // Descriptors go only to a Unix peer that mapped the host's arenas
@@ -437,8 +436,6 @@ async fn setup(
             _ => None,
         };
         let shm_out = shm.clone().filter(|_| addrs[peer].shm.is_some());
-        // A QUIC link's pump ends once its goodbye is acknowledged.
-        writer_tasks.extend(pump);
         let out = Arc::new(Out::new(peer, half, shm_out));
         // Our first heartbeat now, from this thread: the peer holds us to
         // the silence bound only from our first packet on, and with the

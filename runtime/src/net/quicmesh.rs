@@ -17,14 +17,13 @@
 //!
 //! # The write side
 //!
-//! The writer (`Out`) writes with non-blocking vectored writes on the
-//! sender's thread, which a quinn stream does not offer. Each link
-//! therefore writes into one end of a Unix socket pair, and a pump task
-//! copies the other end into the QUIC stream in order (the kernel's
-//! socket buffer is the queue; packets leave as they come, nothing waits
-//! for a whole message). The reader reads the QUIC stream directly. A
-//! goodbye's shutdown reaches the pump as the end of the pair, which
-//! finishes the stream and waits (bounded) for the peer to acknowledge it.
+//! The writer (`Out`) hands quinn the queued chunks (`Bytes`, no copy) on
+//! the sender's thread, polling the stream's write once; what the stream's
+//! flow control does not take yet waits in the queue for the writer task,
+//! as on a full socket. A goodbye's shutdown finishes the stream and waits
+//! (bounded) for the peer to acknowledge it. (The first version wrote into
+//! a Unix socket pair that a task copied into the stream: one more copy,
+//! and two more task wake-ups, per packet.)
 //!
 //! # Failure
 //!
@@ -36,13 +35,10 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::BufReader;
-use tokio::net::UnixStream;
 use tokio::sync::{mpsc, Semaphore};
-use tokio::task::JoinHandle;
 
 use super::connect::{self, Reach};
-use super::link::{io_err, SHUTDOWN_FLUSH};
+use super::link::io_err;
 use super::read::Rd;
 use crate::bootstrap::{PeerHello, PROTOCOL_VERSION};
 use crate::config::{JobEnv, ENV_QUIC_IDENTITY};
@@ -55,15 +51,12 @@ const GATE_HANDSHAKES: usize = 4;
 /// How long an accepted connection may take to open its stream and say
 /// hello (as for TCP).
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
-/// Bytes the pump moves per write into the QUIC stream.
-const PUMP_BUFFER: usize = 64 * 1024;
 
-/// A QUIC link, ready for the mesh: its read half, the write half the
-/// writer uses, and the pump task (ends when the link is closed).
+/// A QUIC link, ready for the mesh: its read half and the write half the
+/// writer uses.
 pub(crate) struct QuicLink {
     pub(crate) rd: Rd,
     pub(crate) half: Half,
-    pub(crate) pump: JoinHandle<()>,
 }
 
 /// This rank's side before the runtime exists: its identity and the UDP
@@ -127,32 +120,12 @@ pub(crate) fn options(bound: Duration) -> LinkOptions {
     }
 }
 
-/// A link from an established connection and its stream.
-fn link(
-    ep: &quinn::Endpoint,
-    conn: quinn::Connection,
-    mut send: quinn::SendStream,
-    recv: quinn::RecvStream,
-) -> Result<QuicLink, Error> {
-    let (ours, theirs) = UnixStream::pair()?;
-    let (_unused, half) = ours.into_split();
-    let ep = ep.clone();
-    let pump = tokio::spawn(async move {
-        let mut from = BufReader::with_capacity(PUMP_BUFFER, theirs);
-        match tokio::io::copy_buf(&mut from, &mut send).await {
-            Ok(_) => {
-                let _ = send.finish();
-                let _ = tokio::time::timeout(SHUTDOWN_FLUSH, send.stopped()).await;
-            }
-            Err(e) => tracing::debug!("quic: link to {} ended: {e}", conn.remote_address()),
-        }
-        drop((conn, ep));
-    });
-    Ok(QuicLink {
+/// A link from an established stream (the stream keeps its connection).
+fn link(send: quinn::SendStream, recv: quinn::RecvStream) -> QuicLink {
+    QuicLink {
         rd: Box::new(recv),
-        half: Half::Unix(half),
-        pump,
-    })
+        half: Half::Quic(send),
+    }
 }
 
 /// Whether rank `r` is to be reached over QUIC from a rank on `host`.
@@ -217,7 +190,8 @@ pub(crate) async fn mesh(
             let mut s = tokio::io::join(recv, send);
             connect::greet(&mut s, &me, job, j, &addr.to_string()).await?;
             let (recv, send) = s.into_inner();
-            out.push((j, link(&ep, conn, send, recv)?));
+            drop(conn);
+            out.push((j, link(send, recv)));
         }
         Ok::<_, Error>(out)
     };
@@ -251,7 +225,8 @@ pub(crate) async fn mesh(
                     }
                     connect::write_hello(&mut send, &me).await?;
                     seen[r] = true;
-                    out.push((r, link(&ep, conn, send, recv)?));
+                    drop(conn);
+                    out.push((r, link(send, recv)));
                 }
             }
         }

@@ -78,10 +78,10 @@ fn a_rank_without_a_valid_bundle_is_told_which_variable() {
 }
 
 async fn write(l: &mut QuicLink, b: &[u8]) {
-    let Half::Unix(w) = &mut l.half else {
-        panic!("a QUIC link writes into its socket pair")
+    let Half::Quic(s) = &mut l.half else {
+        panic!("a QUIC link writes into its stream")
     };
-    w.write_all(b).await.unwrap();
+    s.write_all(b).await.unwrap();
 }
 
 async fn read(l: &mut QuicLink, n: usize) -> Vec<u8> {

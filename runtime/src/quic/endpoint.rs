@@ -25,7 +25,11 @@
 //! `SO_SNDBUF`, capped by `net.core.rmem_max` / `wmem_max`): with the
 //! default (about 200 KiB) a burst of a large message overflowed the
 //! receiver's buffer on loopback, and every lost datagram cost a
-//! retransmission and a congestion-window cut.
+//! retransmission and a congestion-window cut. Datagrams stay within
+//! quinn's default 1472-byte UDP payload (an Ethernet frame); raising the
+//! cap to 64 KiB so that loopback could use larger ones was tried and made
+//! `mcbench --throughput` slower (488 against 720 MB/s at 3 ranks), and
+//! once stalled a link past the failure bound.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -88,9 +92,6 @@ impl LinkOptions {
         t.stream_receive_window(quinn::VarInt::from_u32(STREAM_WINDOW_BYTES));
         t.send_window(u64::from(STREAM_WINDOW_BYTES) * 4);
         t.initial_rtt(Duration::from_millis(1));
-        let mut mtu = quinn::MtuDiscoveryConfig::default();
-        mtu.upper_bound(MTU_UPPER_BOUND);
-        t.mtu_discovery_config(Some(mtu));
         Ok(Arc::new(t))
     }
 }
@@ -174,10 +175,6 @@ pub fn endpoint(
 /// The bytes one stream may have unread at its receiver (QUIC flow
 /// control); the connection's send window is four times this.
 pub const STREAM_WINDOW_BYTES: u32 = 16 << 20;
-
-/// The largest UDP payload path-MTU discovery probes for: a path's own MTU
-/// (1500 on Ethernet, 64 KiB on loopback) is found by probing up to here.
-pub const MTU_UPPER_BOUND: u16 = 65_527;
 
 /// The UDP socket buffer size [`endpoint_on`] asks for, each way.
 pub const UDP_BUFFER_BYTES: usize = 8 << 20;

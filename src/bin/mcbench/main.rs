@@ -543,7 +543,9 @@ fn throughput(comm: &Comm, size: usize, messages: usize, json: bool) -> Result<(
     }
     let data = vec![0x5Au8; size];
     let check = |r: mcast::Received| {
-        if r.data.len() != size || r.data.iter().any(|&b| b != 0x5A) {
+        // One memcmp against the sent pattern (a byte loop with an early
+        // exit took an eighth of the run's CPU at 4 MiB).
+        if r.data[..] != data[..] {
             bail!("rank {rank}: corrupted message from rank {}", r.source);
         }
         Ok(())
