@@ -9,9 +9,12 @@ use std::time::{Duration, SystemTime};
 
 use mcast::quic::{
     accept, connect, endpoint, peer_rank, rank_name, HandshakeError, JobCa, LinkOptions,
-    RankIdentity, RankServerVerifier, Refusal, Validity, ALPN,
+    RankIdentity, Refusal, Validity,
 };
-use quinn::crypto::rustls::QuicClientConfig;
+
+#[path = "common/quic.rs"]
+mod quic_common;
+use quic_common::raw_client;
 
 /// Every test ends within this, whatever happens on the wire.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -61,30 +64,6 @@ impl Logs {
     fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
     }
-}
-
-/// A client configuration built by hand: trusts `trust`'s CA and expects
-/// rank `expect`, and presents `present`'s certificate (or none).
-fn raw_client(
-    trust: &RankIdentity,
-    expect: u32,
-    present: Option<&RankIdentity>,
-) -> quinn::ClientConfig {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = RankServerVerifier::new(trust, expect).unwrap();
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier));
-    let mut tls = match present {
-        Some(id) => builder
-            .with_client_auth_cert(id.chain().to_vec(), id.key())
-            .unwrap(),
-        None => builder.with_no_client_auth(),
-    };
-    tls.alpn_protocols = vec![ALPN.to_vec()];
-    quinn::ClientConfig::new(Arc::new(QuicClientConfig::try_from(tls).unwrap()))
 }
 
 /// A server (as `server_id`) accepts one connection from a client dialling

@@ -139,6 +139,8 @@ pub(crate) struct Gate {
     ep: quinn::Endpoint,
     identity: RankIdentity,
     opts: LinkOptions,
+    /// The job's size (a certificate for a rank beyond it is no rank).
+    size: usize,
 }
 
 /// Connect to every peer of another host: dial down, accept up. Returns
@@ -153,6 +155,7 @@ pub(crate) async fn mesh(
     let QuicSide { identity, socket } = side;
     let ep = quic::endpoint_on(&identity, socket, &opts)
         .map_err(|e| Error::InvalidArgument(format!("QUIC endpoint: {e}")))?;
+    tracing::debug!(addr = ?ep.local_addr(), rank = job.rank, "quic: endpoint");
     let me = PeerHello {
         version: PROTOCOL_VERSION,
         token: job.token.clone(),
@@ -237,7 +240,16 @@ pub(crate) async fn mesh(
     for (r, l) in down.into_iter().chain(up) {
         links[r] = Some(l);
     }
-    Ok((links, Gate { ep, identity, opts }))
+    let size = job.size;
+    Ok((
+        links,
+        Gate {
+            ep,
+            identity,
+            opts,
+            size,
+        },
+    ))
 }
 
 type Screened = (
@@ -298,7 +310,12 @@ async fn screen(
 /// certificate, another CA, expired: by the identity layer); a rank of this
 /// job, whose certificate is good, is told the job is running, and logged.
 pub(crate) async fn gatekeeper(gate: Gate) {
-    let Gate { ep, identity, opts } = gate;
+    let Gate {
+        ep,
+        identity,
+        opts,
+        size,
+    } = gate;
     let busy = Arc::new(Semaphore::new(GATE_HANDSHAKES));
     let refused = |from: SocketAddr, why: &str| {
         if let Some(held) = connect::REFUSALS.admit(why, std::time::Instant::now()) {
@@ -318,6 +335,14 @@ pub(crate) async fn gatekeeper(gate: Gate) {
             let _permit = permit;
             let hs = quic::accept_incoming(incoming, &identity, &opts);
             match tokio::time::timeout(HELLO_TIMEOUT, hs).await {
+                Ok(Ok(acc)) if acc.rank as usize >= size => {
+                    acc.connection.close(0u32.into(), b"no such rank");
+                    let why = format!(
+                        "rank {}'s certificate, but the job has {size} ranks",
+                        acc.rank
+                    );
+                    refused(from, &why);
+                }
                 Ok(Ok(acc)) => {
                     acc.connection.close(0u32.into(), b"job running");
                     let why = format!("rank {}'s certificate, but the job is running", acc.rank);
