@@ -77,6 +77,35 @@ fn a_rank_without_a_valid_bundle_is_told_which_variable() {
     assert!(err.contains(ENV_QUIC_IDENTITY), "{err}");
 }
 
+/// Every rank's mesh, spawned all at once (as ranks start together), each
+/// within the limit.
+async fn meshes(
+    sides: Vec<QuicSide>,
+    addrs: &[Reach],
+    opts: LinkOptions,
+) -> Vec<(Vec<Option<QuicLink>>, Gate)> {
+    let size = sides.len();
+    let tasks: Vec<_> = sides
+        .into_iter()
+        .enumerate()
+        .map(|(r, side)| {
+            let addrs = addrs.to_vec();
+            tokio::spawn(async move { mesh(&job(r, size), side, None, &addrs, opts).await })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.push(
+            tokio::time::timeout(LIMIT, t)
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    all
+}
+
 async fn write(l: &mut QuicLink, b: &[u8]) {
     let Half::Quic(s) = &mut l.half else {
         panic!("a QUIC link writes into its stream")
@@ -96,24 +125,7 @@ fn three_ranks_meet_over_quic_and_bytes_keep_their_order() {
     let (sides, addrs) = sides(&ca, 3);
     let opts = options(Duration::from_secs(5));
     rt().block_on(async {
-        // Spawned all at once (collected), as ranks start together.
-        let meshes: Vec<_> = sides
-            .into_iter()
-            .enumerate()
-            .map(|(r, side)| {
-                let addrs = addrs.clone();
-                tokio::spawn(async move { mesh(&job(r, 3), side, None, &addrs, opts).await })
-            })
-            .collect();
-        let mut all = Vec::new();
-        for m in meshes {
-            let (links, ep) = tokio::time::timeout(LIMIT, m)
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap();
-            all.push((links, ep));
-        }
+        let mut all = meshes(sides, &addrs, opts).await;
         for (r, (links, _)) in all.iter().enumerate() {
             for (p, l) in links.iter().enumerate() {
                 assert_eq!(l.is_some(), p != r, "rank {r}'s link to {p}");
@@ -184,23 +196,11 @@ fn after_start_up_the_gatekeeper_refuses_every_handshake() {
     let opts = options(Duration::from_secs(5));
     let target = addrs[0].udp_addr().unwrap();
     rt().block_on(async {
-        let meshes: Vec<_> = sides
+        let mut gates: Vec<Gate> = meshes(sides, &addrs, opts)
+            .await
             .into_iter()
-            .enumerate()
-            .map(|(r, side)| {
-                let addrs = addrs.clone();
-                tokio::spawn(async move { mesh(&job(r, 2), side, None, &addrs, opts).await })
-            })
+            .map(|(_, g)| g)
             .collect();
-        let mut gates = Vec::new();
-        for m in meshes {
-            let (_, gate) = tokio::time::timeout(LIMIT, m)
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap();
-            gates.push(gate);
-        }
         let gate = gates.swap_remove(0);
         tokio::spawn(gatekeeper(gate));
         let now = std::time::SystemTime::now();
