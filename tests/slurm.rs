@@ -3,7 +3,8 @@
 //! bench/cluster/up.sh) succeeds with every rank on the host Slurm put it
 //! on; so does plain `srun` (no PMI: task 0 serves the rendezvous); and
 //! `salloc -N3 -n6 mclaunch mcast-selftest` runs on the allocation's nodes,
-//! its proxies started with srun.
+//! its proxies started with srun, with TCP and with QUIC links between the
+//! hosts.
 //!
 //! Uses the running cluster, else brings one up with `bench/cluster/up.sh
 //! 3` (root only) and tears it down at the end (`tests/common/cluster.rs`).
@@ -53,32 +54,35 @@ fn srun_and_salloc_start_mcast_jobs() {
 
     // 3. mclaunch inside an allocation (no hostfile, no launch agent): the
     //    allocation's nodes and tasks, proxies started with srun, ranks
-    //    placed by slot: 0 and 1 on the first node, and so on.
+    //    placed by slot: 0 and 1 on the first node, and so on. Then the
+    //    same with QUIC links between the hosts (each rank's identity
+    //    travels over srun's channel to its proxy).
     let mclaunch = common::mclaunch();
-    let (code, so, se) = cluster.salloc(
-        JOB_NAME,
-        &[
-            "-N3",
-            "-n6",
-            mclaunch.to_str().unwrap(),
-            "--tag-output",
-            selftest,
-        ],
-    );
-    assert_eq!(
-        code, 0,
-        "salloc mclaunch failed\nstdout:\n{so}\nstderr:\n{se}"
-    );
-    assert_eq!(
-        hosts_of_ranks(&so, &se),
-        ["h1", "h1", "h2", "h2", "h3", "h3"],
-        "stdout:\n{so}"
-    );
-    for r in 0..6 {
-        assert!(
-            so.contains(&format!("[{r}] selftest: rank {r} of 6 ok")),
-            "{so}"
+    for (transport, links) in [(None, None), (Some("quic"), Some("links quic,ring)"))] {
+        let mut args = vec!["-N3", "-n6", mclaunch.to_str().unwrap(), "--tag-output"];
+        if let Some(t) = transport {
+            args.extend(["--transport", t]);
+        }
+        args.push(selftest);
+        let (code, so, se) = cluster.salloc(JOB_NAME, &args);
+        assert_eq!(
+            code, 0,
+            "salloc mclaunch {transport:?} failed\nstdout:\n{so}\nstderr:\n{se}"
         );
+        assert_eq!(
+            hosts_of_ranks(&so, &se),
+            ["h1", "h1", "h2", "h2", "h3", "h3"],
+            "stdout:\n{so}"
+        );
+        for r in 0..6 {
+            let line = so
+                .lines()
+                .find(|l| l.starts_with(&format!("[{r}] selftest: rank {r} of 6 ok")));
+            let line = line.unwrap_or_else(|| panic!("rank {r} missing:\n{so}"));
+            if let Some(links) = links {
+                assert!(line.ends_with(links), "{line}");
+            }
+        }
     }
 }
 
