@@ -79,21 +79,7 @@ fn prepare_with(
     bind: &str,
     rank: usize,
 ) -> Result<(QuicSide, u16), Error> {
-    let bad = |why: String| {
-        Error::InvalidArgument(format!(
-            "MCAST_TRANSPORT=quic needs this rank's identity in {ENV_QUIC_IDENTITY} \
-             (set by mclaunch --transport quic): {why}"
-        ))
-    };
-    let hex = value.map_err(|e| bad(e.to_string()))?;
-    let bytes = crate::pmi2::unhex(hex.trim()).ok_or_else(|| bad("not hex".into()))?;
-    let identity = RankIdentity::from_bytes(&bytes).map_err(|e| bad(e.to_string()))?;
-    if identity.rank() as usize != rank {
-        return Err(bad(format!(
-            "it is rank {}'s, this is rank {rank}",
-            identity.rank()
-        )));
-    }
+    let identity = super::register::identity_from(value, rank)?;
     let socket = UdpSocket::bind((bind, 0))
         .map_err(|e| io_err(&format!("binding UDP on {bind} for QUIC"), e))?;
     let port = socket.local_addr()?.port();

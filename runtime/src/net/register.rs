@@ -173,24 +173,32 @@ pub(crate) fn rendezvous_identity(
     if !cfg.transport.is_quic() {
         return Ok(None);
     }
+    identity_from(std::env::var(ENV_QUIC_IDENTITY), job.rank).map(Some)
+}
+
+/// This rank's QUIC identity from the value of `MCAST_QUIC_IDENTITY` (hex
+/// of its bundle, set by mclaunch); an error names the variable when it is
+/// missing, malformed, or for another rank.
+pub(crate) fn identity_from(
+    value: Result<String, std::env::VarError>,
+    rank: usize,
+) -> Result<RankIdentity, Error> {
     let bad = |why: String| {
         Error::InvalidArgument(format!(
-            "MCAST_TRANSPORT={} needs this rank's identity in {ENV_QUIC_IDENTITY} \
-             (set by mclaunch --transport quic): {why}",
-            cfg.transport
+            "MCAST_TRANSPORT=quic and quic-all need this rank's identity in \
+             {ENV_QUIC_IDENTITY} (set by mclaunch --transport quic): {why}"
         ))
     };
-    let hex = std::env::var(ENV_QUIC_IDENTITY).map_err(|e| bad(e.to_string()))?;
+    let hex = value.map_err(|e| bad(e.to_string()))?;
     let bytes = pmi2::unhex(hex.trim()).ok_or_else(|| bad("not hex".into()))?;
     let identity = RankIdentity::from_bytes(&bytes).map_err(|e| bad(e.to_string()))?;
-    if identity.rank() as usize != job.rank {
+    if identity.rank() as usize != rank {
         return Err(bad(format!(
-            "it is rank {}'s, this is rank {}",
-            identity.rank(),
-            job.rank
+            "it is rank {}'s, this is rank {rank}",
+            identity.rank()
         )));
     }
-    Ok(Some(identity))
+    Ok(identity)
 }
 
 #[cfg(test)]
