@@ -36,15 +36,17 @@ pub(crate) enum Half {
     Quic(quinn::SendStream),
 }
 
-/// How long a finished QUIC stream waits for its peer to acknowledge
-/// everything (the goodbye included) before the link is dropped.
-const QUIC_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long an orderly shutdown may take to flush (and a peer that said
+/// goodbye, to close); a finished QUIC stream waits this long for its peer
+/// to acknowledge everything, the goodbye included.
+pub(crate) const SHUTDOWN_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Half {
     fn try_write_vectored(&self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
         match self {
             Half::Tcp(w) => w.try_write_vectored(bufs),
             Half::Unix(w) => w.try_write_vectored(bufs),
+            // `drain` hands a QUIC stream its chunks (`drain_quic`).
             Half::Quic(_) => Err(std::io::ErrorKind::Unsupported.into()),
         }
     }
@@ -71,7 +73,7 @@ impl Half {
             Half::Unix(w) => w.shutdown().await,
             Half::Quic(s) => {
                 let _ = s.finish();
-                let _ = tokio::time::timeout(QUIC_FLUSH, s.stopped()).await;
+                let _ = tokio::time::timeout(SHUTDOWN_FLUSH, s.stopped()).await;
                 Ok(())
             }
         };

@@ -70,32 +70,13 @@ impl Drop for Ranks {
     }
 }
 
-/// Lines of a child's stream, sent on as they come (tagged by rank), with
-/// any terminal colour codes taken out.
+/// Lines of a child's stream, sent on as they come (tagged by rank).
 fn forward(r: usize, out: impl Read + Send + 'static, tx: mpsc::Sender<(usize, String)>) {
     std::thread::spawn(move || {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
-            let _ = tx.send((r, plain(&line)));
+            let _ = tx.send((r, line));
         }
     });
-}
-
-/// `s` without ANSI escape sequences (`ESC [ ... letter`).
-fn plain(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// Receive lines until `want` holds for one of them (bounded); every line

@@ -98,12 +98,8 @@ const MAX_VALUE_BYTES: u64 = 1 << 32;
 /// Also installs a `tracing` subscriber filtered by `RUST_LOG` (default
 /// `warn`), unless the program installed one already.
 pub fn init() -> Result<Comm, Error> {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    // Colour only on a terminal: a rank's stderr is usually mclaunch's pipe.
+    crate::logging::init();
     Comm::with_config(Config::from_env()?)
 }
 

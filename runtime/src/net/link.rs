@@ -192,9 +192,7 @@ pub(crate) struct Joined<'a> {
     pub(crate) connect: Connect<'a>,
 }
 
-/// How long an orderly shutdown may take to flush (and a peer that said
-/// goodbye, to close).
-pub(crate) const SHUTDOWN_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) use crate::outq::SHUTDOWN_FLUSH;
 
 pub(crate) fn io_err(what: &str, e: std::io::Error) -> Error {
     Error::Io(std::io::Error::new(e.kind(), format!("{what}: {e}")))

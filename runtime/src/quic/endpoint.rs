@@ -42,7 +42,7 @@ use rustls::pki_types::CertificateDer;
 use super::ca::RankIdentity;
 use super::error::{ConfigError, HandshakeError, Refusal};
 use super::verify::{provider, Outcome, RankClientVerifier, RankServerVerifier};
-use super::{rank_name, rank_of_name, ALPN};
+use super::{rank_name, ALPN};
 
 /// The TLS alert a server sends when a client presented no certificate
 /// (`certificate_required`, RFC 8446).
@@ -369,15 +369,5 @@ pub fn peer_rank(connection: &quinn::Connection, job: u32) -> Result<u32, Refusa
         .and_then(|any| any.downcast::<Vec<CertificateDer<'static>>>().ok())
         .ok_or(Refusal::NoCertificate)?;
     let ee = chain.first().ok_or(Refusal::NoCertificate)?;
-    let cert =
-        webpki::EndEntityCert::try_from(ee).map_err(|e| Refusal::Malformed(e.to_string()))?;
-    let names: Vec<&str> = cert.valid_dns_names().collect();
-    let ranks: Vec<u32> = names.iter().filter_map(|n| rank_of_name(job, n)).collect();
-    match ranks[..] {
-        [rank] => Ok(rank),
-        _ => Err(Refusal::WrongRank {
-            expected: None,
-            found: names.into_iter().map(str::to_owned).collect(),
-        }),
-    }
+    super::verify::cert_rank(job, ee)
 }

@@ -28,8 +28,8 @@ use rustls::{CertificateError, RootCertStore};
 
 use super::ca::{JobCa, RankIdentity};
 use super::error::{ConfigError, IdentityError, Refusal};
+use super::rendezvous_name;
 use super::verify::{provider, RankClientVerifier};
-use super::{rank_of_name, rendezvous_name};
 
 /// The ALPN protocol id of the rendezvous over TLS.
 pub const RENDEZVOUS_ALPN: &[u8] = b"mcast-rendezvous/1";
@@ -130,15 +130,7 @@ pub fn server_name(job: u32) -> Result<ServerName<'static>, ConfigError> {
 /// The rank a client certificate accepted by [`server_config`] names
 /// (exactly one rank name of job `job`), else `None`.
 pub fn client_rank(job: u32, end_entity: &CertificateDer<'_>) -> Option<u32> {
-    let cert = webpki::EndEntityCert::try_from(end_entity).ok()?;
-    let ranks: Vec<u32> = cert
-        .valid_dns_names()
-        .filter_map(|n| rank_of_name(job, n))
-        .collect();
-    match ranks[..] {
-        [rank] => Some(rank),
-        _ => None,
-    }
+    super::verify::cert_rank(job, end_entity).ok()
 }
 
 /// The refusal a failed TLS handshake stands for, when it was the peer's

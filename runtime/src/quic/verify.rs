@@ -129,21 +129,7 @@ impl Core {
         }
         let rank = match expected {
             Some(rank) => rank,
-            None => {
-                let ranks: Vec<u32> = cert
-                    .valid_dns_names()
-                    .filter_map(|n| rank_of_name(self.job, n))
-                    .collect();
-                match ranks[..] {
-                    [rank] => rank,
-                    _ => {
-                        return Err(Refusal::WrongRank {
-                            expected,
-                            found: names(),
-                        })
-                    }
-                }
-            }
+            None => named_rank(self.job, &cert)?,
         };
         let wrong = || Refusal::WrongRank {
             expected,
@@ -372,6 +358,30 @@ impl ServerCertVerifier for RankServerVerifier {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.core.algs.supported_schemes()
     }
+}
+
+/// The rank a certificate names: its one rank name of job `job`
+/// ([`rank_of_name`]); none or several is [`Refusal::WrongRank`]. It
+/// reads the names only: the chain is checked elsewhere.
+pub(super) fn named_rank(job: u32, cert: &webpki::EndEntityCert<'_>) -> Result<u32, Refusal> {
+    let ranks: Vec<u32> = cert
+        .valid_dns_names()
+        .filter_map(|n| rank_of_name(job, n))
+        .collect();
+    match ranks[..] {
+        [rank] => Ok(rank),
+        _ => Err(Refusal::WrongRank {
+            expected: None,
+            found: cert.valid_dns_names().map(str::to_owned).collect(),
+        }),
+    }
+}
+
+/// [`named_rank`] of a DER end-entity certificate.
+pub fn cert_rank(job: u32, end_entity: &CertificateDer<'_>) -> Result<u32, Refusal> {
+    let cert = webpki::EndEntityCert::try_from(end_entity)
+        .map_err(|e| Refusal::Malformed(e.to_string()))?;
+    named_rank(job, &cert)
 }
 
 #[cfg(test)]
