@@ -550,6 +550,12 @@ fn checks(args: &Args, c: &Comm, wme: usize, wsize: usize) -> Result<bool> {
             }
             Ok(()) if (0..size).all(|r| c.world_rank(r) != Some(dead)) => {
                 println!("rank {wme} of {wsize} ok: allreduce without rank {dead}");
+                // Leave only once every member has its result: a rank that
+                // left first would be reported lost to a member whose
+                // result had arrived but was not yet taken (a departure is
+                // dated in the world's collectives, not this one's). The
+                // barrier's own outcome does not matter here.
+                let _ = c.barrier();
                 return Ok(false);
             }
             other => bail!("allreduce with rank {dead} dead: {other:?}"),
