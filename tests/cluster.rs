@@ -359,11 +359,16 @@ fn the_wire_between_hosts_is_encrypted_under_quic(c: &Cluster) {
                 // Hand every packet to the writer at once (no 1 s block
                 // timeout): the capture ends right after the job.
                 "--immediate-mode",
+                // A ring of 128 MiB for frames of 64 KiB: with the default
+                // (2 MiB for 256 KiB frames, 8 frames) the kernel dropped
+                // packets while the job started, and the text with them.
+                "-B",
+                "131072",
                 "-i",
                 "any",
                 "-U",
                 "-s",
-                "0",
+                "65535",
                 "-w",
             ])
             .arg(&pcap)
@@ -421,7 +426,15 @@ fn the_wire_between_hosts_is_encrypted_under_quic(c: &Cluster) {
             6,
             "{transport}: every rank has the text:\n{so}"
         );
-        let said: Vec<String> = rx.try_iter().collect();
+        // tcpdump's last words, to the end of its stderr (bounded).
+        let mut said = Vec::new();
+        while let Ok(l) = rx.recv_timeout(Duration::from_secs(5)) {
+            said.push(l);
+        }
+        assert!(
+            said.iter().any(|l| l == "0 packets dropped by kernel"),
+            "{transport}: the capture lost packets, so it proves nothing: {said:?}"
+        );
         assert!(
             synced,
             "{transport}: tcpdump never wrote the sentinel; it said {said:?}"
