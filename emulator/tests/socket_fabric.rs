@@ -612,7 +612,7 @@ async fn bad_input_does_not_hurt_the_others() {
     )
     .await;
     // It left without finalize, at collective 9: the goodbye says so.
-    let goodbye = mcast::fabric::Goodbye::departed(9, [(0, 1)], None);
+    let goodbye = mcast::fabric::Goodbye::departed([9], [(0, 1)], None);
     let bye = Frame::Bye {
         rank: 6,
         goodbye: goodbye.clone(),

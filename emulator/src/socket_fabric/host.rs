@@ -355,7 +355,7 @@ async fn connection(
                 // with `Lost`): relay anything but an orderly end as a
                 // departure from the start.
                 let goodbye = match goodbye {
-                    Goodbye::Expelled { .. } => Goodbye::departed(0, [], None),
+                    Goodbye::Expelled { .. } => Goodbye::departed([], [], None),
                     g => g,
                 };
                 if rank_tx.send(RankEv::Bye(goodbye)).await.is_err() {

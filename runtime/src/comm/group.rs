@@ -144,6 +144,7 @@ impl Comm {
             inbox: self.inbox.clone(),
             group: Some(Arc::new(g)),
             next_id: self.next_id.clone(),
+            started: self.started.clone(),
             seq: Default::default(),
             mcast_seq: Default::default(),
             ordinals: Default::default(),

@@ -14,9 +14,9 @@
 //! the set (the packet headers tell each NI what to forward).
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicU32;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -27,6 +27,7 @@ pub use crate::fabric::ModelLatency;
 use crate::inbox::{pair_window, Inbox, Stall};
 pub use crate::net::Link;
 use crate::net::{Cmd, Net};
+use crate::sync::lock;
 use crate::wire::{comm_base, Goodbye};
 use crate::{Config, Error};
 pub use elem::{Element, Op};
@@ -74,6 +75,11 @@ pub struct Comm {
     /// The lowest communicator id this process has not used (shared by
     /// every communicator of the process; see `group`).
     next_id: Arc<AtomicU32>,
+    /// Per communicator id, of every communicator of the process: the
+    /// number of its next collective (shared like `next_id`). A departure
+    /// names them all, so a peer fails only what this rank did not
+    /// complete, in whichever communicator.
+    started: Arc<Mutex<BTreeMap<u32, u64>>>,
     /// Collective sequence number (every rank counts the same collectives),
     /// below the communicator's id (`wire::COMM_SHIFT`).
     seq: Cell<u64>,
@@ -137,6 +143,7 @@ impl Comm {
             inbox,
             group: None,
             next_id: Arc::new(AtomicU32::new(1)),
+            started: Default::default(),
             seq: Cell::new(0),
             mcast_seq: Cell::new(0),
             ordinals: RefCell::new(HashMap::new()),
@@ -171,7 +178,9 @@ impl Comm {
     fn next_seq(&self) -> u64 {
         let s = self.seq.get();
         self.seq.set(s + 1);
-        comm_base(self.id()) | s
+        let seq = comm_base(self.id()) | s;
+        lock(&self.started).insert(self.id(), seq + 1);
+        seq
     }
 
     fn net(&self) -> Result<&Net, Error> {
@@ -303,13 +312,18 @@ impl Comm {
 
 impl Drop for Comm {
     /// Leaving without `finalize`: the goodbye names the first collective
-    /// this rank did not complete (the one it may be unwinding out of).
-    /// A sub-communicator's drop says nothing: the world's goodbye covers
-    /// the process.
+    /// this rank did not complete in each communicator (while unwinding,
+    /// each communicator dropped counts its last one as not completed: the
+    /// panic may have come out of it). A sub-communicator's drop says
+    /// nothing: the world's goodbye covers the process.
     fn drop(&mut self) {
-        if self.net.is_some() && self.group.is_none() {
-            let panicking = u64::from(std::thread::panicking());
-            let next_seq = self.seq.get().saturating_sub(panicking);
+        let panicking = u64::from(std::thread::panicking());
+        let next_seq = comm_base(self.id()) | self.seq.get().saturating_sub(panicking);
+        if self.group.is_some() {
+            if panicking == 1 {
+                lock(&self.started).insert(self.id(), next_seq);
+            }
+        } else if self.net.is_some() {
             self.leave(departure(next_seq, self));
         }
     }
@@ -348,9 +362,12 @@ impl std::fmt::Debug for Comm {
     }
 }
 
-/// Leaving at collective `next_seq`: with the multicasts sent to each rank
-/// and the first rank found lost (the cause, if it left after a loss).
+/// The world `c` leaving at its collective `next_seq` (and at the next one
+/// of each other communicator): with the multicasts sent to each rank and
+/// the first rank found lost (the cause, if it left after a loss).
 fn departure(next_seq: u64, c: &Comm) -> Goodbye {
     let sent: Vec<_> = c.ordinals.borrow().iter().map(|(&r, &n)| (r, n)).collect();
-    Goodbye::departed(next_seq, sent, c.lost_ranks().first().copied())
+    let mut next = lock(&c.started).clone();
+    next.insert(0, next_seq);
+    Goodbye::departed(next.into_values(), sent, c.lost_ranks().first().copied())
 }

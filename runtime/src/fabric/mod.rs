@@ -47,7 +47,7 @@ mod timeline;
 pub use timeline::{ModelLatency, Timeline};
 
 /// Version of the fabric link protocol.
-pub const FABRIC_VERSION: u16 = 3;
+pub const FABRIC_VERSION: u16 = 4;
 
 /// Largest frame body accepted (a packet of the largest payload, its route
 /// and its mcast header, with room to spare).
@@ -511,7 +511,7 @@ mod tests {
             },
             Frame::Bye {
                 rank: 2,
-                goodbye: Goodbye::departed(41, [(0, 2), (5, 1)], Some(3)),
+                goodbye: Goodbye::departed([41, (2 << 40) + 3], [(0, 2), (5, 1)], Some(3)),
             },
             Frame::Heartbeat,
             Frame::Refused("wrong token".into()),

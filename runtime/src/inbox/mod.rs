@@ -35,7 +35,8 @@ use crate::control::{Control, Fingerprint};
 use crate::drive::Drive;
 use crate::error::Error;
 use crate::sync::lock;
-use crate::wire::{comm_base, comm_of, Kind, Packet};
+
+use crate::wire::{comm_base, comm_of, next_in, Kind, Packet};
 
 mod flow;
 mod p2p;
@@ -226,24 +227,31 @@ impl Inbox {
     }
 
     /// NI side: rank `rank` left without `finalize` (its goodbye said so):
-    /// it is lost from collective `next_seq` on (the earlier ones it
-    /// completed), and multicasts to it fail. Unlike [`Inbox::lost`], its
+    /// it is lost from collectives `next` on, per communicator (the
+    /// earlier ones it completed; see [`Goodbye::Departed`]), and
+    /// multicasts to it fail. Unlike [`Inbox::lost`], its
     /// multicasts still on the way are kept (it left in order): the `sent`
     /// it sent this rank are taken before the departure is reported.
-    pub fn departed(&self, rank: usize, next_seq: u64, sent: u32, reason: String) {
+    pub fn departed(&self, rank: usize, next: &[u64], sent: u32, reason: String) {
         let mut st = self.lock();
         if let Some(d) = st.departed.get_mut(&rank) {
-            // Heard of before (a peer's cause): the earliest collective holds.
-            *d = (d.0.min(next_seq), d.1.max(sent));
+            // Heard of before (a peer's cause): the earliest collective of
+            // each communicator holds (one listed once only: its first).
+            d.0.retain_mut(|s| {
+                let other = next_in(next, comm_of(*s));
+                *s = (*s).min(other);
+                *s > comm_base(comm_of(*s))
+            });
+            d.1 = d.1.max(sent);
             drop(st);
             return self.wake();
         }
         if st.byes.contains(&rank) || st.lost.iter().any(|(r, _)| *r == rank) {
             return;
         }
-        tracing::error!(rank, %reason, next_seq, "peer left without finalize");
+        tracing::error!(rank, %reason, ?next, "peer left without finalize");
         crate::report::lost(rank, &reason);
-        st.departed.insert(rank, (next_seq, sent));
+        st.departed.insert(rank, (next.to_vec(), sent));
         st.lost.push((rank, reason));
         drop(st);
         self.wake();

@@ -9,7 +9,8 @@ use bytes::Bytes;
 use super::flow::{packet_cost, Flow};
 use crate::control::{Control, Fingerprint, OpKind};
 use crate::error::Error;
-use crate::wire::{comm_base, comm_of, Packet, Route, COMM_SHIFT};
+
+use crate::wire::{comm_base, comm_of, next_in, Packet, Route, COMM_SHIFT};
 use crate::worms::Worm;
 
 /// How many of this rank's past collective calls are kept for checking late
@@ -128,10 +129,11 @@ pub(super) struct State {
     /// does not report them again.
     pub(super) acked: HashSet<usize>,
     pub(super) byes: HashSet<usize>,
-    /// Ranks that left without `finalize` (also in `lost`): the first
-    /// collective they did not complete (earlier ones are not failed), and
-    /// how many multicasts they sent this rank.
-    pub(super) departed: HashMap<usize, (u64, u32)>,
+    /// Ranks that left without `finalize` (also in `lost`): per
+    /// communicator, the first collective they did not complete (earlier
+    /// ones are not failed; see `wire::next_in`), and how many
+    /// multicasts they sent this rank.
+    pub(super) departed: HashMap<usize, (Vec<u64>, u32)>,
     /// This rank's collective calls (current and recent) by sequence number.
     pub(super) calls: BTreeMap<u64, Fingerprint>,
     /// Probes for calls this rank has not made yet.
@@ -188,7 +190,10 @@ impl State {
             .lost
             .iter()
             .find(|(r, _)| {
-                self.member(comm, *r) && departed.get(r).is_none_or(|&(from, _)| seq >= from)
+                self.member(comm, *r)
+                    && departed
+                        .get(r)
+                        .is_none_or(|(next, _)| seq >= next_in(next, comm))
             })?
             .clone();
         Some(self.report_lost(rank, reason))

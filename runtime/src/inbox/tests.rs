@@ -299,3 +299,29 @@ fn a_mismatch_poisons_its_communicator_only_even_before_this_rank_joins() {
     ib.begin(comm_base(2), Fingerprint::barrier()).unwrap();
     assert_eq!(ib.mismatch_notices().len(), 1);
 }
+
+#[test]
+fn a_departure_fails_only_what_it_did_not_complete_in_each_communicator() {
+    let ib = Inbox::new(2, 1 << 20);
+    ib.add_group(3, vec![1, 2].into());
+    ib.add_group(4, vec![1, 2].into());
+    // Rank 1 completed the world's 0..5 and communicator 3's first two
+    // collectives, none of communicator 4's, and left.
+    let next = [5, comm_base(3) | 2];
+    ib.departed(1, &next, 0, "left".into());
+    let blocked = |seq: u64| ib.begin(seq, Fingerprint::barrier()).is_err();
+    assert!(!blocked(4), "the world's fifth it completed");
+    assert!(blocked(5));
+    // A completed collective of a sub-communicator (numbered far above the
+    // world's) still completes here: its result may be on the way.
+    assert!(!blocked(comm_base(3) | 1));
+    assert!(blocked(comm_base(3) | 2));
+    assert!(blocked(comm_base(4)));
+    // A peer that names it as its cause later, at earlier collectives: the
+    // earliest of each holds, and a communicator that peer does not list
+    // is failed from its start.
+    ib.departed(1, &[3], 0, "cause".into());
+    assert!(blocked(4));
+    assert!(!blocked(2));
+    assert!(blocked(comm_base(3) | 1));
+}

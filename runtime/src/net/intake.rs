@@ -106,17 +106,15 @@ impl Intake {
         let inbox = self.inbox();
         match &g {
             Goodbye::Finalized => inbox.mark_bye(from),
-            Goodbye::Departed {
-                next_seq, cause, ..
-            } => {
+            Goodbye::Departed { next, cause, .. } => {
                 // What made it leave, first: the error then names the rank
                 // that failed, not the one that left because of it.
                 if let Some(c) = cause.map(|c| c as usize).filter(|&c| c < self.size) {
                     let why = format!("reported lost by rank {from}, which then left");
-                    inbox.departed(c, *next_seq, 0, why);
+                    inbox.departed(c, next, 0, why);
                 }
                 let sent = g.sent_to(self.me);
-                inbox.departed(from, *next_seq, sent, LEFT_WITHOUT_FINALIZE.into());
+                inbox.departed(from, next, sent, LEFT_WITHOUT_FINALIZE.into());
                 inbox.mark_bye(from);
             }
             Goodbye::Expelled { reason } => {
@@ -239,7 +237,7 @@ mod tests {
         assert_eq!(p.header.kind, Kind::Heartbeat);
         assert_eq!((p.header.job, p.header.source, p.header.root), (7, 3, 3));
         assert!(p.payload.is_empty() && p.route == Route::None);
-        let g = Goodbye::departed(12, [(0, 3)], None);
+        let g = Goodbye::departed([12], [(0, 3)], None);
         let p = Packet::decode(&bye(7, 3, &g)).unwrap();
         assert_eq!(p.header.kind, Kind::Bye);
         assert_eq!(Goodbye::decode(&p.payload), Ok(g));
@@ -250,7 +248,7 @@ mod tests {
         let (probe, i) = intake();
         let g = |x| Packet::decode(&bye(7, 2, &x)).unwrap();
         let data = |host: &dyn Host, p: Packet| host.engine_in(2, p, Ambient::Idle);
-        i.dispatch(2, g(Goodbye::departed(5, [], None)), data)
+        i.dispatch(2, g(Goodbye::departed([5], [], None)), data)
             .unwrap();
         assert_eq!(probe.inbox.lost_ranks(), vec![2]);
         let fp = crate::control::Fingerprint::barrier();

@@ -5,8 +5,10 @@
 //!
 //! ```text
 //! tag u8   0 finalized  nothing follows
-//!          1 departed   u64 next_seq: the first collective it did not complete,
-//!                       u32 cause: the lost rank it left after (u32::MAX: none),
+//!          1 departed   u32 cause: the lost rank it left after (u32::MAX: none),
+//!                       u32 n, then n × u64 next: per communicator (its id in
+//!                       the high bits, ids increasing), the first collective
+//!                       it did not complete (a communicator not listed: none),
 //!                       u32 count, then count entries (u32 rank, u32 sent):
 //!                       the multicasts it sent that rank, ranks increasing,
 //!                       sent > 0 (on a connection to one peer, only its own)
@@ -16,7 +18,7 @@
 //! Every accepted encoding is the only one of its value (the fuzzers
 //! re-encode byte for byte); decoding never panics.
 
-use super::{u32_at, u64_at, WireError};
+use super::{comm_base, comm_of, u32_at, u64_at, WireError};
 
 /// Longest reason an expelled goodbye carries.
 pub const MAX_REASON: usize = 1024;
@@ -27,15 +29,19 @@ pub enum Goodbye {
     /// It called `finalize`: its final barrier completed; an orderly close.
     Finalized,
     /// It dropped its communicator (or returned from main) without
-    /// `finalize`. Collectives numbered `next_seq` and later cannot
-    /// complete: they fail everywhere, naming it. Earlier ones it completed.
+    /// `finalize`. `next`: per communicator it ever used, the first
+    /// collective it did not complete (sequence numbers, the communicator
+    /// in the high bits, one per communicator, increasing). That one and
+    /// the later ones of the communicator cannot complete: they fail
+    /// everywhere, naming it; earlier ones it completed. A communicator
+    /// not listed: it completed none there.
     /// `sent`: (rank, multicasts it sent that rank), so a receiver takes
     /// them all (some may come through other forwarders, after this
     /// goodbye) before it reports the departure. `cause`: a rank it had
     /// found lost before it left (its leaving is that loss's doing), which
     /// a receiver that has not found it yet records first.
     Departed {
-        next_seq: u64,
+        next: Vec<u64>,
         sent: Vec<(u32, u32)>,
         cause: Option<u32>,
     },
@@ -45,13 +51,17 @@ pub enum Goodbye {
 }
 
 impl Goodbye {
-    /// A departure with the multicasts sent to each rank (any order, zeros
-    /// allowed: they are dropped).
+    /// A departure at collectives `next` (any order; of two of one
+    /// communicator the earlier holds) with the multicasts sent to each
+    /// rank (any order, zeros allowed: they are dropped).
     pub fn departed(
-        next_seq: u64,
+        next: impl IntoIterator<Item = u64>,
         sent: impl IntoIterator<Item = (usize, u32)>,
         cause: Option<usize>,
     ) -> Goodbye {
+        let mut next: Vec<u64> = next.into_iter().collect();
+        next.sort_unstable();
+        next.dedup_by_key(|s| comm_of(*s));
         let mut sent: Vec<(u32, u32)> = sent
             .into_iter()
             .filter(|e| e.1 > 0)
@@ -60,10 +70,16 @@ impl Goodbye {
         sent.sort_unstable();
         sent.dedup_by_key(|e| e.0);
         let cause = cause.map(|c| c.min(u32::MAX as usize - 1) as u32);
-        Goodbye::Departed {
-            next_seq,
-            sent,
-            cause,
+        Goodbye::Departed { next, sent, cause }
+    }
+
+    /// The first collective of communicator `comm` a departure did not
+    /// complete (its first one if it lists none there; `None` if this is
+    /// not a departure).
+    pub fn next_in(&self, comm: u32) -> Option<u64> {
+        match self {
+            Goodbye::Departed { next, .. } => Some(next_in(next, comm)),
+            _ => None,
         }
     }
 
@@ -71,12 +87,8 @@ impl Goodbye {
     /// its count).
     pub fn for_peer(&self, peer: usize) -> Goodbye {
         match self {
-            Goodbye::Departed {
-                next_seq,
-                sent,
-                cause,
-            } => Goodbye::Departed {
-                next_seq: *next_seq,
+            Goodbye::Departed { next, sent, cause } => Goodbye::Departed {
+                next: next.clone(),
                 cause: *cause,
                 sent: sent
                     .iter()
@@ -102,14 +114,13 @@ impl Goodbye {
     pub fn encode(&self) -> Vec<u8> {
         match self {
             Goodbye::Finalized => vec![0],
-            Goodbye::Departed {
-                next_seq,
-                sent,
-                cause,
-            } => {
+            Goodbye::Departed { next, sent, cause } => {
                 let mut b = vec![1];
-                b.extend_from_slice(&next_seq.to_le_bytes());
                 b.extend_from_slice(&cause.unwrap_or(u32::MAX).to_le_bytes());
+                b.extend_from_slice(&(next.len() as u32).to_le_bytes());
+                for s in next {
+                    b.extend_from_slice(&s.to_le_bytes());
+                }
                 b.extend_from_slice(&(sent.len() as u32).to_le_bytes());
                 for (rank, n) in sent {
                     b.extend_from_slice(&rank.to_le_bytes());
@@ -136,25 +147,7 @@ impl Goodbye {
         };
         match (tag, rest.len()) {
             (0, 0) => Ok(Goodbye::Finalized),
-            (1, n) if n >= 16 && (n - 16) % 8 == 0 && u32_at(rest, 12) as usize == (n - 16) / 8 => {
-                let sent: Vec<(u32, u32)> = rest[16..]
-                    .chunks_exact(8)
-                    .map(|e| (u32_at(e, 0), u32_at(e, 4)))
-                    .collect();
-                let canonical =
-                    sent.iter().all(|e| e.1 > 0) && sent.windows(2).all(|w| w[0].0 < w[1].0);
-                if !canonical {
-                    return Err(WireError::Field(
-                        "goodbye's multicast counts not in rank order, or zero".into(),
-                    ));
-                }
-                let cause = Some(u32_at(rest, 8)).filter(|&c| c != u32::MAX);
-                Ok(Goodbye::Departed {
-                    next_seq: u64_at(rest, 0),
-                    sent,
-                    cause,
-                })
-            }
+            (1, _) => decode_departed(rest),
             (2, n) if n <= MAX_REASON => std::str::from_utf8(rest)
                 .map(|r| Goodbye::Expelled {
                     reason: r.to_owned(),
@@ -168,28 +161,98 @@ impl Goodbye {
     }
 }
 
+/// The first collective of communicator `comm` not completed, by a
+/// departure's `next` (its first one if `next` lists none there).
+pub fn next_in(next: &[u64], comm: u32) -> u64 {
+    next.iter()
+        .copied()
+        .find(|&s| comm_of(s) == comm)
+        .unwrap_or_else(|| comm_base(comm))
+}
+
+/// A departure's fields, after its tag.
+fn decode_departed(b: &[u8]) -> Result<Goodbye, WireError> {
+    let short = |need: usize| WireError::Truncated {
+        need,
+        have: b.len(),
+    };
+    if b.len() < 8 {
+        return Err(short(8));
+    }
+    let cause = Some(u32_at(b, 0)).filter(|&c| c != u32::MAX);
+    let n = u32_at(b, 4) as usize;
+    let need = n.saturating_mul(8).saturating_add(12);
+    if b.len() < need {
+        return Err(short(need));
+    }
+    let counts_at = need - 4;
+    let next: Vec<u64> = b[8..counts_at]
+        .chunks_exact(8)
+        .map(|e| u64_at(e, 0))
+        .collect();
+    if !next.windows(2).all(|w| comm_of(w[0]) < comm_of(w[1])) {
+        return Err(WireError::Field(
+            "goodbye's collectives not one per communicator, in order".into(),
+        ));
+    }
+    let count = u32_at(b, counts_at) as usize;
+    let rest = &b[counts_at + 4..];
+    if count.checked_mul(8) != Some(rest.len()) {
+        return Err(WireError::Field(format!(
+            "goodbye lists {count} multicast counts in {} bytes",
+            rest.len()
+        )));
+    }
+    let sent: Vec<(u32, u32)> = rest
+        .chunks_exact(8)
+        .map(|e| (u32_at(e, 0), u32_at(e, 4)))
+        .collect();
+    if !(sent.iter().all(|e| e.1 > 0) && sent.windows(2).all(|w| w[0].0 < w[1].0)) {
+        return Err(WireError::Field(
+            "goodbye's multicast counts not in rank order, or zero".into(),
+        ));
+    }
+    Ok(Goodbye::Departed { next, sent, cause })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn goodbyes_round_trip_and_junk_is_refused() {
+        let sub = comm_base(3);
         for g in [
             Goodbye::Finalized,
-            Goodbye::departed(0, [], None),
-            Goodbye::departed(u64::MAX, [(3, 2), (1, 7), (2, 0)], Some(5)),
+            Goodbye::departed([], [], None),
+            Goodbye::departed([0], [], None),
+            Goodbye::departed([sub + 2, 7], [(3, 2), (1, 7), (2, 0)], Some(5)),
+            Goodbye::departed([u64::MAX], [(1, 1)], None),
             Goodbye::Expelled {
                 reason: "no data and no heartbeat for 1.8s".into(),
             },
         ] {
             assert_eq!(Goodbye::decode(&g.encode()), Ok(g));
         }
-        let d = Goodbye::departed(4, [(3, 2), (1, 7)], None);
+        let d = Goodbye::departed([sub + 9, 4, sub + 2], [(3, 2), (1, 7)], None);
         assert_eq!(d.sent_to(1), 7);
-        assert_eq!(d.for_peer(3), Goodbye::departed(4, [(3, 2)], None));
-        let mut unordered = Goodbye::departed(4, [], None).encode();
-        unordered[13] = 2;
+        // Of two of one communicator the earlier holds; one not listed
+        // completed nothing.
+        assert_eq!(d.next_in(0), Some(4));
+        assert_eq!(d.next_in(3), Some(sub + 2));
+        assert_eq!(d.next_in(5), Some(comm_base(5)));
+        assert_eq!(Goodbye::Finalized.next_in(0), None);
+        assert_eq!(
+            d.for_peer(3),
+            Goodbye::departed([4, sub + 2], [(3, 2)], None)
+        );
+        let mut unordered = Goodbye::departed([4], [], None).encode();
+        unordered[17] = 2;
         unordered.extend_from_slice(&[3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]);
+        // Two collectives of one communicator.
+        let mut twice = Goodbye::departed([4], [], None).encode();
+        twice[5] = 2;
+        twice.splice(17..17, 5u64.to_le_bytes());
         for junk in [
             &[][..],
             &[3],
@@ -197,12 +260,17 @@ mod tests {
             &[1, 1, 2],
             &[2, 0xff, 0xfe],
             &unordered,
+            &twice,
         ] {
             assert!(Goodbye::decode(junk).is_err(), "{junk:?}");
         }
-        let mut long_count = Goodbye::departed(4, [], None).encode();
-        long_count[13] = 0xff;
-        assert!(Goodbye::decode(&long_count).is_err());
+        for at in [5, 17] {
+            let mut long_count = Goodbye::departed([4], [], None).encode();
+            long_count[at] = 0xff;
+            assert!(Goodbye::decode(&long_count).is_err(), "{at}");
+            long_count[at + 3] = 0xff;
+            assert!(Goodbye::decode(&long_count).is_err(), "{at}");
+        }
         let long = Goodbye::Expelled {
             reason: "é".repeat(MAX_REASON),
         };

@@ -68,7 +68,7 @@ mod route;
 mod tests;
 
 pub use crate::tree_kind::{tree_code, MAX_K};
-pub use bye::Goodbye;
+pub use bye::{next_in, Goodbye};
 pub use header::{comm_base, comm_of, Header, Kind, ShmDesc, COMM_SHIFT};
 pub use packet::Packet;
 pub use route::{Member, Route};
@@ -76,7 +76,7 @@ pub use route::{Member, Route};
 /// Header magic.
 pub const MAGIC: [u8; 4] = *b"MCST";
 /// Data-plane format version.
-pub const WIRE_VERSION: u8 = 5;
+pub const WIRE_VERSION: u8 = 6;
 /// Size of the fixed header.
 pub const HEADER_LEN: usize = 64;
 /// Largest payload one packet may carry (the wire format's payload length is
