@@ -212,6 +212,20 @@ impl Comm {
             .flatten()
     }
 
+    /// The flow-control window toward each peer, per class: the bytes of
+    /// data this rank may have in flight to one peer, not yet taken there
+    /// (`MCAST_FLOW_BYTES` shared among the peers; a message that does not
+    /// fit goes once less than a quarter is out). 0: flow control is off.
+    pub fn flow_window(&self) -> u64 {
+        self.inbox.flow_window()
+    }
+
+    /// What a message of `len` bytes counts against [`Comm::flow_window`]:
+    /// its bytes plus a fixed overhead per packet.
+    pub fn flow_cost(&self, len: usize) -> u64 {
+        crate::inbox::message_cost(len, crate::engine::packet_count(len, self.packet_bytes()))
+    }
+
     /// Payload bytes per packet in this job: `MCAST_SHM_PACKET_BYTES` when
     /// its medium is shared memory, `MCAST_PACKET_BYTES` otherwise.
     pub fn packet_bytes(&self) -> usize {

@@ -532,8 +532,42 @@ fn links_of(comm: &Comm) -> String {
 }
 
 /// How many of its own messages a rank of `--throughput` sends ahead of
-/// its receives.
-const THROUGHPUT_AHEAD: usize = 4;
+/// its receives at most, when flow control lets it and there are as many
+/// ranks (see [`throughput_ahead`]).
+const THROUGHPUT_AHEAD: usize = 8;
+
+/// The rank that rank `rank` of `n` sends to at step `j` of `--throughput`
+/// (every other rank in turn), and the one it receives from there (the
+/// rank that sends to it at that step).
+fn throughput_peers(rank: usize, n: usize, j: usize) -> (usize, usize) {
+    let k = 1 + j % (n - 1);
+    ((rank + k) % n, (rank + n - k) % n)
+}
+
+/// How many messages ahead of its receives a rank of `--throughput` sends.
+///
+/// Each rank takes its messages in step order, each from the rank that
+/// sent it at that step. Then a wait never closes a cycle: a rank waiting
+/// to receive waits on one that has sent fewer messages, and a rank whose
+/// send waits on flow control waits on a peer holding at least two of its
+/// messages untaken, one n−1 steps after the other, so a peer that has sent
+/// fewer (as long as a rank is at most n ahead). When flow control blocks
+/// a pair with only one message untaken (a message near the window), that
+/// holds only when a rank takes each step's message before it sends the
+/// next: ahead = 1. Sending everything first, or taking messages in arrival
+/// order, deadlocked with 4 MiB messages on 3 hosts × 2 (each rank blocked
+/// sending to one blocked sending).
+fn throughput_ahead(window: u64, cost: u64, n: usize) -> usize {
+    // The flow control blocks a send once `out + cost > window` and
+    // `out >= window / 4`, where `out` includes up to `window / 4` taken
+    // but not yet credited: blocked means more than `3/4 window − cost`
+    // untaken, which is at least one more message when this is ≥ cost.
+    if window == 0 || window.saturating_mul(3) / 4 >= cost.saturating_mul(2) {
+        THROUGHPUT_AHEAD.min(n)
+    } else {
+        1
+    }
+}
 
 /// `--throughput`: see [`Args::throughput`].
 fn throughput(comm: &Comm, size: usize, messages: usize, json: bool) -> Result<()> {
@@ -550,24 +584,21 @@ fn throughput(comm: &Comm, size: usize, messages: usize, json: bool) -> Result<(
         }
         Ok(())
     };
+    let ahead = throughput_ahead(comm.flow_window(), comm.flow_cost(size), n);
     comm.barrier()?;
     let t0 = Instant::now();
-    // Every rank gets exactly one message per step j, so receiving one per
-    // send, THROUGHPUT_AHEAD sends behind, bounds what each rank has sent
-    // and not seen consumed. Sending everything first deadlocks once a
-    // peer's share of the receiver's flow-control budget is full (each
-    // rank is then blocked sending to a rank that is blocked sending).
+    // Every rank gets exactly one message per step: it takes step i's
+    // (from that step's sender) once it has sent step i + ahead − 1's.
     let mut received = 0;
     for j in 0..messages {
-        let to = (rank + 1 + j % (n - 1)) % n;
-        comm.multicast(&[to], &data)?;
-        if j + 1 >= THROUGHPUT_AHEAD {
-            check(comm.recv_multicast()?)?;
+        comm.multicast(&[throughput_peers(rank, n, j).0], &data)?;
+        if j + 1 >= ahead {
+            check(comm.recv_multicast_from(throughput_peers(rank, n, received).1)?)?;
             received += 1;
         }
     }
-    for _ in received..messages {
-        check(comm.recv_multicast()?)?;
+    for i in received..messages {
+        check(comm.recv_multicast_from(throughput_peers(rank, n, i).1)?)?;
     }
     comm.barrier()?;
     let secs = t0.elapsed().as_secs_f64();
@@ -659,5 +690,34 @@ mod tests {
         fill(&mut b, 1000, 3);
         assert_eq!(check(&b, 1000, 3), None);
         assert_eq!(check(&b, 1000, 4), Some(0));
+    }
+
+    #[test]
+    fn throughput_steps_pair_every_sender_with_its_receiver() {
+        for n in 2..9 {
+            for j in 0..3 * n {
+                let mut got = vec![0; n];
+                for r in 0..n {
+                    let (to, from) = throughput_peers(r, n, j);
+                    assert_ne!(to, r);
+                    assert_eq!(throughput_peers(to, n, j).1, r, "n {n} step {j}");
+                    assert_eq!(throughput_peers(from, n, j).0, r, "n {n} step {j}");
+                    got[to] += 1;
+                }
+                assert!(got.iter().all(|&g| g == 1), "n {n} step {j}: {got:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn throughput_sends_ahead_only_where_flow_control_allows() {
+        let mib = 1u64 << 20;
+        // 64 MiB among 5 peers, 4 MiB messages: blocked means 2 untaken.
+        assert_eq!(throughput_ahead(64 * mib / 5, 4 * mib + 1024, 6), 6);
+        assert_eq!(throughput_ahead(64 * mib / 5, 4 * mib + 1024, 3), 3);
+        assert_eq!(throughput_ahead(64 * mib / 15, 1024, 16), 8);
+        // A window of two messages: blocked may mean one untaken.
+        assert_eq!(throughput_ahead(8 * mib, 4 * mib + 1024, 6), 1);
+        assert_eq!(throughput_ahead(0, 4 * mib, 6), 6);
     }
 }
