@@ -35,9 +35,26 @@ SERIES = ("tcp", "quic")
 LABEL = {"tcp": "mcast TCP", "quic": "mcast QUIC"}
 
 
+def latency_args(a):
+    """mcbench's latency runs: one sweep, or (with --small-iterations) the
+    sizes below 8 KiB with that many timed iterations, then the rest with
+    mcbench's defaults."""
+    if a.quick:
+        return [["-m", f"1:{a.max_size}", "-i", "50", "-x", "5"]]
+    if not a.small_iterations or a.max_size < SMALL_END:
+        return [["-m", f"1:{a.max_size}"]]
+    n = a.small_iterations
+    return [["-m", f"1:{SMALL_END // 2}", "-i", str(n), "-x", str(max(n // 10, 1))],
+            ["-m", f"{SMALL_END}:{a.max_size}"]]
+
+
+# mcbench's small-message class ends below this size (its defaults: 1000
+# timed iterations below, 100 from here).
+SMALL_END = 8192
+
+
 def commands(a, n, hostfile, agent):
-    """The (latency, throughput) command of each series at n ranks."""
-    lat = ["-m", f"1:{a.max_size}"] + (["-i", "50", "-x", "5"] if a.quick else [])
+    """The (latency runs, throughput) commands of each series at n ranks."""
     tput = ["--throughput", "-m", str(a.max_size), "-i", str(a.messages)]
     if hostfile:
         base = [cm.MCLAUNCH, "--hostfile", hostfile, "--launch-agent", " ".join(agent), "-n", str(n)]
@@ -47,7 +64,7 @@ def commands(a, n, hostfile, agent):
         base = [cm.MCLAUNCH, "-n", str(n)]
         transport = {"tcp": "tcp", "quic": "quic-all"}
     base += ["-x", "RUST_LOG=off", "--timeout", str(a.timeout)]
-    return {s: (base + ["--transport", transport[s], cm.MCBENCH, "--json"] + lat,
+    return {s: ([base + ["--transport", transport[s], cm.MCBENCH, "--json"] + lat for lat in latency_args(a)],
                 base + ["--transport", transport[s], cm.MCBENCH, "--json"] + tput)
             for s in SERIES}, transport
 
@@ -59,6 +76,11 @@ def main():
     ap.add_argument("--max-size", type=int, default=4 << 20, help="largest size (default 4 MiB)")
     ap.add_argument("--messages", type=int, default=50, help="--throughput messages per rank (default 50)")
     ap.add_argument("--quick", action="store_true", help="50 timed / 5 warm-up iterations (noisy)")
+    ap.add_argument("--small-iterations", type=int, default=10000,
+                    help="timed iterations below 8 KiB, a tenth as many warm-up (default 10000; "
+                         "0: mcbench's 1000). With 3-4 ranks on 2 cores the ranks' placement "
+                         "shifts every ~100 ms and moves small-message latency 2-3x either way, "
+                         "so 1000 iterations (~10 ms) sample one placement")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
     ap.add_argument("--no-build", action="store_true", help="use target/release as it is")
     ap.add_argument("--out", default=None, help="output directory")
@@ -91,7 +113,8 @@ def main():
             # Interleaved, and the order flips every round.
             order = SERIES if rnd % 2 == 0 else SERIES[::-1]
             for s in order:
-                for kind, cmd in zip(("latency", "throughput"), cmds[s]):
+                lats, tput = cmds[s]
+                for kind, cmd in [("latency", c) for c in lats] + [("throughput", tput)]:
                     t0 = time.monotonic()
                     p = cm.run(cmd, timeout=a.timeout + 30)
                     rep = json.loads(p.stdout)
@@ -125,6 +148,9 @@ def main():
     how = ", ".join(f"{LABEL[s]} = `--transport {transport[s]}` (links: {links.get(s)})" for s in SERIES)
     lines = [f"# mcast QUIC against TCP: {where}", "",
              f"{started:%Y-%m-%d %H:%M} UTC; {a.rounds} interleaved rounds, medians; {how}.", "",
+             "Latency: mcbench (the osu_bcast method), "
+             + ("; ".join(f"`mcbench {' '.join(x)}`" for x in latency_args(a)))
+             + " (mcbench's defaults: 1000 timed iterations below 8 KiB, 100 from 8 KiB).", "",
              "| ranks | size (B) | TCP µs | QUIC µs | QUIC / TCP |", "|---|---|---|---|---|"]
     lines += [f"| {r['ranks']} | {r['size']} | {r['tcp_us']:.1f} | {r['quic_us']:.1f} | {r['ratio']:.2f} |"
               for r in summary]
