@@ -35,6 +35,11 @@ SERIES = ("tcp", "quic")
 LABEL = {"tcp": "mcast TCP", "quic": "mcast QUIC"}
 
 
+# mcbench's small-message class ends below this size (its defaults: 1000
+# timed iterations below, 100 from here).
+SMALL_END = 8192
+
+
 def latency_args(a):
     """mcbench's latency runs: one sweep, or (with --small-iterations) the
     sizes below 8 KiB with that many timed iterations, then the rest with
@@ -46,11 +51,6 @@ def latency_args(a):
     n = a.small_iterations
     return [["-m", f"1:{SMALL_END // 2}", "-i", str(n), "-x", str(max(n // 10, 1))],
             ["-m", f"{SMALL_END}:{a.max_size}"]]
-
-
-# mcbench's small-message class ends below this size (its defaults: 1000
-# timed iterations below, 100 from here).
-SMALL_END = 8192
 
 
 def commands(a, n, hostfile, agent):

@@ -19,7 +19,7 @@
 //! id agreement of MPICH, with a maximum instead of a bit mask.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::Comm;
@@ -135,6 +135,8 @@ impl Comm {
     /// sharing this one's links, NI and inbox (which learns its members).
     fn with_group(&self, g: Group, rank: usize) -> Comm {
         self.inbox.add_group(g.id, g.ranks.clone());
+        let seq = Arc::new(AtomicU64::new(0));
+        crate::sync::lock(&self.counters).insert(g.id, seq.clone());
         Comm {
             cfg: self.cfg.clone(),
             rank,
@@ -144,8 +146,8 @@ impl Comm {
             inbox: self.inbox.clone(),
             group: Some(Arc::new(g)),
             next_id: self.next_id.clone(),
-            started: self.started.clone(),
-            seq: Default::default(),
+            counters: self.counters.clone(),
+            seq,
             mcast_seq: Default::default(),
             ordinals: Default::default(),
             sends: Default::default(),

@@ -15,7 +15,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -75,14 +75,14 @@ pub struct Comm {
     /// The lowest communicator id this process has not used (shared by
     /// every communicator of the process; see `group`).
     next_id: Arc<AtomicU32>,
-    /// Per communicator id, of every communicator of the process: the
-    /// number of its next collective (shared like `next_id`). A departure
-    /// names them all, so a peer fails only what this rank did not
-    /// complete, in whichever communicator.
-    started: Arc<Mutex<BTreeMap<u32, u64>>>,
+    /// Every communicator of the process, by id: its `seq` (shared like
+    /// `next_id`; a communicator registers at creation and stays after it
+    /// is freed). A departure names each one's next collective, so a peer
+    /// fails only what this rank did not complete, in whichever one.
+    counters: Arc<Mutex<BTreeMap<u32, Arc<AtomicU64>>>>,
     /// Collective sequence number (every rank counts the same collectives),
     /// below the communicator's id (`wire::COMM_SHIFT`).
-    seq: Cell<u64>,
+    seq: Arc<AtomicU64>,
     /// This rank's multicast number, as a source.
     mcast_seq: Cell<u64>,
     /// Per destination: how many multicasts this rank has sent it.
@@ -134,6 +134,7 @@ impl Comm {
                 .and_then(|w| w.spec.parse().ok());
         }
         tracing::debug!(rank, size, job, "mcast initialised");
+        let seq = Arc::new(AtomicU64::new(0));
         Ok(Comm {
             cfg,
             rank,
@@ -143,8 +144,8 @@ impl Comm {
             inbox,
             group: None,
             next_id: Arc::new(AtomicU32::new(1)),
-            started: Default::default(),
-            seq: Cell::new(0),
+            counters: Arc::new(Mutex::new(BTreeMap::from([(0, seq.clone())]))),
+            seq,
             mcast_seq: Cell::new(0),
             ordinals: RefCell::new(HashMap::new()),
             sends: RefCell::new(HashMap::new()),
@@ -176,11 +177,7 @@ impl Comm {
     /// The number of this communicator's next collective (its id in the
     /// high bits).
     fn next_seq(&self) -> u64 {
-        let s = self.seq.get();
-        self.seq.set(s + 1);
-        let seq = comm_base(self.id()) | s;
-        lock(&self.started).insert(self.id(), seq + 1);
-        seq
+        comm_base(self.id()) | self.seq.fetch_add(1, Ordering::Relaxed)
     }
 
     fn net(&self) -> Result<&Net, Error> {
@@ -313,7 +310,7 @@ impl Comm {
     /// every collective it did not complete with [`Error::PeerLost`] naming
     /// it (README "Failure semantics"), as they do if the barrier fails.
     pub fn finalize(mut self) -> Result<(), Error> {
-        let seq = self.seq.get();
+        let seq = self.seq.load(Ordering::Relaxed);
         let res = self.barrier();
         let bye = match res {
             Ok(()) => Goodbye::Finalized,
@@ -332,11 +329,9 @@ impl Drop for Comm {
     /// nothing: the world's goodbye covers the process.
     fn drop(&mut self) {
         let panicking = u64::from(std::thread::panicking());
-        let next_seq = comm_base(self.id()) | self.seq.get().saturating_sub(panicking);
+        let next_seq = self.seq.load(Ordering::Relaxed).saturating_sub(panicking);
         if self.group.is_some() {
-            if panicking == 1 {
-                lock(&self.started).insert(self.id(), next_seq);
-            }
+            self.seq.store(next_seq, Ordering::Relaxed);
         } else if self.net.is_some() {
             self.leave(departure(next_seq, self));
         }
@@ -381,7 +376,20 @@ impl std::fmt::Debug for Comm {
 /// the first rank found lost (the cause, if it left after a loss).
 fn departure(next_seq: u64, c: &Comm) -> Goodbye {
     let sent: Vec<_> = c.ordinals.borrow().iter().map(|(&r, &n)| (r, n)).collect();
-    let mut next = lock(&c.started).clone();
-    next.insert(0, next_seq);
-    Goodbye::departed(next.into_values(), sent, c.lost_ranks().first().copied())
+    let next: Vec<u64> = lock(&c.counters)
+        .iter()
+        .map(|(&id, n)| {
+            (
+                id,
+                if id == 0 {
+                    next_seq
+                } else {
+                    n.load(Ordering::Relaxed)
+                },
+            )
+        })
+        .filter(|&(_, n)| n > 0)
+        .map(|(id, n)| comm_base(id) | n)
+        .collect();
+    Goodbye::departed(next, sent, c.lost_ranks().first().copied())
 }

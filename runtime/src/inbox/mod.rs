@@ -35,7 +35,6 @@ use crate::control::{Control, Fingerprint};
 use crate::drive::Drive;
 use crate::error::Error;
 use crate::sync::lock;
-
 use crate::wire::{comm_base, comm_of, next_in, Kind, Packet};
 
 mod flow;

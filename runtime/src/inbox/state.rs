@@ -9,7 +9,6 @@ use bytes::Bytes;
 use super::flow::{packet_cost, Flow};
 use crate::control::{Control, Fingerprint, OpKind};
 use crate::error::Error;
-
 use crate::wire::{comm_base, comm_of, next_in, Packet, Route, COMM_SHIFT};
 use crate::worms::Worm;
 
