@@ -194,6 +194,28 @@ fn selftest_with_links(c: &Cluster, opts: &[&str], links: &str) {
     }
 }
 
+/// Every collective (barrier included: the two-level one across hosts)
+/// with the ranks mapped by node, so each host holds two ranks far apart
+/// in rank order (0 and 3, 1 and 4, 2 and 5), on the world and on the
+/// even/odd sub-communicators (one rank per host each).
+fn collectives_across_hosts_mapped_by_node(c: &Cluster) {
+    for args in [&["--big", "0"][..], &["--big", "0", "--split"]] {
+        let out = run_bounded(
+            job_with(c, &["--map-by", "node"], "mcast-colltest", args),
+            LIMIT,
+        );
+        let (so, se) = text(&out);
+        assert!(out.status.success(), "{args:?}\n{so}\n{se}");
+        for r in 0..6 {
+            let line = format!("rank {r} of 6 ok");
+            assert!(
+                so.lines().any(|l| l.ends_with(&line)),
+                "{args:?}: no {line:?}\n{so}\n{se}"
+            );
+        }
+    }
+}
+
 /// `--transport quic`: every rank reaches the other hosts' ranks over QUIC
 /// (its link table says so) and its own host's rank through the ring.
 fn quic_links_between_hosts(c: &Cluster) {
@@ -483,6 +505,7 @@ fn sentinel_seen(addr: &str, pcap: &std::path::Path) -> bool {
 fn mclaunch_across_namespace_hosts() {
     let c = Cluster::ensure();
     hostfile_runs_selftest_on_every_host(&c);
+    collectives_across_hosts_mapped_by_node(&c);
     a_killed_remote_rank_is_named(&c);
     signals_leave_nothing_on_any_host(&c);
     a_cut_link_is_detected_and_the_host_named(&c);

@@ -91,6 +91,45 @@ pub fn host_count(ranks: impl IntoIterator<Item = usize>, host_of: impl Fn(usize
     seen.len()
 }
 
+/// A rank's part in the two-level barrier among ranks `0..n`: every rank
+/// tells its host's leader (the lowest rank of its host) that it has
+/// arrived; the leaders hold a barrier among themselves over the network;
+/// each leader then releases the ranks of its host. Two network messages
+/// per host (one each way, with a flat barrier among the leaders) instead
+/// of ⌈log2 n⌉ per rank with the dissemination barrier over every rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BarrierRole {
+    /// This rank's host leader (itself if it leads).
+    pub leader: usize,
+    /// If this rank leads: the other ranks of its host, ascending (else
+    /// empty).
+    pub locals: Vec<usize>,
+    /// Every host's leader, ascending: rank 0 first.
+    pub leaders: Vec<usize>,
+}
+
+/// Rank `me`'s [`BarrierRole`] among ranks `0..n` placed by `host_of`.
+pub fn barrier_role(n: usize, me: usize, host_of: impl Fn(usize) -> u32) -> BarrierRole {
+    let mut first: std::collections::BTreeMap<u32, usize> = Default::default();
+    for r in 0..n {
+        first.entry(host_of(r)).or_insert(r);
+    }
+    let mine = host_of(me);
+    let leader = first.get(&mine).copied().unwrap_or(me);
+    let locals = if leader == me {
+        (me + 1..n).filter(|&r| host_of(r) == mine).collect()
+    } else {
+        Vec::new()
+    };
+    let mut leaders: Vec<usize> = first.into_values().collect();
+    leaders.sort_unstable();
+    BarrierRole {
+        leader,
+        locals,
+        leaders,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +226,43 @@ mod tests {
         let mut want: Vec<(usize, usize)> = (1..8).map(|p| (t.parent(p).unwrap(), p)).collect();
         want.sort();
         assert_eq!(e, want);
+    }
+
+    #[test]
+    fn barrier_roles_name_one_leader_per_host_and_its_host_mates() {
+        // 3 hosts × 2, mapped by slot.
+        let r = barrier_role(6, 2, by_two);
+        assert_eq!(r.leader, 2);
+        assert_eq!(r.locals, vec![3]);
+        assert_eq!(r.leaders, vec![0, 2, 4]);
+        let r = barrier_role(6, 5, by_two);
+        assert_eq!((r.leader, r.locals.len()), (4, 0));
+        // Mapped by node (round-robin over 3 hosts): 0,3 / 1,4 / 2,5.
+        let by_node = |r: usize| (r % 3) as u32;
+        assert_eq!(barrier_role(6, 0, by_node).locals, vec![3]);
+        assert_eq!(barrier_role(6, 4, by_node).leader, 1);
+        assert_eq!(barrier_role(6, 4, by_node).leaders, vec![0, 1, 2]);
+        // Every rank is a leader or has exactly one, on its host; every
+        // non-leader is among its leader's locals exactly once.
+        for n in 1..30 {
+            for hosts in 1..=n {
+                let h = move |r: usize| ((r * 7) % hosts) as u32;
+                let roles: Vec<BarrierRole> = (0..n).map(|me| barrier_role(n, me, h)).collect();
+                assert_eq!(roles[0].leader, 0);
+                for (me, role) in roles.iter().enumerate() {
+                    assert_eq!(role.leaders, roles[0].leaders);
+                    assert_eq!(h(role.leader), h(me));
+                    assert!(role.leader <= me);
+                    if role.leader != me {
+                        let l = &roles[role.leader];
+                        assert_eq!(l.locals.iter().filter(|&&x| x == me).count(), 1);
+                    }
+                }
+                let covered: usize = roles.iter().map(|r| r.locals.len()).sum();
+                assert_eq!(covered + roles[0].leaders.len(), n);
+                assert_eq!(roles[0].leaders.len(), host_count(0..n, h));
+            }
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use mcast_algorithms::topo::TopoKind;
-use mcast_algorithms::{ceil_log2, optimal_k, trees, Shape, Topology};
+use mcast_algorithms::{ceil_log2, optimal_k, optimal_k_shallow, trees, Shape, Topology};
 
 use crate::error::Error;
 use crate::tree_kind::tree_code;
@@ -219,11 +219,19 @@ impl Algorithm {
                     return Ok(TreeKind::Chain(Algorithm::Binomial.shape(n, m)?))
                 }
                 // Two levels: the paper's optimal k among the hosts' leaders
-                // (the network), the binomial tree within each host.
+                // (the network), the binomial tree within each host. Where
+                // the model ties, the shallower tree: a network hop costs
+                // far more than a send (`optimal_k_shallow`).
                 Medium::Hosts { hosts } if hosts > 1 && hosts < n => {
                     return Ok(TreeKind::Hosts {
-                        k: optimal_k(hosts, m),
+                        k: optimal_k_shallow(hosts, m),
                     })
+                }
+                // One rank per host: every hop crosses the network.
+                Medium::Hosts { hosts } if hosts > 1 && hosts == n => {
+                    return Ok(TreeKind::Chain(Shape::KBinomial {
+                        k: optimal_k_shallow(n, m),
+                    }))
                 }
                 _ => {}
             }
@@ -543,14 +551,11 @@ mod tests {
     fn auto_spans_hosts_in_two_levels_and_explicit_trees_keep_their_meaning() {
         let hosts = Medium::Hosts { hosts: 3 };
         let r = |a: Algorithm, m| a.resolve_for(6, m, None, hosts).unwrap().tree().unwrap();
-        assert_eq!(
-            r(Algorithm::Auto, 1),
-            TreeKind::Hosts { k: optimal_k(3, 1) }
-        );
+        assert_eq!(r(Algorithm::Auto, 1), TreeKind::Hosts { k: 2 });
         assert_eq!(
             r(Algorithm::Auto, 64),
             TreeKind::Hosts {
-                k: optimal_k(3, 64)
+                k: optimal_k_shallow(3, 64)
             }
         );
         assert_eq!(
