@@ -94,7 +94,13 @@ if grep -Fxq "$MC_HOSTS_BEGIN" /etc/hosts 2>/dev/null; then
   mc_hosts_block
 fi
 
-# 6. The state directory, only if up.sh made it.
+# 6. The machine's list of allowed TCP congestion controls, as up.sh found it.
+if [[ -f $MC_DIR/.mcast-cluster && -s $MC_DIR/allowed_cc ]]; then
+  say
+  cat "$MC_DIR/allowed_cc" >/proc/sys/net/ipv4/tcp_allowed_congestion_control || true
+fi
+
+# 7. The state directory, only if up.sh made it.
 if [[ -e $MC_DIR ]]; then
   if [[ -f $MC_DIR/.mcast-cluster ]]; then
     say
