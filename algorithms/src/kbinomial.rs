@@ -100,43 +100,9 @@ pub fn optimal_k(n: usize, m: usize) -> usize {
     best.1
 }
 
-/// [`optimal_k`] with ties broken towards the **largest** k: of the trees
-/// that the unit-step model finds equally fast, the shallowest (fewest
-/// hops). For a tree whose hops cross a network, where a hop costs far
-/// more than a send (the namespace cluster's TCP hop takes several times
-/// what its sender spends on it), depth is the tie-breaker that counts:
-/// over 3 hosts with a one-packet message, k = 1 (a chain of 2 hops) and
-/// k = 2 (the root sends to both, 1 hop) both take 2 steps.
-pub fn optimal_k_shallow(n: usize, m: usize) -> usize {
-    let m = m.max(1);
-    let kmax = ceil_log2(n).max(1);
-    let mut best = (usize::MAX, 1);
-    for k in 1..=kmax {
-        let cost = l1(n, k).saturating_add((m - 1).saturating_mul(k));
-        if cost <= best.0 {
-            best = (cost, k);
-        }
-    }
-    best.1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_shallow_optimum_costs_the_same_and_is_never_deeper() {
-        let cost = |n: usize, m: usize, k: usize| l1(n, k) + (m - 1) * k;
-        assert_eq!(optimal_k(3, 1), 1);
-        assert_eq!(optimal_k_shallow(3, 1), 2);
-        for n in 2..200 {
-            for m in [1, 2, 3, 5, 8, 64, 1000] {
-                let (a, b) = (optimal_k(n, m), optimal_k_shallow(n, m));
-                assert_eq!(cost(n, m, a), cost(n, m, b), "n={n} m={m}");
-                assert!(b >= a, "n={n} m={m}");
-            }
-        }
-    }
 
     #[test]
     fn n_table_matches_reference() {

@@ -41,7 +41,7 @@ pub mod unitstep;
 
 pub use chain_tree::{ChainTree, ChainTreeError};
 pub use contention::{ContentionError, ContentionReport};
-pub use kbinomial::{ceil_log2, l1, n_nodes, optimal_k, optimal_k_shallow};
+pub use kbinomial::{ceil_log2, l1, n_nodes, optimal_k};
 pub use oracle::{check_delivery, check_responsibility, OracleError};
 pub use plan::{Plan, PlanError};
 pub use shape::{split, Shape, ShapeError};

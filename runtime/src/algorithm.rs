@@ -4,12 +4,16 @@ use std::fmt;
 use std::str::FromStr;
 
 use mcast_algorithms::topo::TopoKind;
-use mcast_algorithms::{ceil_log2, optimal_k, optimal_k_shallow, trees, Shape, Topology};
+use mcast_algorithms::{ceil_log2, optimal_k, trees, Shape, Topology};
 
 use crate::error::Error;
 use crate::tree_kind::tree_code;
 pub use crate::tree_kind::{TopoTree, TreeKind};
 use crate::worms::Worm;
+
+/// Up to this many hosts, `Auto` sends a one-packet message to every
+/// host's leader from the source (the flat tree at the leaders' level).
+pub const FLAT_HOSTS: usize = 8;
 
 /// Which tree a bcast or multicast uses.
 ///
@@ -18,6 +22,7 @@ use crate::worms::Worm;
 /// `kbinomial:K`, and the topology-aware `utorus`, `ucube`, `maxport`,
 /// `combine` and `wsort` (Robinson's thesis), which need a topology
 /// (`mclaunch --topology`, `MCAST_TOPOLOGY`).
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Algorithm {
     /// Pick per call. Without a topology: the k-binomial tree with the optimal
@@ -206,6 +211,7 @@ impl Algorithm {
     }
 
     /// [`Algorithm::resolve_for`] for an algorithm that is not a worm.
+    /// `Auto` across hosts: see [`FLAT_HOSTS`].
     fn tree(
         self,
         n: usize,
@@ -218,20 +224,26 @@ impl Algorithm {
                 Medium::SharedMemory => {
                     return Ok(TreeKind::Chain(Algorithm::Binomial.shape(n, m)?))
                 }
+                // One packet among a few hosts: the source sends to every
+                // host (its leader) itself. The paper's unit-step model
+                // counts a send and a hop alike, but across hosts a hop
+                // costs several sends (about 15 µs against 2 on the
+                // namespace cluster, 3 hosts of 2), so hosts − 1 sends and
+                // one hop beat the ⌈log2 hosts⌉ hops of the k-binomial
+                // trees for a few hosts; with more packets the pipeline,
+                // which the model does count, decides.
+                Medium::Hosts { hosts } if hosts > 1 && m == 1 && hosts <= FLAT_HOSTS => {
+                    return Ok(match hosts < n {
+                        true => TreeKind::Hosts { k: 0 },
+                        false => TreeKind::Chain(Shape::Flat),
+                    });
+                }
                 // Two levels: the paper's optimal k among the hosts' leaders
-                // (the network), the binomial tree within each host. Where
-                // the model ties, the shallower tree: a network hop costs
-                // far more than a send (`optimal_k_shallow`).
+                // (the network), the binomial tree within each host.
                 Medium::Hosts { hosts } if hosts > 1 && hosts < n => {
                     return Ok(TreeKind::Hosts {
-                        k: optimal_k_shallow(hosts, m),
+                        k: optimal_k(hosts, m),
                     })
-                }
-                // One rank per host: every hop crosses the network.
-                Medium::Hosts { hosts } if hosts > 1 && hosts == n => {
-                    return Ok(TreeKind::Chain(Shape::KBinomial {
-                        k: optimal_k_shallow(n, m),
-                    }))
                 }
                 _ => {}
             }
@@ -551,11 +563,11 @@ mod tests {
     fn auto_spans_hosts_in_two_levels_and_explicit_trees_keep_their_meaning() {
         let hosts = Medium::Hosts { hosts: 3 };
         let r = |a: Algorithm, m| a.resolve_for(6, m, None, hosts).unwrap().tree().unwrap();
-        assert_eq!(r(Algorithm::Auto, 1), TreeKind::Hosts { k: 2 });
+        assert_eq!(r(Algorithm::Auto, 1), TreeKind::Hosts { k: 0 });
         assert_eq!(
             r(Algorithm::Auto, 64),
             TreeKind::Hosts {
-                k: optimal_k_shallow(3, 64)
+                k: optimal_k(3, 64)
             }
         );
         assert_eq!(
@@ -566,13 +578,42 @@ mod tests {
             r(Algorithm::Binomial, 1),
             TreeKind::Chain(Shape::KBinomial { k: 3 })
         );
-        // One host, or one rank per host: no second level.
+        // One host, or one rank per host: no second level (flat for one
+        // packet among at most FLAT_HOSTS hosts, the paper's k beyond).
         for h in [1, 6] {
             let t = Algorithm::Auto.resolve_for(6, 1, None, Medium::Hosts { hosts: h });
             assert!(matches!(t.unwrap().tree(), Some(TreeKind::Chain(_))));
         }
-        // Who waits for whom: 3 hosts of 2, root 0, k = 1 (0 → 2 → 4).
+        let one_each = |n: usize, m| {
+            let t = Algorithm::Auto.resolve_for(n, m, None, Medium::Hosts { hosts: n });
+            t.unwrap().tree().unwrap()
+        };
+        assert_eq!(one_each(FLAT_HOSTS, 1), TreeKind::Chain(Shape::Flat));
+        assert_eq!(
+            one_each(FLAT_HOSTS + 1, 1),
+            TreeKind::Chain(Shape::KBinomial {
+                k: optimal_k(FLAT_HOSTS + 1, 1)
+            })
+        );
+        assert_eq!(
+            one_each(3, 2),
+            TreeKind::Chain(Shape::KBinomial { k: optimal_k(3, 2) })
+        );
+        let many = Algorithm::Auto.resolve_for(40, 1, None, Medium::Hosts { hosts: 20 });
+        assert_eq!(
+            many.unwrap().tree().unwrap(),
+            TreeKind::Hosts {
+                k: optimal_k(20, 1)
+            }
+        );
         let table = [0, 0, 1, 1, 2, 2];
+        // Who waits for whom: 3 hosts of 2, root 0, k = 0 (0 → 2, 0 → 4).
+        let t = Resolved::Tree(TreeKind::Hosts { k: 0 });
+        let parents: Vec<Option<usize>> = (0..6)
+            .map(|me| t.bcast_parent_on(0, me, 6, None, Some(&table)))
+            .collect();
+        assert_eq!(parents, [None, Some(0), Some(0), Some(2), Some(0), Some(4)]);
+        // k = 1 (0 → 2 → 4).
         let t = Resolved::Tree(TreeKind::Hosts { k: 1 });
         let parents: Vec<Option<usize>> = (0..6)
             .map(|me| t.bcast_parent_on(0, me, 6, None, Some(&table)))

@@ -61,8 +61,9 @@ pub enum TreeKind {
     /// A topology-aware planner run on the header's member list.
     Topo(TopoTree),
     /// The host-aware two-level tree (`mcast_algorithms::hosts`): a
-    /// k-binomial tree among one leader per host, the binomial tree inside
-    /// each host; run on the header's member list and the job's host table.
+    /// k-binomial tree among one leader per host (k = 0: the flat tree),
+    /// the binomial tree inside each host; run on the header's member list
+    /// and the job's host table.
     Hosts { k: usize },
 }
 
@@ -109,10 +110,7 @@ pub(crate) fn shape_of_code(code: u8, k: u16) -> Result<Shape, BadTree> {
 /// The tree of a (code, k) pair: the inverse of [`tree_code`].
 pub(crate) fn tree_of_code(code: u8, k: u16) -> Result<TreeKind, BadTree> {
     if code == HOSTS_CODE {
-        return match k {
-            0 => Err(BadTree::K("host-aware tree with k = 0".into())),
-            k => Ok(TreeKind::Hosts { k: k as usize }),
-        };
+        return Ok(TreeKind::Hosts { k: k as usize });
     }
     if code > 1 && k != 0 {
         return Err(BadTree::K(format!("k = {k} with tree code {code}")));
@@ -143,6 +141,7 @@ mod tests {
             TreeKind::Topo(TopoTree::Maxport),
             TreeKind::Topo(TopoTree::Combine),
             TreeKind::Topo(TopoTree::WSort),
+            TreeKind::Hosts { k: 0 },
             TreeKind::Hosts { k: 1 },
             TreeKind::Hosts { k: 3 },
         ];
@@ -151,7 +150,6 @@ mod tests {
             assert_eq!(tree_of_code(c, k), Ok(t));
         }
         assert_eq!(tree_of_code(8, 0), Err(BadTree::Code(8)));
-        assert!(matches!(tree_of_code(7, 0), Err(BadTree::K(_))));
         assert!(matches!(tree_of_code(2, 1), Err(BadTree::K(_))));
         assert!(matches!(tree_of_code(1, 0), Err(BadTree::K(_))));
         assert_eq!(tree_of_code(WORM_TREE_CODE, 0), Err(BadTree::Code(0xFF)));

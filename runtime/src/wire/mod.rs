@@ -76,7 +76,7 @@ pub use route::{Member, Route};
 /// Header magic.
 pub const MAGIC: [u8; 4] = *b"MCST";
 /// Data-plane format version.
-pub const WIRE_VERSION: u8 = 6;
+pub const WIRE_VERSION: u8 = 7;
 /// Size of the fixed header.
 pub const HEADER_LEN: usize = 64;
 /// Largest payload one packet may carry (the wire format's payload length is
