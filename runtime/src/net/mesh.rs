@@ -484,7 +484,7 @@ async fn reader(
     let mut silence = Silence::new(failure_timeout).until_first(first);
     loop {
         let check = |h: &_| intake.check(h, Some(peer));
-        let next = read::next_packet(&mut r, &mut silence, check).await;
+        let next = read::next_packet(&mut r, &mut silence, check, shm.as_ref()).await;
         // What the peer put in its ring came before anything its socket says.
         if let Some(rings) = &links.rings {
             rings.drain_from(peer);

@@ -1,11 +1,13 @@
 //! Reading from a link: packet framing on a byte stream, the silence timer
 //! that declares a quiet peer lost, and payload reads without extra copies.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use crate::shm::Shm;
 use crate::wire::{Header, Packet, Route, HEADER_LEN};
 
 /// The read half of a connection (TCP or Unix-domain).
@@ -122,11 +124,15 @@ pub(crate) enum Stop {
 
 /// Read the next packet of a byte stream (header, route, payload), with its
 /// wire flags; `check` vets the header before the rest is read and returns
-/// the sender's rank.
+/// the sender's rank. With `arena` (this host's shared memory), a large
+/// payload is read straight into a slot of this rank's arena when there is
+/// room: forwarding it to a rank of this host then costs a descriptor, not
+/// a copy into the ring and another out of it.
 pub(crate) async fn next_packet<R: AsyncRead + Unpin>(
     r: &mut R,
     silence: &mut Silence,
     check: impl FnOnce(&Header) -> Result<usize, String>,
+    arena: Option<&Arc<Shm>>,
 ) -> Result<(usize, Packet, u8), Stop> {
     let mut hb = [0u8; HEADER_LEN];
     silence
@@ -145,16 +151,79 @@ pub(crate) async fn next_packet<R: AsyncRead + Unpin>(
     let route = Route::decode(header.route_kind, &rb)
         .map_err(|e| Stop::Violation(format!("malformed route header: {e}")))?;
     let n = header.payload_len as usize;
-    let mut payload = BytesMut::with_capacity(n);
-    silence
-        .guard(read_payload(r, &mut payload, n))
-        .await
-        .map_err(Stop::Read)?;
+    let payload = match arena.and_then(|a| a.slot(n)) {
+        Some(mut slot) => {
+            silence
+                .guard(r.read_exact(slot.buf()))
+                .await
+                .map_err(Stop::Read)?;
+            slot.into_bytes()
+        }
+        None => {
+            let mut payload = BytesMut::with_capacity(n);
+            silence
+                .guard(read_payload(r, &mut payload, n))
+                .await
+                .map_err(Stop::Read)?;
+            payload.freeze()
+        }
+    };
     silence.heard();
     let packet = Packet {
         header,
         route,
-        payload: payload.freeze(),
+        payload,
     };
     Ok((from, packet, flags))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Kind, ShmDesc};
+
+    fn packet(len: usize) -> (Vec<u8>, Vec<u8>) {
+        let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let header = Header::new(Kind::Bcast, 9, 4, 1, 1, len as u64);
+        let p = Packet {
+            header,
+            route: Route::None,
+            payload: bytes::Bytes::from(payload.clone()),
+        };
+        let mut wire = BytesMut::new();
+        p.encode_head(&mut wire);
+        wire.extend_from_slice(&payload);
+        (wire.to_vec(), payload)
+    }
+
+    async fn read(wire: &[u8], arena: Option<&Arc<Shm>>) -> Packet {
+        let mut silence = Silence::new(Duration::from_secs(5));
+        let mut r = wire;
+        match next_packet(&mut r, &mut silence, |_| Ok(1), arena).await {
+            Ok((_, p, _)) => p,
+            Err(_) => panic!("no packet"),
+        }
+    }
+
+    #[test]
+    fn a_large_payload_is_read_into_the_arena_and_a_small_one_is_not() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let hosts = crate::shm::tests::one_host(2, 1 << 20);
+        let describe = |p: &Packet| -> Option<ShmDesc> { hosts[0].describe(&p.payload, 1) };
+        let (wire, payload) = packet(100_000);
+        let p = rt.block_on(read(&wire, Some(&hosts[0])));
+        assert_eq!(&p.payload[..], &payload[..]);
+        let d = describe(&p).expect("read into the arena");
+        hosts[0].undo(&d, 1);
+        let p = rt.block_on(read(&wire, None));
+        assert_eq!(&p.payload[..], &payload[..]);
+        assert!(describe(&p).is_none());
+        let (wire, payload) = packet(100);
+        let p = rt.block_on(read(&wire, Some(&hosts[0])));
+        assert_eq!(&p.payload[..], &payload[..]);
+        assert!(describe(&p).is_none());
+    }
 }

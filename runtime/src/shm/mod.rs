@@ -10,7 +10,10 @@
 //! receiving NI turns the descriptor back into `Bytes` that point into the
 //! owner's arena, forwards those (FPFS: every child gets a descriptor to the
 //! same bytes) and hands them to its host, which copies them into the user's
-//! buffer: one copy per receiver instead of two kernel copies per hop.
+//! buffer: one copy per receiver instead of two kernel copies per hop. A
+//! rank that reads a large payload from another host's socket reads it
+//! straight into a slot of its own arena ([`Shm::slot`]), so the ranks of
+//! its host get descriptors to it too.
 //!
 //! Slots are counted per holder: the slot header has one counter for the
 //! owner's own reference and one for every rank of the host (so a rank that
@@ -174,6 +177,33 @@ impl AsRef<[u8]> for SlotRef {
     }
 }
 
+/// A fresh slot of this rank's arena, being filled ([`Shm::slot`]): no
+/// descriptor to it has left yet, so its bytes are this process's alone
+/// until [`SlotFill::into_bytes`].
+pub(crate) struct SlotFill {
+    dst: *mut u8,
+    len: usize,
+    bytes: Bytes,
+}
+
+// SAFETY: `dst` points into a mapping that `bytes` keeps alive, and only the
+// holder of the `SlotFill` writes there (see above).
+unsafe impl Send for SlotFill {}
+
+impl SlotFill {
+    /// The slot's bytes, to fill (they hold whatever the slot held before).
+    pub(crate) fn buf(&mut self) -> &mut [u8] {
+        // SAFETY: `dst..dst + len` lies in the slot, which nobody else reads
+        // or writes until `into_bytes` (no descriptor to it exists yet).
+        unsafe { std::slice::from_raw_parts_mut(self.dst, self.len) }
+    }
+
+    /// The filled slot, as bytes that describe themselves to this host.
+    pub(crate) fn into_bytes(self) -> Bytes {
+        self.bytes
+    }
+}
+
 impl Drop for SlotRef {
     fn drop(&mut self) {
         let h = self.held;
@@ -254,11 +284,21 @@ impl Shm {
     /// Copy `data` into a fresh slot of our arena; `None` if it is full (or
     /// `data` is too small to be worth it).
     pub(crate) fn copy_in(self: &Arc<Self>, data: &[u8]) -> Option<Bytes> {
-        if data.len() < SHM_MIN_PAYLOAD {
+        let mut slot = self.slot(data.len())?;
+        slot.buf().copy_from_slice(data);
+        Some(slot.into_bytes())
+    }
+
+    /// A fresh slot of our arena for `len` bytes, for the caller to fill
+    /// (a payload read from a socket straight into shared memory, so that
+    /// forwarding it to this host's ranks costs a descriptor, not a copy);
+    /// `None` if the arena is full or `len` is too small to be worth it.
+    pub(crate) fn slot(self: &Arc<Self>, len: usize) -> Option<SlotFill> {
+        if len < SHM_MIN_PAYLOAD {
             return None;
         }
         let arena = self.arena(self.me)?;
-        let total = (self.header + data.len() as u64).div_ceil(ALIGN) * ALIGN;
+        let total = (self.header + len as u64).div_ceil(ALIGN) * ALIGN;
         let size = arena.len as u64;
         let (slot, gen) = {
             let mut r = lock(&self.ring);
@@ -295,25 +335,24 @@ impl Shm {
         }
         self.counter(arena, slot, 0)?
             .store(fresh | 1, Ordering::Release);
-        arena
-            .word(slot)?
-            .store(data.len() as u64, Ordering::Release);
+        arena.word(slot)?.store(len as u64, Ordering::Release);
         arena
             .word(slot + 8)?
             .store(self.lost.len() as u64, Ordering::Release);
         let at = slot + self.header;
-        // SAFETY: as above.
-        unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), arena.base.add(at as usize), data.len());
-        }
         let held = Held {
             owner: self.me,
             slot,
-            len: data.len(),
+            len,
             counter: 0,
             gen,
         };
-        Some(self.wrap(at, held))
+        Some(SlotFill {
+            // SAFETY: as above: [at, at + len) lies in the slot.
+            dst: unsafe { arena.base.add(at as usize) },
+            len,
+            bytes: self.wrap(at, held),
+        })
     }
 
     /// If `payload` points into an arena, take one more reference to its slot
@@ -440,4 +479,4 @@ impl Shm {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

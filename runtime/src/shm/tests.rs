@@ -2,7 +2,7 @@ use super::*;
 
 /// `n` ranks of one host in this process: each owns an arena (rank 0's of
 /// `len` bytes) and maps every other one, as the mesh does.
-fn one_host(n: usize, len: usize) -> Vec<Arc<Shm>> {
+pub(crate) fn one_host(n: usize, len: usize) -> Vec<Arc<Shm>> {
     let own: Vec<(Arc<Arena>, String)> = (0..n)
         .map(|r| {
             let (a, path) = Arena::create(r, if r == 0 { len } else { 4096 }).expect("create");
@@ -236,4 +236,24 @@ fn a_live_holder_outlives_another_ranks_loss() {
     assert_eq!(count(owner, d1.slot, 1), 1);
     drop(kept);
     assert!(owner.copy_in(&data).is_some(), "now it comes back");
+}
+
+#[test]
+fn a_filled_slot_is_described_like_a_copied_one() {
+    let hosts = one_host(2, 1 << 20);
+    assert!(hosts[0].slot(SHM_MIN_PAYLOAD - 1).is_none());
+    let data: Vec<u8> = (0..50_000u32).map(|i| (i * 7) as u8).collect();
+    let mut slot = hosts[0].slot(data.len()).expect("room");
+    slot.buf().copy_from_slice(&data);
+    let b = slot.into_bytes();
+    assert_eq!(&b[..], &data[..]);
+    let d = hosts[0].describe(&b, 1).expect("in the arena");
+    let got = hosts[1].open_desc(&d).expect("opens");
+    assert_eq!(&got[..], &data[..]);
+    drop((b, got));
+    // Every slot comes back: the arena fills again and again.
+    for _ in 0..100 {
+        let mut s = hosts[0].slot(200_000).expect("reclaimed");
+        s.buf()[0] = 1;
+    }
 }
