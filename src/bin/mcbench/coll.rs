@@ -328,6 +328,7 @@ pub fn measure(comm: &Comm, args: &Args, sizes: &[usize], fabric: bool) -> Resul
                 depth: None,
                 model_avg_us: None,
                 model_max_us: None,
+                cycle_us: None,
             });
         }
     }

@@ -108,6 +108,13 @@ struct Row {
     model_avg_us: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     model_max_us: Option<f64>,
+    /// bcast only: rank 0's wall clock per timed iteration (the root's
+    /// fill, the bcast, the receivers' check, the untimed barrier): a
+    /// figure no barrier can hide a hop from, unlike the timed bcast alone
+    /// (a rank that leaves the barrier after its data arrived times almost
+    /// nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cycle_us: Option<f64>,
 }
 
 #[derive(Serialize, Debug)]
@@ -390,7 +397,11 @@ fn run(args: Args) -> Result<()> {
         let mut total = 0.0f64;
         let mut model = 0.0f64;
         let mut modelled = 0usize;
+        let mut cycle_start = Instant::now();
         for i in 0..warmup + iters {
+            if i == warmup {
+                cycle_start = Instant::now();
+            }
             if rank == args.root {
                 fill(buf, size, i);
             }
@@ -411,6 +422,7 @@ fn run(args: Args) -> Result<()> {
             }
             comm.barrier()?;
         }
+        let cycle_us = cycle_start.elapsed().as_secs_f64() * 1e6 / iters as f64;
         let mine = total * 1e6 / iters as f64;
         let mine_model = if modelled > 0 {
             model / modelled as f64
@@ -453,6 +465,7 @@ fn run(args: Args) -> Result<()> {
                 depth: tree_depth(&comm, args.algo, size),
                 model_avg_us,
                 model_max_us,
+                cycle_us: Some(cycle_us),
             });
         }
         if let Some(b) = &bar {
