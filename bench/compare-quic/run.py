@@ -132,7 +132,12 @@ def main():
                 vals = [r["avg_us"] for x in raw if (x["ranks"], x["series"], x["kind"]) == (n, s, "latency")
                         for r in x["report"]["results"] if r["size"] == size]
                 row[f"{s}_us"] = round(statistics.median(vals), 3)
+                cyc = [r["cycle_us"] for x in raw if (x["ranks"], x["series"], x["kind"]) == (n, s, "latency")
+                       for r in x["report"]["results"] if r["size"] == size and r.get("cycle_us") is not None]
+                row[f"{s}_cycle_us"] = round(statistics.median(cyc), 3) if cyc else None
             row["ratio"] = round(row["quic_us"] / row["tcp_us"], 3)
+            row["cycle_ratio"] = (round(row["quic_cycle_us"] / row["tcp_cycle_us"], 3)
+                                  if row["quic_cycle_us"] and row["tcp_cycle_us"] else None)
             summary.append(row)
         row = dict(ranks=n, message_bytes=a.max_size, messages_per_rank=a.messages)
         for s in SERIES:
@@ -151,8 +156,15 @@ def main():
              "Latency: mcbench (the osu_bcast method), "
              + ("; ".join(f"`mcbench {' '.join(x)}`" for x in latency_args(a)))
              + " (mcbench's defaults: 1000 timed iterations below 8 KiB, 100 from 8 KiB).", "",
-             "| ranks | size (B) | TCP µs | QUIC µs | QUIC / TCP |", "|---|---|---|---|---|"]
-    lines += [f"| {r['ranks']} | {r['size']} | {r['tcp_us']:.1f} | {r['quic_us']:.1f} | {r['ratio']:.2f} |"
+             "Bcast + barrier: rank 0's wall clock per timed iteration (mcbench's `cycle_us`: the "
+             "bcast and the untimed barrier after it), which the barrier cannot flatter as it can the "
+             "timed bcast alone.", "",
+             "| ranks | size (B) | TCP µs | QUIC µs | QUIC / TCP | bcast + barrier TCP µs | QUIC µs | QUIC / TCP |",
+             "|---|---|---|---|---|---|---|---|"]
+    cyc = lambda v: "" if v is None else f"{v:.1f}"
+    lines += [f"| {r['ranks']} | {r['size']} | {r['tcp_us']:.1f} | {r['quic_us']:.1f} | {r['ratio']:.2f} | "
+              f"{cyc(r['tcp_cycle_us'])} | {cyc(r['quic_cycle_us'])} | "
+              f"{'' if r['cycle_ratio'] is None else format(r['cycle_ratio'], '.2f')} |"
               for r in summary]
     lines += ["", f"Throughput (`mcbench --throughput -m {a.max_size} -i {a.messages}`, aggregate MB/s):", "",
               "| ranks | TCP MB/s | QUIC MB/s | QUIC / TCP |", "|---|---|---|---|"]
