@@ -562,7 +562,8 @@ def main_bcast(a, transports):
                 for r in rep["results"]:
                     runs.append(dict(impl=key, ranks=n, round=rnd, size=r["size"],
                                      avg_us=r["avg_us"], min_us=r["min_us"], max_us=r["max_us"],
-                                     iterations=r["iterations"], depth=r.get("depth")))
+                                     iterations=r["iterations"], depth=r.get("depth"),
+                                     cycle_us=r.get("cycle_us")))
     t_end = time.monotonic()
 
     # Every program must have run the same sizes and iteration counts.
@@ -599,8 +600,13 @@ def main_bcast(a, transports):
                     row[f"{key}_{stat}_us"] = round(statistics.median(c[f"{stat}_us"] for c in cell), 3)
                 row[f"{key}_us"] = row[f"{key}_avg_us"]
                 row[f"{key}_rounds_us"] = " ".join(f"{c['avg_us']:.2f}" for c in cell)
+                cycles = [c["cycle_us"] for c in cell if c.get("cycle_us") is not None]
+                row[f"{key}_cycle_us"] = round(statistics.median(cycles), 3) if cycles else ""
             for t in transports:
                 row[f"mcast_vs_{t}"] = round(row["mcast_us"] / row[f"{OMPI_TRANSPORTS[t]}_us"], 3)
+                o = row[f"{OMPI_TRANSPORTS[t]}_cycle_us"]
+                row[f"mcast_cycle_vs_{t}"] = (round(row["mcast_cycle_us"] / o, 3)
+                                              if o and row["mcast_cycle_us"] != "" else "")
             # mcbench reports the depth of the tree it used (shared memory
             # makes `auto` pick the binomial tree); older ones did not.
             reported = [r.get("depth") for r in runs
@@ -619,6 +625,7 @@ def main_bcast(a, transports):
               + [f"mcast_vs_{t}" for t in transports] + ["depth"]
               + [f"{k}_x_depth_floor" for k in keys]
               + [f"{k}_{st}_us" for k in keys for st in ("min", "max")]
+              + [f"{k}_cycle_us" for k in keys] + [f"mcast_cycle_vs_{t}" for t in transports]
               + [f"{k}_rounds_us" for k in keys], summary)
     frows = []
     for rnd, f in enumerate(floor_rounds, 1):
@@ -682,7 +689,9 @@ def main_bcast(a, transports):
               "Latency in µs (average over ranks; median over rounds). mcast / OMPI = mcast / Open MPI "
               "(above 1: mcast slower); depth = steps of mcast's tree (as mcbench reports it: `auto` takes "
               "the binomial tree when every rank shares one host's memory, else the optimal k-binomial "
-              "tree; ⌈log2 N⌉ for one packet).", ""]
+              "tree; ⌈log2 N⌉ for one packet). bcast + barrier = rank 0's wall clock per timed "
+              "iteration (`cycle_us`: the bcast and the untimed barrier after it, each side's own "
+              "barrier), which a barrier cannot flatter as it can the timed bcast alone.", ""]
     for t, key in ((t, OMPI_TRANSPORTS[t]) for t in transports):
         ratio = f"mcast_vs_{t}"
         if key == "ompi_vader":
@@ -700,14 +709,18 @@ def main_bcast(a, transports):
         for n in ranks:
             lines += [f"### {n} ranks", "",
                       f"| size | mcast µs ({mc_transport}) | Open MPI µs ({ompi_transport[key]}) | "
-                      f"mcast / OMPI {olabel} | depth |" + (" mcast ×floor | Open MPI ×floor |" if floor_cols else ""),
-                      "|---:|---:|---:|---:|---:|" + ("---:|---:|" if floor_cols else "")]
+                      f"mcast / OMPI {olabel} | depth |" + (" mcast ×floor | Open MPI ×floor |" if floor_cols else "")
+                      + " bcast + barrier: mcast µs | Open MPI µs | mcast / OMPI |",
+                      "|---:|---:|---:|---:|---:|" + ("---:|---:|" if floor_cols else "") + "---:|---:|---:|"]
             for r in summary:
                 if r["ranks"] != n:
                     continue
                 lines.append(f"| {fmt_size(r['size'])} | {fmt_us(r['mcast_us'])} | {fmt_us(r[f'{key}_us'])} | "
                              f"{r[ratio]:.2f} | {r['depth']} |"
-                             + (f" {r['mcast_x_depth_floor']} | {r[f'{key}_x_depth_floor']} |" if floor_cols else ""))
+                             + (f" {r['mcast_x_depth_floor']} | {r[f'{key}_x_depth_floor']} |" if floor_cols else "")
+                             + f" {fmt_us(r['mcast_cycle_us']) if r['mcast_cycle_us'] != '' else ''} | "
+                             f"{fmt_us(r[f'{key}_cycle_us']) if r[f'{key}_cycle_us'] != '' else ''} | "
+                             f"{'' if r[f'mcast_cycle_vs_{t}'] == '' else format(r[f'mcast_cycle_vs_{t}'], '.2f')} |")
             lines.append("")
         worst = max(summary, key=lambda r: r[ratio])
         above = [r for r in summary if r[ratio] > 1.0]
