@@ -197,23 +197,32 @@ fn selftest_with_links(c: &Cluster, opts: &[&str], links: &str) {
 /// Every collective (barrier included: the two-level one across hosts)
 /// with the ranks mapped by node, so each host holds two ranks far apart
 /// in rank order (0 and 3, 1 and 4, 2 and 5), on the world and on the
-/// even/odd sub-communicators (one rank per host each).
-fn collectives_across_hosts_mapped_by_node(c: &Cluster) {
-    for args in [&["--big", "0"][..], &["--big", "0", "--split"]] {
-        let out = run_bounded(
-            job_with(c, &["--map-by", "node"], "mcast-colltest", args),
-            LIMIT,
-        );
+/// even/odd sub-communicators (one rank per host each); then over
+/// `--host h1:4,h2:2`, where each sub-communicator has two ranks on h1 and
+/// one on h2 (a leader with a host-mate inside a sub-communicator).
+fn collectives_across_hosts(c: &Cluster) {
+    let check = |what: &str, out: std::process::Output| {
         let (so, se) = text(&out);
-        assert!(out.status.success(), "{args:?}\n{so}\n{se}");
+        assert!(out.status.success(), "{what}\n{so}\n{se}");
         for r in 0..6 {
             let line = format!("rank {r} of 6 ok");
             assert!(
                 so.lines().any(|l| l.ends_with(&line)),
-                "{args:?}: no {line:?}\n{so}\n{se}"
+                "{what}: no {line:?}\n{so}\n{se}"
             );
         }
+    };
+    for args in [&["--big", "0"][..], &["--big", "0", "--split"]] {
+        let job = job_with(c, &["--map-by", "node"], "mcast-colltest", args);
+        check(&format!("--map-by node {args:?}"), run_bounded(job, LIMIT));
     }
+    let mut job = Command::new(mclaunch());
+    job.args(["--host", "h1:4,h2:2", "--launch-agent"])
+        .arg(c.agent())
+        .arg("--tag-output")
+        .arg(bin("mcast-colltest"))
+        .args(["--big", "0", "--split"]);
+    check("--host h1:4,h2:2 --split", run_bounded(job, LIMIT));
 }
 
 /// `--transport quic`: every rank reaches the other hosts' ranks over QUIC
@@ -505,7 +514,7 @@ fn sentinel_seen(addr: &str, pcap: &std::path::Path) -> bool {
 fn mclaunch_across_namespace_hosts() {
     let c = Cluster::ensure();
     hostfile_runs_selftest_on_every_host(&c);
-    collectives_across_hosts_mapped_by_node(&c);
+    collectives_across_hosts(&c);
     a_killed_remote_rank_is_named(&c);
     signals_leave_nothing_on_any_host(&c);
     a_cut_link_is_detected_and_the_host_named(&c);
