@@ -98,6 +98,29 @@ fn a_dead_rank_fails_allreduce_with_its_name() {
     }
 }
 
+/// On one host the barrier runs on flags in shared memory, not messages:
+/// a rank that dies before it arrives is still named, whether it is the
+/// rank that releases the others (0) or one that the others wait for.
+#[test]
+fn a_dead_rank_fails_the_barrier_with_its_name() {
+    for dead in [2, 0] {
+        let d = dead.to_string();
+        let (code, so, se) = colltest(
+            4,
+            &["--on-failure", "continue"],
+            &["--crash-rank", &d, "--crash-in", "barrier"],
+            &[],
+        );
+        assert_eq!(code, 3, "stdout:\n{so}\nstderr:\n{se}");
+        for r in (0..4).filter(|&r| r != dead) {
+            assert!(
+                so.contains(&format!("rank {r} of 4 ok: barrier lost rank {dead}")),
+                "{so}\n{se}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_receiver_that_never_receives_stalls_its_sender() {
     let env = [("MCAST_TIMEOUT_SECS", "2"), ("MCAST_FLOW_BYTES", "1000000")];

@@ -20,8 +20,9 @@
 //! `--mismatch KIND` makes the last rank call differently (or, with
 //! `algorithm`, run allreduce's ring where the others run Rabenseifner's)
 //! and expects `Error::Mismatch` on every rank;
-//! `--crash-rank R` makes rank R exit before an allreduce the others expect
-//! to fail with `PeerLost` naming R; `--stall` has rank 0 send to rank 1,
+//! `--crash-rank R` makes rank R exit before an allreduce (or, with
+//! `--crash-in barrier`, a barrier) the others expect to fail with
+//! `PeerLost` naming R; `--stall` has rank 0 send to rank 1,
 //! which never receives, and expects a `Timeout` naming rank 1. `--split`
 //! runs it all on sub-communicators instead of the world: the even and the
 //! odd ranks, each in reverse order (`Comm::split`); a crash then fails
@@ -48,6 +49,10 @@ struct Args {
     /// This rank exits with status 3 before an allreduce.
     #[arg(long)]
     crash_rank: Option<usize>,
+    /// The collective `--crash-rank` leaves the others in: allreduce or
+    /// barrier.
+    #[arg(long, default_value = "allreduce")]
+    crash_in: String,
     /// Rank 0 sends to rank 1 until flow control stops it.
     #[arg(long)]
     stall: bool,
@@ -543,18 +548,24 @@ fn checks(args: &Args, c: &Comm, wme: usize, wsize: usize) -> Result<bool> {
         if wme == dead {
             std::process::exit(3);
         }
-        match c.allreduce(&mut [1.0f64; 100], Op::Sum) {
+        let op = args.crash_in.as_str();
+        let res = match op {
+            "allreduce" => c.allreduce(&mut [1.0f64; 100], Op::Sum),
+            "barrier" => c.barrier(),
+            _ => bail!("--crash-in {op}: allreduce or barrier"),
+        };
+        match res {
             Err(Error::PeerLost { rank, .. }) if rank == dead => {
-                println!("rank {wme} of {wsize} ok: allreduce lost rank {rank}");
+                println!("rank {wme} of {wsize} ok: {op} lost rank {rank}");
                 return Ok(false);
             }
             Ok(()) if (0..size).all(|r| c.world_rank(r) != Some(dead)) => {
                 // It leaves at once: a member still taking its result must
                 // not fail for it (a departure is dated per communicator).
-                println!("rank {wme} of {wsize} ok: allreduce without rank {dead}");
+                println!("rank {wme} of {wsize} ok: {op} without rank {dead}");
                 return Ok(false);
             }
-            other => bail!("allreduce with rank {dead} dead: {other:?}"),
+            other => bail!("{op} with rank {dead} dead: {other:?}"),
         }
     }
     if let Some(iters) = args.latency {

@@ -18,6 +18,7 @@ use crate::control::Fingerprint;
 use crate::engine::packet_count;
 use crate::inbox::{message_cost, Post, Stall, TAG_BYTES};
 use crate::net::Cmd;
+use crate::ring::{Flag, FLAG_SLOTS};
 use crate::wire::{comm_base, Kind};
 use crate::Error;
 
@@ -105,19 +106,39 @@ impl<'a> Round<'a> {
         let (local, from) = (from, c.world(from));
         let index = self.got.get(&from).copied().unwrap_or(0);
         let (seq, fp) = (self.seq, self.fp);
-        let what = || {
-            let who = match c.id() {
-                0 => format!("rank {from}"),
-                _ => format!("rank {local} (world rank {from})"),
-            };
-            (fp.op_name(seq), format!("waiting for {who}"))
-        };
+        let what = || (fp.op_name(seq), format!("waiting for {}", who(c, local)));
         let data = c
             .inbox
             .take_coll(seq, from, index, c.cfg.timeout, &what, &mut self.stall)?;
         self.got.insert(from, index + 1);
         c.net()?.return_credits();
         Ok(data)
+    }
+
+    /// Wait until `done` holds (barrier flags in shared memory), failing
+    /// as [`Round::recv`] does: a lost member, a mismatch, the timeout
+    /// (naming `waiting_for`, a rank of the communicator).
+    fn wait_flags(
+        &mut self,
+        waiting_for: &dyn Fn() -> usize,
+        done: &dyn Fn() -> bool,
+    ) -> Result<(), Error> {
+        let c = self.comm;
+        let (seq, fp) = (self.seq, self.fp);
+        let what = || {
+            let who = who(c, waiting_for());
+            (fp.op_name(seq), format!("waiting for {who}"))
+        };
+        c.inbox
+            .wait_until(seq, c.cfg.timeout, &what, &mut self.stall, done)
+    }
+}
+
+/// Rank `local` of communicator `c`, named for an error.
+fn who(c: &Comm, local: usize) -> String {
+    match c.id() {
+        0 => format!("rank {local}"),
+        _ => format!("rank {local} (world rank {})", c.world(local)),
     }
 }
 
@@ -183,7 +204,9 @@ impl Comm {
     /// on one host's shared-memory rings with at most 16 ranks, the linear
     /// barrier instead, two hops whatever n (every rank tells rank 0, which
     /// then releases them all: a ring write costs a fraction of a hop, see
-    /// [`Comm::algorithm_for`]); across hosts, the two-level barrier (every
+    /// [`Comm::algorithm_for`]), on barrier flags in shared memory rather
+    /// than messages where the communicator has a flag slot (see
+    /// [`Comm::flag_barrier`]); across hosts, the two-level barrier (every
     /// rank tells its host's leader, the leaders hold a barrier over the
     /// network, each releases its host: see [`host_barrier`]). Every rank
     /// picks the same.
@@ -194,6 +217,9 @@ impl Comm {
         let _span = tracing::debug_span!("barrier", seq).entered();
         let mut r = Round::begin(self, seq, Fingerprint::barrier())?;
         if self.few_on_rings(self.size) {
+            if let Some(slot) = self.flag_slot() {
+                return self.flag_barrier(&mut r, slot);
+            }
             if self.rank == 0 {
                 arrivals(&mut r, 1..self.size)?;
                 return releases(&mut r, 1..self.size);
@@ -205,6 +231,38 @@ impl Comm {
         }
         let all: Vec<usize> = (0..self.size).collect();
         dissemination(&mut r, &all, self.rank)
+    }
+
+    /// The barrier flag slot of this communicator (its id), when it has
+    /// one: on rings, for ids below `FLAG_SLOTS` (a hidden twin's id is
+    /// beyond). Every rank of the communicator agrees (the id and the
+    /// rings are facts of the job).
+    fn flag_slot(&self) -> Option<usize> {
+        let id = self.id() as usize;
+        (id < FLAG_SLOTS && self.net.as_ref()?.has_flags()).then_some(id)
+    }
+
+    /// The linear barrier on barrier flags in shared memory (`ring`'s
+    /// module doc): each rank stores the barrier's number in its arrive
+    /// flag in rank 0's segment; rank 0, once every flag holds it, stores
+    /// it in its release flag in each rank's segment. No packet, no
+    /// inbox entry: a store and a bell per rank each way.
+    fn flag_barrier(&self, r: &mut Round<'_>, slot: usize) -> Result<(), Error> {
+        let net = self.net()?;
+        // 0 means "never stored".
+        let key = r.seq.wrapping_add(1);
+        let hub = self.world(0);
+        if self.rank == 0 {
+            let missing =
+                || (1..self.size).find(|&m| net.flag(self.world(m), slot, Flag::Arrive) != key);
+            r.wait_flags(&|| missing().unwrap_or(0), &|| missing().is_none())?;
+            for m in 1..self.size {
+                net.signal(self.world(m), slot, Flag::Release, key);
+            }
+            return Ok(());
+        }
+        net.signal(hub, slot, Flag::Arrive, key);
+        r.wait_flags(&|| 0, &|| net.flag(hub, slot, Flag::Release) == key)
     }
 
     /// This rank's part in the two-level barrier, when the communicator

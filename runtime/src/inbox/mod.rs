@@ -97,6 +97,12 @@ impl Inbox {
         lock(&self.driver).clone()
     }
 
+    /// Wake the host's wait to look again (something outside the inbox,
+    /// a barrier flag in shared memory, may have changed).
+    pub(crate) fn nudge(&self) {
+        self.wake();
+    }
+
     /// Wake the host: bump the pulse and, only if it sleeps, the condvar.
     fn wake(&self) {
         self.pulse.fetch_add(1, Ordering::Release);

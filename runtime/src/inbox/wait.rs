@@ -185,6 +185,29 @@ impl Inbox {
         }
     }
 
+    /// Host side: wait until `done` holds (it looks at something outside
+    /// the inbox, barrier flags in shared memory, whose writers ring this
+    /// rank's bell: see [`Inbox::nudge`]), or collective `seq` is blocked
+    /// (a lost member, a mismatch), or `timeout` passes without progress.
+    pub fn wait_until(
+        &self,
+        seq: u64,
+        timeout: Duration,
+        what: &dyn Fn() -> (String, String),
+        stall: &mut Option<Stall<'_>>,
+        done: &dyn Fn() -> bool,
+    ) -> Result<(), Error> {
+        self.wait(timeout, State::progress, what, stall, |st| {
+            if done() {
+                return Ok(Some(()));
+            }
+            match st.collective_blocked(seq) {
+                Some(e) => Err(e),
+                None => Ok(None),
+            }
+        })
+    }
+
     /// Host side: take whatever bcast packets of `seq` have arrived, waiting for
     /// at least one. `waiting_for` names, for a timeout, whom this rank waits
     /// for (its parent in the tree, where the caller knows it).

@@ -146,6 +146,12 @@ pub(crate) trait Links: Send + Sync {
     fn shm(&self) -> Option<&Arc<Shm>> {
         None
     }
+
+    /// The shared-memory rings to the ranks of this host, if this
+    /// transport has them.
+    fn rings(&self) -> Option<&Arc<super::rings::Rings>> {
+        None
+    }
 }
 
 /// The other side of the seam: what a transport's readers need from the

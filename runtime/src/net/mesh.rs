@@ -108,6 +108,10 @@ impl Links for Mesh {
     fn shm(&self) -> Option<&Arc<Shm>> {
         self.shm.as_ref()
     }
+
+    fn rings(&self) -> Option<&Arc<Rings>> {
+        self.rings.as_ref()
+    }
 }
 
 /// Bind the listeners (and the shared-memory arena), tell mclaunch's

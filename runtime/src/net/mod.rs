@@ -46,6 +46,7 @@ use crate::drive::Drive;
 use crate::engine::{Action, NiEngine};
 use crate::error::Error;
 use crate::inbox::{Inbox, Stamp};
+use crate::ring::Flag;
 use crate::sync::lock;
 use crate::wire::{Goodbye, Header, Kind, Member, Packet, Route};
 use intake::Host;
@@ -207,6 +208,30 @@ impl Net {
             .links
             .shm()
             .map_or(0, |s| s.sent.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Whether this rank has shared-memory rings, and so barrier flags, to
+    /// the ranks of its host.
+    pub(crate) fn has_flags(&self) -> bool {
+        self.sh.links.rings().is_some()
+    }
+
+    /// Set barrier flag `which` of communicator slot `slot` in world rank
+    /// `peer`'s ring segment to `value` and ring its bell (nothing without
+    /// rings).
+    pub(crate) fn signal(&self, peer: usize, slot: usize, which: Flag, value: u64) {
+        if let Some(r) = self.sh.links.rings() {
+            r.signal(peer, slot, which, value);
+        }
+    }
+
+    /// The value world rank `from` last stored in this rank's barrier flag
+    /// `which` of slot `slot` (0 without rings).
+    pub(crate) fn flag(&self, from: usize, slot: usize, which: Flag) -> u64 {
+        self.sh
+            .links
+            .rings()
+            .map_or(0, |r| r.flag(from, slot, which))
     }
 
     /// The bytes of a message this rank originates: in its shared-memory

@@ -29,7 +29,7 @@ use super::link::Ambient;
 use crate::drive::Poller;
 use crate::inbox::Inbox;
 use crate::outq::Out;
-use crate::ring::{Bell, Rx, Segment, Sent, Tx};
+use crate::ring::{Bell, Flag, Rx, Segment, Sent, Tx};
 use crate::shm::Shm;
 use crate::sync::lock;
 use crate::wire::{Kind, Packet, FLAG_SHM};
@@ -151,6 +151,32 @@ impl Rings {
         Ok(())
     }
 
+    /// Set barrier flag `which` of communicator slot `slot` in `peer`'s
+    /// segment to `value`, then ring its bell (its poll then wakes its
+    /// waits, which look at their flags).
+    pub(crate) fn signal(&self, peer: usize, slot: usize, which: Flag, value: u64) {
+        let Some(Some(seg)) = self.segs.get(peer) else {
+            return;
+        };
+        if self.is_dead(peer) {
+            return;
+        }
+        if let Some(f) = seg.flag(self.me, slot, which) {
+            f.store(value, Ordering::Release);
+        }
+        if seg.ring_bell() == Bell::Poke {
+            self.poke(peer);
+        }
+    }
+
+    /// The value `from` last stored in barrier flag `which` of slot `slot`
+    /// in this rank's segment (0 if never, or out of range).
+    pub(crate) fn flag(&self, from: usize, slot: usize, which: Flag) -> u64 {
+        self.own
+            .flag(from, slot, which)
+            .map_or(0, |f| f.load(Ordering::Acquire))
+    }
+
     /// Whether nothing waits for room (in the rings of living peers).
     pub(crate) fn flushed(&self) -> bool {
         if self.pending.load(Ordering::Acquire) == 0 {
@@ -227,6 +253,8 @@ impl Rings {
             let mut rx = lock(&self.rx);
             self.drain_one(&mut rx, peer);
         }
+        // The poke may be for a barrier flag.
+        self.inbox.nudge();
         if self.pending.load(Ordering::Acquire) > 0 {
             self.flush();
         }
@@ -294,6 +322,9 @@ impl Poller for Rings {
                 progress |= self.drain_one(&mut rx, from);
             }
         }
+        // The bell may have rung for a barrier flag rather than a packet:
+        // let the waits look.
+        self.inbox.nudge();
         progress
     }
 

@@ -9,6 +9,9 @@
 //! segment: [ header: magic, version, ranks, ring bytes (64 B) ]
 //!          [ bell: u32, the futex word (own 64-byte line)      ]
 //!          [ sleeping: u32, the owner sleeps on the bell (line) ]
+//!          flags: per sender s, `FLAG_SLOTS` lines (line s·16 + c:
+//!            sender s's barrier flags for communicator slot c:
+//!            arrive: u64, release: u64)
 //!          ring 0, ring 1, ..., ring n-1      (ring s: sender s)
 //! ring:    [ tail: u64, written by the sender (own line)        ]
 //!          [ head: u64, written by the owner (own line)         ]
@@ -37,6 +40,17 @@
 //! ring's `waiting` flag; the owner, having freed room, rings the sender's
 //! bell, so the sender appends the rest without polling.
 //!
+//! Barrier flags: on one host a barrier needs no packets. A rank that
+//! arrives stores the barrier's number in its arrive flag in the releasing
+//! rank's segment and rings its bell; that rank, once every member's flag
+//! holds the number, stores it in its release flag in each member's segment
+//! and rings theirs (`Comm::barrier`). Each line has one writer (sender s)
+//! and one reader (the owner); a communicator uses slot = its id, so the
+//! communicators one rank is in at once (their ids are distinct, see
+//! `comm::group`) never share a line. A flag is only compared with the
+//! number the reader expects, so a peer that writes anything can at worst
+//! stall a barrier (which then times out), never corrupt memory.
+//!
 //! Nothing a peer writes is trusted: indices are checked against the ring's
 //! size (a head or tail that moves backwards or past the other is a
 //! protocol error), every offset is masked into the ring, every packet
@@ -63,13 +77,25 @@ pub enum Bell {
 const SLEEPS_ON_FUTEX: u32 = 1;
 const SLEEPS_IN_RUNTIME: u32 = 2;
 
-/// Segment header magic ("MCRINGS1").
-const MAGIC: u64 = u64::from_le_bytes(*b"MCRINGS1");
+/// Segment header magic ("MCRINGS2": with the barrier flags).
+const MAGIC: u64 = u64::from_le_bytes(*b"MCRINGS2");
 const LINE: usize = 64;
 /// Segment header, bell line, sleeping line.
 const SEG_HEAD: usize = 3 * LINE;
 /// Ring header: tail, head, waiting lines.
 const RING_HEAD: usize = 3 * LINE;
+/// Barrier flag lines per sender: communicators with ids below this use
+/// the flags (slot = id); others use messages.
+pub const FLAG_SLOTS: usize = 16;
+
+/// A barrier flag (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flag {
+    /// The sender arrived (in the releasing rank's segment).
+    Arrive,
+    /// The sender released the owner (in a member's segment).
+    Release,
+}
 /// Smallest and largest ring, in data bytes.
 pub const MIN_RING_BYTES: usize = 4 << 10;
 pub const MAX_RING_BYTES: usize = 1 << 30;
@@ -113,8 +139,16 @@ impl std::fmt::Debug for Segment {
     }
 }
 
+/// Bytes of the flag lines of a segment for `ranks` senders.
+fn flags_len(ranks: usize) -> Option<usize> {
+    ranks.checked_mul(FLAG_SLOTS * LINE)
+}
+
 fn seg_len(ranks: usize, cap: usize) -> Option<usize> {
-    ranks.checked_mul(RING_HEAD + cap)?.checked_add(SEG_HEAD)
+    ranks
+        .checked_mul(RING_HEAD + cap)?
+        .checked_add(flags_len(ranks)?)?
+        .checked_add(SEG_HEAD)
 }
 
 impl Segment {
@@ -228,7 +262,17 @@ impl Segment {
 
     /// Offset of ring `s`'s header (`s` < ranks, checked by callers).
     fn ring(&self, s: usize) -> usize {
-        SEG_HEAD + s * (RING_HEAD + self.cap)
+        SEG_HEAD + self.ranks * FLAG_SLOTS * LINE + s * (RING_HEAD + self.cap)
+    }
+
+    /// Barrier flag `which` of sender `s` for communicator slot `slot`
+    /// (`None` if either is out of range).
+    pub fn flag(&self, s: usize, slot: usize, which: Flag) -> Option<&AtomicU64> {
+        if s >= self.ranks || slot >= FLAG_SLOTS {
+            return None;
+        }
+        let line = SEG_HEAD + (s * FLAG_SLOTS + slot) * LINE;
+        Some(self.word64(line + 8 * (which as usize)))
     }
 
     pub(super) fn tail(&self, s: usize) -> &AtomicU64 {

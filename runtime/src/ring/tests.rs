@@ -248,3 +248,48 @@ fn an_owner_asleep_in_its_runtime_asks_to_be_poked() {
     seg.awake();
     assert_eq!(seg.ring_bell(), Bell::Rung);
 }
+
+#[test]
+fn barrier_flags_are_apart_from_each_other_and_from_the_rings() {
+    let seg = Segment::heap(3, MIN_RING_BYTES);
+    let mut tx = Tx::new(2, &seg).unwrap();
+    assert_eq!(tx.send(&seg, &packet(2, 5, 300), None), Ok(Sent::All));
+    let tail = seg.tail(2).load(Ordering::Relaxed);
+    // Every (sender, slot, flag) is its own word.
+    let all = |f: &dyn Fn(usize, usize, Flag) -> u64| {
+        for s in 0..3 {
+            for slot in 0..FLAG_SLOTS {
+                for which in [Flag::Arrive, Flag::Release] {
+                    f(s, slot, which);
+                }
+            }
+        }
+    };
+    let value = |s: usize, slot: usize, which: Flag| {
+        ((s * FLAG_SLOTS + slot) * 2 + which as usize + 1) as u64
+    };
+    all(&|s, slot, which| {
+        let v = value(s, slot, which);
+        seg.flag(s, slot, which)
+            .unwrap()
+            .store(v, Ordering::Relaxed);
+        v
+    });
+    all(&|s, slot, which| {
+        let got = seg.flag(s, slot, which).unwrap().load(Ordering::Relaxed);
+        assert_eq!(
+            got,
+            value(s, slot, which),
+            "sender {s} slot {slot} {which:?}"
+        );
+        got
+    });
+    // The rings did not move, and their bytes are intact.
+    assert_eq!(seg.tail(2).load(Ordering::Relaxed), tail);
+    let mut rx = Rx::default();
+    let (ps, _) = take(&mut rx, &seg, 2).unwrap();
+    assert_eq!(ps, vec![(packet(2, 5, 300), 0)]);
+    // Out of range is refused, not a read elsewhere.
+    assert!(seg.flag(3, 0, Flag::Arrive).is_none());
+    assert!(seg.flag(0, FLAG_SLOTS, Flag::Release).is_none());
+}
