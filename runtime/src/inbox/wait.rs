@@ -130,6 +130,11 @@ impl Inbox {
         let spin = driver.as_ref().map_or(Duration::ZERO, |d| d.spin());
         let mut spin_until = start + spin;
         loop {
+            // The pulse before `ready` looks: a wake after it (for the
+            // inbox, or for a barrier flag outside it, which `ready` may
+            // have missed) moves the pulse from this, so the drive below
+            // returns at once instead of sleeping through it.
+            let pulse = self.pulse.load(Ordering::Acquire);
             if let Some(v) = ready(&mut st)? {
                 return Ok(v);
             }
@@ -166,7 +171,6 @@ impl Inbox {
             }
             if let Some(d) = &driver {
                 let spin = spin_until.saturating_duration_since(now);
-                let pulse = self.pulse.load(Ordering::Acquire);
                 drop(st);
                 d.run(self.until_pulse(d, pulse, wake - now, spin));
                 st = self.lock();

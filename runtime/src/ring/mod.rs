@@ -8,7 +8,8 @@
 //! ```text
 //! segment: [ header: magic, version, ranks, ring bytes (64 B) ]
 //!          [ bell: u32, the futex word (own 64-byte line)      ]
-//!          [ sleeping: u32, the owner sleeps on the bell (line) ]
+//!          [ sleeping: u32, the owner's threads asleep on the bell;
+//!            then u32, those asleep in the runtime (line)       ]
 //!          flags: per sender s, `FLAG_SLOTS` lines (line s·16 + c:
 //!            sender s's barrier flags for communicator slot c:
 //!            arrive: u64, release: u64)
@@ -72,10 +73,6 @@ pub enum Bell {
     /// The owner sleeps in its runtime: poke it through its socket.
     Poke,
 }
-
-/// `sleeping` values: the owner sleeps on the futex, or in its runtime.
-const SLEEPS_ON_FUTEX: u32 = 1;
-const SLEEPS_IN_RUNTIME: u32 = 2;
 
 /// Segment header magic ("MCRINGS2": with the barrier flags).
 const MAGIC: u64 = u64::from_le_bytes(*b"MCRINGS2");
@@ -256,8 +253,18 @@ impl Segment {
         self.word32(LINE)
     }
 
+    /// How many of the owner's threads sleep on the futex. A count, not a
+    /// flag: the host thread and the background thread may both be asleep
+    /// (the host's wait runs while the background thread still drives), and
+    /// one waking must not hide the other from the next ringer.
     fn sleeping(&self) -> &AtomicU32 {
         self.word32(2 * LINE)
+    }
+
+    /// How many of the owner's threads sleep in the runtime (epoll), to be
+    /// poked through the socket.
+    fn sleeping_in_runtime(&self) -> &AtomicU32 {
+        self.word32(2 * LINE + 4)
     }
 
     /// Offset of ring `s`'s header (`s` < ranks, checked by callers).
@@ -328,13 +335,12 @@ impl Segment {
     /// through its socket.
     pub fn ring_bell(&self) -> Bell {
         self.bell().fetch_add(1, Ordering::SeqCst);
-        match self.sleeping().load(Ordering::SeqCst) {
+        if self.sleeping().load(Ordering::SeqCst) != 0 {
+            futex_wake(self.bell());
+        }
+        match self.sleeping_in_runtime().load(Ordering::SeqCst) {
             0 => Bell::Rung,
-            SLEEPS_IN_RUNTIME => Bell::Poke,
-            _ => {
-                futex_wake(self.bell());
-                Bell::Rung
-            }
+            _ => Bell::Poke,
         }
     }
 
@@ -346,24 +352,24 @@ impl Segment {
     /// Sleep until the bell moves from `seen` or `max` passes (returns at
     /// once if it has moved already).
     pub fn sleep(&self, seen: u32, max: Duration) {
-        self.sleeping().store(SLEEPS_ON_FUTEX, Ordering::SeqCst);
+        self.sleeping().fetch_add(1, Ordering::SeqCst);
         if self.bell().load(Ordering::SeqCst) == seen {
             futex_wait(self.bell(), seen, max);
         }
-        self.sleeping().store(0, Ordering::SeqCst);
+        self.sleeping().fetch_sub(1, Ordering::SeqCst);
     }
 
     /// The owner is about to sleep in its runtime (epoll), where a poke on
     /// its socket wakes it: say so. Returns `false` if the bell has moved
     /// from `seen` already (do not sleep). [`Segment::awake`] undoes it.
     pub fn sleep_in_runtime(&self, seen: u32) -> bool {
-        self.sleeping().store(SLEEPS_IN_RUNTIME, Ordering::SeqCst);
+        self.sleeping_in_runtime().fetch_add(1, Ordering::SeqCst);
         self.bell().load(Ordering::SeqCst) == seen
     }
 
     /// The owner is awake (after [`Segment::sleep_in_runtime`]).
     pub fn awake(&self) {
-        self.sleeping().store(0, Ordering::SeqCst);
+        self.sleeping_in_runtime().fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Whether anything is unread in ring `s` (for tests).

@@ -3,7 +3,7 @@ use crate::wire::{Header, Kind, Packet, Route, ShmDesc};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 fn packet(source: u32, seq: u64, len: usize) -> Packet {
     let payload: Vec<u8> = (0..len).map(|i| (i as u64 + seq) as u8).collect();
@@ -292,4 +292,35 @@ fn barrier_flags_are_apart_from_each_other_and_from_the_rings() {
     // Out of range is refused, not a read elsewhere.
     assert!(seg.flag(3, 0, Flag::Arrive).is_none());
     assert!(seg.flag(0, FLAG_SLOTS, Flag::Release).is_none());
+}
+
+/// The host thread and the background thread may both sleep on the bell;
+/// when one of them wakes (its nap ran out), the next ringer must still
+/// wake the other.
+#[test]
+fn a_ring_wakes_a_sleeper_after_another_sleeper_left() {
+    let seg = Arc::new(Segment::heap(2, MIN_RING_BYTES));
+    let seen = seg.bell_now();
+    let long = {
+        let seg = seg.clone();
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            seg.sleep(seen, Duration::from_secs(10));
+            t.elapsed()
+        })
+    };
+    // Until the long sleeper has said it sleeps.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seg.sleeping().load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the sleeper never slept");
+        std::thread::yield_now();
+    }
+    // A second sleeper comes and goes (its nap runs out).
+    seg.sleep(seen, Duration::from_millis(1));
+    assert_eq!(seg.ring_bell(), Bell::Rung);
+    let slept = long.join().unwrap();
+    assert!(
+        slept < Duration::from_secs(5),
+        "the ring did not wake the first sleeper ({slept:?})"
+    );
 }
