@@ -225,6 +225,36 @@ fn collectives_across_hosts(c: &Cluster) {
     check("--host h1:4,h2:2 --split", run_bounded(job, LIMIT));
 }
 
+/// `--bind-to core` on remote hosts: each host's proxy binds its ranks, a
+/// CPU each in turn (the two ranks of a host on different CPUs).
+fn bind_to_core_on_every_host(c: &Cluster) {
+    let mut job = Command::new(mclaunch());
+    job.arg("--hostfile")
+        .arg(c.hostfile())
+        .arg("--launch-agent")
+        .arg(c.agent())
+        .args(["--bind-to", "core", "sh", "-c"])
+        .arg("echo BIND $MCAST_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)");
+    let out = run_bounded(job, LIMIT);
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{so}\n{se}");
+    let mut cpu = [None; 6];
+    for l in so.lines().filter_map(|l| l.strip_prefix("BIND ")) {
+        let (r, list) = l.split_once(' ').expect("rank and list");
+        let r: usize = r.parse().expect("rank");
+        cpu[r] = Some(
+            list.parse::<usize>()
+                .unwrap_or_else(|_| panic!("not one CPU: {l}")),
+        );
+    }
+    assert!(cpu.iter().all(Option::is_some), "{so}\n{se}");
+    if std::thread::available_parallelism().map_or(1, |c| c.get()) >= 2 {
+        for h in 0..3 {
+            assert_ne!(cpu[2 * h], cpu[2 * h + 1], "host {h}: {so}");
+        }
+    }
+}
+
 /// `--transport quic`: every rank reaches the other hosts' ranks over QUIC
 /// (its link table says so) and its own host's rank through the ring.
 fn quic_links_between_hosts(c: &Cluster) {
@@ -515,6 +545,7 @@ fn mclaunch_across_namespace_hosts() {
     let c = Cluster::ensure();
     hostfile_runs_selftest_on_every_host(&c);
     collectives_across_hosts(&c);
+    bind_to_core_on_every_host(&c);
     a_killed_remote_rank_is_named(&c);
     signals_leave_nothing_on_any_host(&c);
     a_cut_link_is_detected_and_the_host_named(&c);

@@ -85,6 +85,12 @@ pub struct Cli {
     #[arg(long)]
     pub oversubscribe: bool,
 
+    /// Bind each rank to a CPU (`core`: round-robin over the CPUs mclaunch,
+    /// or the host's proxy, may use, per host) or leave the ranks to the
+    /// scheduler (`none`), as Open MPI's `--bind-to`.
+    #[arg(long, value_name = "none|core", default_value = "none")]
+    pub bind_to: crate::bind::BindTo,
+
     /// The command that runs mclaunch's proxy on a remote host, with its
     /// arguments; the host name and the proxy command follow it
     /// [default: $MCAST_LAUNCH_AGENT, else srun for the hosts of a Slurm
@@ -286,6 +292,7 @@ impl Cli {
             placement,
             on_failure: self.on_failure,
             fabric,
+            bind: self.bind_to,
         })
     }
 

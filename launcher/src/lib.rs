@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bind;
 mod blame;
 pub mod cli;
 pub mod error;

@@ -72,13 +72,15 @@ fn stdin_for(rank: u32, stdin: bool) -> Stdio {
 /// (taken by the caller from the returned [`Child`]). `report_fd`, if any,
 /// is the departure-report pipe's write end: the rank inherits it, named by
 /// `MCAST_REPORT_FD` (`mcast::logging`). `stdin`: whether rank 0 may read
-/// this process's stdin.
+/// this process's stdin. `cpu`: the CPU it is bound to (`--bind-to core`,
+/// see [`crate::bind`]), if any.
 pub fn spawn_rank(
     spec: &JobSpec,
     rank: u32,
     env: &[(OsString, OsString)],
     report_fd: Option<std::os::fd::RawFd>,
     stdin: bool,
+    cpu: Option<usize>,
 ) -> io::Result<Child> {
     let mut cmd = command_for(spec, env);
     if let Some(fd) = report_fd {
@@ -96,9 +98,11 @@ pub fn spawn_rank(
     cmd.process_group(0);
     // SAFETY: getpid has no preconditions.
     let launcher = unsafe { libc::getpid() };
+    let cpus = cpu.map(crate::bind::cpu_set);
     // SAFETY: the closure runs between fork and exec, and only makes
-    // async-signal-safe system calls (prctl, getppid, fcntl) and builds an io::Error
-    // from an errno value, which does not allocate.
+    // async-signal-safe system calls (prctl, getppid, fcntl,
+    // sched_setaffinity on a set made before the fork) and builds an
+    // io::Error from an errno value, which does not allocate.
     unsafe {
         cmd.pre_exec(move || {
             if libc::prctl(
@@ -118,6 +122,9 @@ pub fn spawn_rank(
             }
             if let Some(fd) = report_fd {
                 crate::reports::Reports::inherit_in_child(fd)?;
+            }
+            if let Some(set) = &cpus {
+                crate::bind::bind_self(set)?;
             }
             Ok(())
         });
@@ -143,7 +150,9 @@ pub(crate) enum StartError {
 
 /// Start `rank` on this host (mclaunch, or a host's proxy): spawn it, tell
 /// the guardian its process group, and start the waiter thread that sends
-/// its exit on `tx`, after the reports it wrote before it ended.
+/// its exit on `tx`, after the reports it wrote before it ended. `cpu`:
+/// as for [`spawn_rank`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn start_rank(
     spec: &JobSpec,
     rank: u32,
@@ -152,9 +161,10 @@ pub(crate) fn start_rank(
     tx: &Sender<Event>,
     guardian: &Guardian,
     stdin: bool,
+    cpu: Option<usize>,
 ) -> Result<Running, StartError> {
-    let mut child =
-        spawn_rank(spec, rank, env, Some(reports.write_fd()), stdin).map_err(StartError::Spawn)?;
+    let mut child = spawn_rank(spec, rank, env, Some(reports.write_fd()), stdin, cpu)
+        .map_err(StartError::Spawn)?;
     let pid = child.id() as libc::pid_t;
     guardian.watch(pid);
     let running = Running {

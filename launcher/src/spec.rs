@@ -186,6 +186,8 @@ pub struct JobSpec {
     pub on_failure: OnFailure,
     /// Run every packet through an emulated switch fabric.
     pub fabric: Option<FabricJob>,
+    /// Where each rank runs on its host (`--bind-to`).
+    pub bind: crate::bind::BindTo,
 }
 
 /// `--fabric`: the switch fabric mclaunch emulates for the job.
@@ -215,6 +217,7 @@ impl JobSpec {
             placement: Placement::Local,
             on_failure: OnFailure::Stop,
             fabric: None,
+            bind: crate::bind::BindTo::None,
         }
     }
 

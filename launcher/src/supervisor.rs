@@ -476,10 +476,14 @@ impl Job<'_> {
                 return Some(outcome);
             }
         }
+        let cpus = crate::bind::allowed_cpus();
+        let mut local = 0;
         for rank in 0..n {
             if self.ranks[rank as usize].host.is_some() {
                 continue;
             }
+            let cpu = crate::bind::cpu_for(self.spec.bind, &cpus, local);
+            local += 1;
             let port = self.fabric_ports.get(rank as usize).map(String::as_str);
             let id = self.identities.get(rank as usize).map(String::as_str);
             let env = rank_env(self.spec, rank, &rendezvous, token, port, id);
@@ -491,6 +495,7 @@ impl Job<'_> {
                 &self.tx,
                 self.guardian,
                 true,
+                cpu,
             );
             let running = match running {
                 Ok(r) => r,
@@ -567,6 +572,7 @@ impl Job<'_> {
                 tagged: self.spec.output == crate::spec::OutputMode::Tagged,
                 kill_grace_ms: self.spec.kill_grace.as_millis() as u64,
                 silence_ms: silence.as_millis() as u64,
+                bind_core: self.spec.bind == crate::bind::BindTo::Core,
             };
             let started = RemoteHost::start(
                 plan,

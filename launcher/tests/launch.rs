@@ -426,3 +426,42 @@ fn on_failure_rejects_unknown_modes() {
     let out = run(mclaunch().args(["-n", "1", "--on-failure", "retry", "true"]));
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+/// `--bind-to core` puts rank r on the r-th CPU mclaunch may use (round
+/// robin); without it every rank may run wherever mclaunch may.
+#[test]
+fn bind_to_core_gives_each_rank_a_cpu_in_turn() {
+    let allowed = mclaunch::bind::allowed_cpus();
+    let script = "echo $MCAST_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)";
+    let lists = |bind: &str| -> Vec<(usize, String)> {
+        let out = run(mclaunch().args(["-n", "3", "--bind-to", bind, "sh", "-c", script]));
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let mut v: Vec<(usize, String)> = out
+            .stdout
+            .lines()
+            .map(|l| {
+                let (r, cpus) = l.split_once(' ').expect("rank and list");
+                (r.parse().expect("rank"), cpus.to_string())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let bound = lists("core");
+    assert_eq!(bound.len(), 3, "{bound:?}");
+    for (r, cpus) in &bound {
+        assert_eq!(cpus, &allowed[r % allowed.len()].to_string(), "{bound:?}");
+    }
+    let free = lists("none");
+    let ours = std::fs::read_to_string("/proc/self/status").unwrap();
+    let ours = ours
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(free.iter().all(|(_, c)| *c == ours), "{free:?} vs {ours}");
+    let out = run(mclaunch().args(["-n", "1", "--bind-to", "socket", "true"]));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stderr.contains("none or core"), "{out:?}");
+}

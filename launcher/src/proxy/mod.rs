@@ -179,6 +179,11 @@ fn run(job: ProxyJob, mut reader: PollReader<File>, up: &Sender<Up>) -> u8 {
     let spec = JobSpec {
         output: OutputMode::Tagged,
         kill_grace: Duration::from_millis(job.kill_grace_ms),
+        bind: if job.bind_core {
+            crate::bind::BindTo::Core
+        } else {
+            crate::bind::BindTo::None
+        },
         ..JobSpec::new(
             job.ranks.iter().map(|r| r.rank + 1).max().unwrap_or(1),
             OsString::from_vec(job.program.clone()),
@@ -187,13 +192,15 @@ fn run(job: ProxyJob, mut reader: PollReader<File>, up: &Sender<Up>) -> u8 {
     };
     let mut ranks = Vec::new();
     let mut forwarders = Vec::new();
-    for r in &job.ranks {
+    let cpus = crate::bind::allowed_cpus();
+    for (local, r) in job.ranks.iter().enumerate() {
+        let cpu = crate::bind::cpu_for(spec.bind, &cpus, local);
         let env: Vec<(OsString, OsString)> = r
             .env
             .iter()
             .map(|(k, v)| (OsString::from_vec(k.clone()), OsString::from_vec(v.clone())))
             .collect();
-        match start_rank(&spec, r.rank, &env, &reports, &tx, &guardian, false) {
+        match start_rank(&spec, r.rank, &env, &reports, &tx, &guardian, false, cpu) {
             Ok(running) => {
                 let _ = up.send(Up::Started {
                     rank: r.rank,

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// Version of this channel; a proxy of another version refuses the job.
-pub(crate) const PROXY_VERSION: u16 = 1;
+pub(crate) const PROXY_VERSION: u16 = 2;
 
 /// How often each end says it is alive.
 pub(crate) const HEARTBEAT: Duration = Duration::from_secs(1);
@@ -42,6 +42,8 @@ pub(crate) struct ProxyJob {
     pub kill_grace_ms: u64,
     /// mclaunch silent this long: the proxy takes it for gone and stops its ranks.
     pub silence_ms: u64,
+    /// `--bind-to core`: bind each rank to a CPU of the host, round-robin.
+    pub bind_core: bool,
 }
 
 /// One rank of a proxy's host.
@@ -156,6 +158,7 @@ mod tests {
             tagged: true,
             kill_grace_ms: 2000,
             silence_ms: 5000,
+            bind_core: false,
         }
     }
 

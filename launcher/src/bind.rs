@@ -1,0 +1,120 @@
+//! `--bind-to core`: each rank of a host on a CPU of its own, round-robin
+//! over the CPUs the process that starts it (mclaunch, or the host's proxy)
+//! may run on, as Open MPI's `mpirun --bind-to core` and Hydra's
+//! `-bind-to core` do. The default is `none` (the scheduler places the
+//! ranks), which is also what Open MPI does when a host is oversubscribed.
+//!
+//! The CPU is chosen before the rank is forked and set in the child before
+//! it runs the program (`sched_setaffinity`), so every thread the rank
+//! starts inherits it.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Where ranks run on their host (`--bind-to`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BindTo {
+    /// Anywhere the scheduler puts them.
+    #[default]
+    None,
+    /// One CPU each, round-robin over the launcher's CPUs.
+    Core,
+}
+
+impl FromStr for BindTo {
+    type Err = String;
+    /// `none` or `core`, in any case.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "none" => Ok(BindTo::None),
+            "core" => Ok(BindTo::Core),
+            _ => Err(format!("--bind-to {s}: none or core")),
+        }
+    }
+}
+
+impl fmt::Display for BindTo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BindTo::None => "none",
+            BindTo::Core => "core",
+        })
+    }
+}
+
+/// The CPUs this process may run on, in increasing order (empty if the
+/// kernel will not say).
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+    // writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// The CPU of the `local`-th rank started on this host (0-based), under
+/// `bind`: round-robin over `cpus`; `None` unbound (or no CPU known).
+pub fn cpu_for(bind: BindTo, cpus: &[usize], local: usize) -> Option<usize> {
+    match bind {
+        BindTo::None => None,
+        BindTo::Core if cpus.is_empty() => None,
+        BindTo::Core => Some(cpus[local % cpus.len()]),
+    }
+}
+
+/// The set holding only `cpu`, made before the fork (the child only
+/// installs it, with [`bind_self`]).
+pub(crate) fn cpu_set(cpu: usize) -> libc::cpu_set_t {
+    // SAFETY: as in `allowed_cpus`; CPU_SET checks nothing, so `cpu` is
+    // kept below CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set);
+        set
+    }
+}
+
+/// Bind the calling process to `set` (between fork and exec: one system
+/// call, async-signal-safe).
+pub(crate) fn bind_self(set: &libc::cpu_set_t) -> std::io::Result<()> {
+    // SAFETY: a valid set of the size passed.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_go_round_robin_over_the_allowed_cpus() {
+        let cpus = [2, 3, 5];
+        let got: Vec<_> = (0..7).map(|l| cpu_for(BindTo::Core, &cpus, l)).collect();
+        assert_eq!(
+            got,
+            [2, 3, 5, 2, 3, 5, 2].map(Some).to_vec(),
+            "oversubscribed ranks share CPUs in turn"
+        );
+        assert_eq!(cpu_for(BindTo::None, &cpus, 1), None);
+        assert_eq!(cpu_for(BindTo::Core, &[], 1), None);
+    }
+
+    #[test]
+    fn bind_to_parses_as_open_mpi_spells_it() {
+        assert_eq!("core".parse(), Ok(BindTo::Core));
+        assert_eq!("None".parse(), Ok(BindTo::None));
+        assert!("socket"
+            .parse::<BindTo>()
+            .unwrap_err()
+            .contains("none or core"));
+        assert!(!allowed_cpus().is_empty(), "this process may run somewhere");
+    }
+}
