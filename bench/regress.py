@@ -57,8 +57,12 @@ def one_run(n, sizes, iters, timeout):
 
 def measure(args):
     if not args.no_build:
-        subprocess.run(["cargo", "build", "--release", "-q", "--bin", "mcbench",
-                        "--bin", "mclaunch"], cwd=ROOT, check=True)
+        # mcbench is the workspace root's (mcast-suite), mclaunch its own
+        # package's: name both packages, or cargo looks for mclaunch among
+        # the default-run packages only and fails.
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "mcast-suite", "-p",
+                        "mclaunch", "--bin", "mcbench", "--bin", "mclaunch"],
+                       cwd=ROOT, check=True)
     ranks = [int(r) for r in args.ranks.split(",")]
     iters = (50, 5) if args.quick else None
     samples = {}  # (ranks, size) -> [avg_us per round]
