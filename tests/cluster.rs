@@ -199,7 +199,8 @@ fn selftest_with_links(c: &Cluster, opts: &[&str], links: &str) {
 /// in rank order (0 and 3, 1 and 4, 2 and 5), on the world and on the
 /// even/odd sub-communicators (one rank per host each); then over
 /// `--host h1:4,h2:2`, where each sub-communicator has two ranks on h1 and
-/// one on h2 (a leader with a host-mate inside a sub-communicator).
+/// one on h2 (a leader with a host-mate inside a sub-communicator); then a
+/// rank killed before a barrier.
 fn collectives_across_hosts(c: &Cluster) {
     let check = |what: &str, out: std::process::Output| {
         let (so, se) = text(&out);
@@ -223,6 +224,22 @@ fn collectives_across_hosts(c: &Cluster) {
         .arg(bin("mcast-colltest"))
         .args(["--big", "0", "--split"]);
     check("--host h1:4,h2:2 --split", run_bounded(job, LIMIT));
+    // A rank that dies before the barrier: its host's leader waits on its
+    // barrier flag (rank 3, on h2) or the other leaders on its host's
+    // leader's message (rank 2); either way every survivor names it.
+    for dead in ["3", "2"] {
+        let args = ["--big", "0", "--crash-rank", dead, "--crash-in", "barrier"];
+        let out = run_bounded(
+            job_with(c, &["--on-failure", "continue"], "mcast-colltest", &args),
+            LIMIT,
+        );
+        let (so, se) = text(&out);
+        assert_eq!(out.status.code(), Some(3), "rank {dead} dead\n{so}\n{se}");
+        for r in (0..6).filter(|r| r.to_string() != dead) {
+            let line = format!("rank {r} of 6 ok: barrier lost rank {dead}");
+            assert!(so.contains(&line), "no {line:?}\n{so}\n{se}");
+        }
+    }
 }
 
 /// `--bind-to core` on remote hosts: each host's proxy binds its ranks, a

@@ -36,6 +36,7 @@ use mcast_algorithms::hosts as host_tree;
 pub use p2p::Message;
 pub use request::Request;
 
+mod barrier;
 mod bcast;
 mod coll;
 mod elem;
