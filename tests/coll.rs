@@ -75,6 +75,8 @@ fn mismatches_fail_every_rank() {
         (3, "collective"),
         (3, "algorithm"),
         (4, "algorithm"),
+        (3, "barrier"),
+        (4, "barrier"),
     ] {
         let so = all_ok(n, &["--mismatch", kind]);
         assert_eq!(so.matches("mismatch ok").count(), n, "{kind}:\n{so}");

@@ -18,7 +18,8 @@
 //! `MCAST_ALLREDUCE`), and an f64 sum of 1e16, 1 and −1e16 mixes is
 //! gathered as bits to rank 0, which checks every rank got the same bits.
 //! `--mismatch KIND` makes the last rank call differently (or, with
-//! `algorithm`, run allreduce's ring where the others run Rabenseifner's)
+//! `algorithm`, run allreduce's ring where the others run Rabenseifner's;
+//! with `barrier`, call a barrier where the others bcast)
 //! and expects `Error::Mismatch` on every rank;
 //! `--crash-rank R` makes rank R exit before an allreduce (or, with
 //! `--crash-in barrier`, a barrier) the others expect to fail with
@@ -478,7 +479,13 @@ fn mismatch(c: &Comm, kind: &str) -> Result<()> {
         "collective" if last => c.scan(&mut [1i64; 4], Op::Sum),
         "collective" => c.allreduce(&mut [1i64; 4], Op::Sum),
         "algorithm" => c.allreduce(&mut [1.0f64; 40], Op::Sum),
-        other => bail!("--mismatch {other}: op, count, type, root, collective or algorithm"),
+        // On one host the barrier sends no message (barrier flags): the
+        // others' bcast packet, or a probe, finds it.
+        "barrier" if last => c.barrier(),
+        "barrier" => c.bcast(0, &mut [7u8]),
+        other => {
+            bail!("--mismatch {other}: op, count, type, root, collective, algorithm or barrier")
+        }
     };
     // A rank whose part ends with sending (a non-root of reduce) may
     // return before the mismatch is found: its next call reports it.
