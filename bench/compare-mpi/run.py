@@ -163,6 +163,10 @@ def bench_cmd(impl, n, max_size, quick, mpi_opts=None):
     return ["mpirun"] + root + mpi_opts + ["-n", str(n), OSU, "--json"] + common
 
 
+# --bind: `none` or `core` (set by main).
+BIND = "none"
+
+
 def ompi_opts(key):
     """mpirun's options for an Open MPI series of the one-host comparison.
     ompi_vader: what a plain `mpirun --oversubscribe -n N` gives on one host
@@ -170,7 +174,12 @@ def ompi_opts(key):
     ranks unbound when oversubscribed), named explicitly so that neither ucx
     nor tcp can be picked; see README.md for the evidence. ompi_tcp: the TCP
     BTL over loopback."""
-    return mpirun_shm_opts() if key == "ompi_vader" else list(MPIRUN_TCP_OPTS)
+    opts = mpirun_shm_opts() if key == "ompi_vader" else list(MPIRUN_TCP_OPTS)
+    if BIND == "core":
+        # Open MPI refuses to bind more ranks than cores to cores unless told
+        # that overloading is allowed.
+        opts[opts.index("--bind-to") + 1] = "core:overload-allowed"
+    return opts
 
 
 def ompi_probe(key, opts, n):
@@ -431,7 +440,7 @@ def ranks_and_out(a):
 
 
 def main():
-    global MCBENCH, MCLAUNCH, MCSIM
+    global MCBENCH, MCLAUNCH, MCSIM, BIND
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", default=None, help="rank counts, comma-separated (default 4,8; "
                     "not with --hosts, which runs one rank per slot of the hostfile)")
@@ -445,6 +454,11 @@ def main():
     ap.add_argument("--max-size", type=int, default=4 << 20, help="largest message, bytes (default 4 MiB)")
     ap.add_argument("--no-build", action="store_true", help="skip cargo build (still compiles the C programs)")
     ap.add_argument("--no-install", action="store_true", help="do not apt-get install Open MPI")
+    ap.add_argument("--bind", choices=["none", "core"], default="none",
+                    help="one host: leave both sides' ranks to the scheduler (none, the default: "
+                         "Open MPI's own choice when oversubscribed) or bind each rank to a CPU in "
+                         "turn on both sides (core: MCAST_BIND_TO=core for mclaunch, "
+                         "--bind-to core:overload-allowed for mpirun)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per benchmark run")
     ap.add_argument("--coll", default="bcast",
                     help="collectives, comma-separated, from " + ",".join(COLLS) + " (default bcast: "
@@ -474,6 +488,13 @@ def main():
                     help="redraw DIR/latency.svg from DIR/summary.csv and DIR/raw.json (a bcast result, "
                     "one host or --hosts) with mcsim plot, measuring nothing")
     a = ap.parse_args()
+    if a.bind == "core":
+        if a.hosts or a.coll != "bcast":
+            sys.exit("--bind core is for the one-host bcast comparison")
+        BIND = "core"
+        # mcbench -n N starts mclaunch, which takes --bind-to from here; the
+        # table's header lists it among mcast's MCAST_* settings.
+        os.environ["MCAST_BIND_TO"] = "core"
     if a.replot:
         if a.bin_dir:
             MCSIM = os.path.join(os.path.abspath(a.bin_dir), "mcsim")

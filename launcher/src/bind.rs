@@ -11,6 +11,10 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// The environment variable that gives `--bind-to` when it is not on the
+/// command line (as Open MPI's `OMPI_MCA_hwloc_base_binding_policy`).
+pub const ENV_BIND_TO: &str = "MCAST_BIND_TO";
+
 /// Where ranks run on their host (`--bind-to`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BindTo {

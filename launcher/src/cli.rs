@@ -87,9 +87,10 @@ pub struct Cli {
 
     /// Bind each rank to a CPU (`core`: round-robin over the CPUs mclaunch,
     /// or the host's proxy, may use, per host) or leave the ranks to the
-    /// scheduler (`none`), as Open MPI's `--bind-to`.
-    #[arg(long, value_name = "none|core", default_value = "none")]
-    pub bind_to: crate::bind::BindTo,
+    /// scheduler (`none`), as Open MPI's `--bind-to` [default:
+    /// $MCAST_BIND_TO, else none].
+    #[arg(long, value_name = "none|core")]
+    pub bind_to: Option<crate::bind::BindTo>,
 
     /// The command that runs mclaunch's proxy on a remote host, with its
     /// arguments; the host name and the proxy command follow it
@@ -276,6 +277,15 @@ impl Cli {
                 np,
             )?),
         };
+        let bind = match self.bind_to {
+            Some(b) => b,
+            None => match lookup(crate::bind::ENV_BIND_TO) {
+                Some(v) => v.to_string_lossy().parse().map_err(|e| {
+                    LaunchError::Usage(format!("{}: {e}", crate::bind::ENV_BIND_TO))
+                })?,
+                None => crate::bind::BindTo::None,
+            },
+        };
         Ok(JobSpec {
             nranks: np,
             program,
@@ -292,7 +302,7 @@ impl Cli {
             placement,
             on_failure: self.on_failure,
             fabric,
-            bind: self.bind_to,
+            bind,
         })
     }
 

@@ -464,4 +464,20 @@ fn bind_to_core_gives_each_rank_a_cpu_in_turn() {
     let out = run(mclaunch().args(["-n", "1", "--bind-to", "socket", "true"]));
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(out.stderr.contains("none or core"), "{out:?}");
+    // MCAST_BIND_TO stands in for the option; the option wins.
+    let env_cpus = |val: &str, opt: &[&str]| {
+        let out = run(mclaunch()
+            .env("MCAST_BIND_TO", val)
+            .args(["-n", "1"])
+            .args(opt)
+            .args(["sh", "-c", script]));
+        (out.status.code(), out.stdout, out.stderr)
+    };
+    let (code, so, _) = env_cpus("core", &[]);
+    assert_eq!((code, so.trim()), (Some(0), format!("0 {}", allowed[0]).as_str()));
+    let (code, so, _) = env_cpus("core", &["--bind-to", "none"]);
+    assert_eq!((code, so.trim()), (Some(0), format!("0 {ours}").as_str()));
+    let (code, _, se) = env_cpus("socket", &[]);
+    assert_eq!(code, Some(2), "{se}");
+    assert!(se.contains("MCAST_BIND_TO") && se.contains("none or core"), "{se}");
 }
