@@ -474,10 +474,16 @@ fn bind_to_core_gives_each_rank_a_cpu_in_turn() {
         (out.status.code(), out.stdout, out.stderr)
     };
     let (code, so, _) = env_cpus("core", &[]);
-    assert_eq!((code, so.trim()), (Some(0), format!("0 {}", allowed[0]).as_str()));
+    assert_eq!(
+        (code, so.trim()),
+        (Some(0), format!("0 {}", allowed[0]).as_str())
+    );
     let (code, so, _) = env_cpus("core", &["--bind-to", "none"]);
     assert_eq!((code, so.trim()), (Some(0), format!("0 {ours}").as_str()));
     let (code, _, se) = env_cpus("socket", &[]);
     assert_eq!(code, Some(2), "{se}");
-    assert!(se.contains("MCAST_BIND_TO") && se.contains("none or core"), "{se}");
+    assert!(
+        se.contains("MCAST_BIND_TO") && se.contains("none or core"),
+        "{se}"
+    );
 }
