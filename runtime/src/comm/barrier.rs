@@ -207,8 +207,8 @@ impl Comm {
         }
         let locals = || role.locals.iter().copied();
         match flags {
-            Some(slot) if !role.locals.is_empty() => self.flag_arrivals(r, slot, locals())?,
-            _ => arrivals(r, locals())?,
+            Some(slot) => self.flag_arrivals(r, slot, locals())?,
+            None => arrivals(r, locals())?,
         }
         let others = || {
             role.leaders

@@ -97,14 +97,10 @@ impl Inbox {
         lock(&self.driver).clone()
     }
 
-    /// Wake the host's wait to look again (something outside the inbox,
-    /// a barrier flag in shared memory, may have changed).
-    pub(crate) fn nudge(&self) {
-        self.wake();
-    }
-
     /// Wake the host: bump the pulse and, only if it sleeps, the condvar.
-    fn wake(&self) {
+    /// Also from outside the inbox, when something a wait looks at there
+    /// (a barrier flag in shared memory) may have changed.
+    pub(crate) fn wake(&self) {
         self.pulse.fetch_add(1, Ordering::Release);
         self.notify.notify_one();
         if self.sleepers.load(Ordering::Acquire) > 0 {

@@ -191,7 +191,7 @@ impl Inbox {
 
     /// Host side: wait until `done` holds (it looks at something outside
     /// the inbox, barrier flags in shared memory, whose writers ring this
-    /// rank's bell: see [`Inbox::nudge`]), or collective `seq` is blocked
+    /// rank's bell: see [`Inbox::wake`]), or collective `seq` is blocked
     /// (a lost member, a mismatch), or `timeout` passes without progress.
     pub fn wait_until(
         &self,

@@ -254,7 +254,7 @@ impl Rings {
             self.drain_one(&mut rx, peer);
         }
         // The poke may be for a barrier flag.
-        self.inbox.nudge();
+        self.inbox.wake();
         if self.pending.load(Ordering::Acquire) > 0 {
             self.flush();
         }
@@ -325,7 +325,7 @@ impl Poller for Rings {
         // The bell may have rung for a barrier flag rather than a packet:
         // let the waits look, and count it as progress, so that the caller
         // looks before it sleeps (the bell it would sleep on has been seen).
-        self.inbox.nudge();
+        self.inbox.wake();
         true
     }
 
