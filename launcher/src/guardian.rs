@@ -7,8 +7,10 @@
 //! mclaunch is SIGKILLed, a wrapped program would be re-parented and run on.
 //! The guardian is forked by mclaunch before anything else and holds the
 //! read end of a pipe whose write end only mclaunch has (close-on-exec, and
-//! the guardian closes every other descriptor). mclaunch writes each rank's
-//! process group id into it as the rank starts. At end of file — mclaunch
+//! the guardian closes every other descriptor). Each rank writes its own
+//! process group id into it between fork and exec ([`Announcer`]), so no
+//! program it runs can start before the guardian knows its group, however
+//! soon after that mclaunch dies. At end of file — mclaunch
 //! exited or was killed, whatever the way — the guardian sends SIGKILL to
 //! every group it was told about and exits; after an orderly teardown
 //! mclaunch disarms it first (`d`), so it never signals a group id that
@@ -25,7 +27,7 @@
 //! allocates (the group list is allocated before the fork).
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// The running guardian, seen from mclaunch.
 pub(crate) struct Guardian {
@@ -57,9 +59,10 @@ impl Guardian {
         }
     }
 
-    /// Tell the guardian about a rank's process group.
-    pub(crate) fn watch(&self, pgid: libc::pid_t) {
-        self.send(format!("{pgid}\n").as_bytes());
+    /// What a child uses to tell the guardian its process group between
+    /// fork and exec; `None` once disarmed.
+    pub(crate) fn announcer(&self) -> Option<Announcer> {
+        self.tx.as_ref().map(|tx| Announcer(tx.as_raw_fd()))
     }
 
     fn send(&self, b: &[u8]) {
@@ -89,6 +92,52 @@ impl Drop for Guardian {
     fn drop(&mut self) {
         self.finish();
     }
+}
+
+/// The guardian's write end as a forked child sees it (inherited; it closes
+/// at exec).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Announcer(RawFd);
+
+impl Announcer {
+    /// Between fork and exec, in a child that leads its own process group:
+    /// tell the guardian that group. Async-signal-safe (getpid, and one
+    /// write from a stack buffer, far below PIPE_BUF so it is atomic). Done
+    /// here rather than by the parent after `spawn` returns, since the
+    /// program may start its own children before the parent gets there.
+    pub(crate) fn announce_self(self) -> io::Result<()> {
+        // SAFETY: getpid has no preconditions.
+        let line = pgid_line(unsafe { libc::getpid() });
+        let (buf, len) = (&line.0, line.1);
+        let from = buf.len() - len;
+        // SAFETY: writes from a buffer we own to an inherited descriptor.
+        let n = unsafe { libc::write(self.0, buf[from..].as_ptr().cast(), len) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n as usize != len {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        Ok(())
+    }
+}
+
+/// `pid` in decimal followed by a newline, right-aligned in a fixed buffer
+/// (no allocation); the second field is its length.
+fn pgid_line(pid: libc::pid_t) -> ([u8; 12], usize) {
+    let mut buf = [0u8; 12];
+    let mut i = buf.len() - 1;
+    buf[i] = b'\n';
+    let mut v = pid.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    (buf, buf.len() - i)
 }
 
 /// The guardian's life: read group ids until disarmed or end of file.
@@ -156,4 +205,88 @@ unsafe fn guard(rx: libc::c_int, tx: libc::c_int, list: &mut Vec<libc::pid_t>) -
         libc::killpg(pgid, libc::SIGKILL);
     }
     libc::_exit(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn pgid_lines_are_decimal_with_a_newline() {
+        for (pid, text) in [(1, "1\n"), (42, "42\n"), (4_194_304, "4194304\n")] {
+            let (buf, len) = pgid_line(pid);
+            assert_eq!(&buf[buf.len() - len..], text.as_bytes());
+        }
+        let (buf, len) = pgid_line(libc::pid_t::MAX);
+        assert_eq!(&buf[buf.len() - len..], b"2147483647\n");
+    }
+
+    /// A wrapper (`sh`) that announced itself, and the program it runs
+    /// as its child: the guardian's pid for the program.
+    fn wrapped(guardian: &Guardian) -> (std::process::Child, libc::pid_t) {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(Stdio::piped())
+            .process_group(0);
+        let announcer = guardian.announcer().unwrap();
+        // SAFETY: announce_self is async-signal-safe.
+        unsafe { cmd.pre_exec(move || announcer.announce_self()) };
+        let mut sh = cmd.spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(sh.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        (sh, line.trim().parse().unwrap())
+    }
+
+    /// Whether `pid` has ended: a killed `sleep` is reparented and reaped
+    /// by init, or is a zombie of ours until `sh` is waited for.
+    fn gone(pid: libc::pid_t) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(s) => s
+                .rsplit(')')
+                .next()
+                .is_some_and(|t| t.trim_start().starts_with('Z')),
+        }
+    }
+
+    fn gone_within(pid: libc::pid_t, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        while !gone(pid) {
+            if Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
+
+    #[test]
+    fn an_announced_group_is_killed_when_the_guardian_is_not_disarmed() {
+        let guardian = Guardian::start(4).unwrap();
+        let (mut sh, sleep) = wrapped(&guardian);
+        drop(guardian); // mclaunch gone without teardown
+        assert!(
+            gone_within(sleep, Duration::from_secs(10)),
+            "sleep {sleep} lives"
+        );
+        sh.wait().unwrap();
+    }
+
+    #[test]
+    fn a_disarmed_guardian_kills_nothing() {
+        let guardian = Guardian::start(4).unwrap();
+        let (mut sh, sleep) = wrapped(&guardian);
+        guardian.disarm(); // returns once the guardian has exited
+        assert!(!gone(sleep), "the disarmed guardian killed {sleep}");
+        // SAFETY: kills the group this test started.
+        unsafe { libc::killpg(sh.id() as libc::pid_t, libc::SIGKILL) };
+        sh.wait().unwrap();
+        assert!(gone_within(sleep, Duration::from_secs(10)));
+    }
 }

@@ -134,9 +134,11 @@ impl RemoteHost {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .process_group(0);
-        // SAFETY: the closure only calls prctl, which is async-signal-safe.
+        let announcer = guardian.announcer();
+        // SAFETY: the closure only calls prctl, getpid and write, which are
+        // async-signal-safe.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 if libc::prctl(
                     libc::PR_SET_PDEATHSIG,
                     libc::SIGKILL as libc::c_ulong,
@@ -146,6 +148,10 @@ impl RemoteHost {
                 ) != 0
                 {
                     return Err(io::Error::last_os_error());
+                }
+                // Known to the guardian before ssh can start anything.
+                if let Some(g) = announcer {
+                    g.announce_self()?;
                 }
                 Ok(())
             });
@@ -160,7 +166,6 @@ impl RemoteHost {
             )
         })?;
         let agent = child.id() as libc::pid_t;
-        guardian.watch(agent);
         let (stdin, stdout) = match (child.stdin.take(), child.stdout.take()) {
             (Some(i), Some(o)) => (i, o),
             _ => return Err(io::Error::other("the launch agent has no pipes")),

@@ -13,7 +13,7 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread;
 
-use crate::guardian::Guardian;
+use crate::guardian::{Announcer, Guardian};
 use crate::reports::Reports;
 use crate::spec::{JobSpec, OutputMode};
 use crate::supervisor::Event;
@@ -73,14 +73,17 @@ fn stdin_for(rank: u32, stdin: bool) -> Stdio {
 /// is the departure-report pipe's write end: the rank inherits it, named by
 /// `MCAST_REPORT_FD` (`mcast::logging`). `stdin`: whether rank 0 may read
 /// this process's stdin. `cpu`: the CPU it is bound to (`--bind-to core`,
-/// see [`crate::bind`]), if any.
-pub fn spawn_rank(
+/// see [`crate::bind`]), if any. `guardian`: the child announces its
+/// process group to it before it execs.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn spawn_rank(
     spec: &JobSpec,
     rank: u32,
     env: &[(OsString, OsString)],
     report_fd: Option<std::os::fd::RawFd>,
     stdin: bool,
     cpu: Option<usize>,
+    guardian: Option<Announcer>,
 ) -> io::Result<Child> {
     let mut cmd = command_for(spec, env);
     if let Some(fd) = report_fd {
@@ -100,7 +103,7 @@ pub fn spawn_rank(
     let launcher = unsafe { libc::getpid() };
     let cpus = cpu.map(crate::bind::cpu_set);
     // SAFETY: the closure runs between fork and exec, and only makes
-    // async-signal-safe system calls (prctl, getppid, fcntl,
+    // async-signal-safe system calls (prctl, getppid, getpid, write, fcntl,
     // sched_setaffinity on a set made before the fork) and builds an
     // io::Error from an errno value, which does not allocate.
     unsafe {
@@ -119,6 +122,9 @@ pub fn spawn_rank(
             // signal will never come, and this child must not run.
             if libc::getppid() != launcher {
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            if let Some(g) = guardian {
+                g.announce_self()?;
             }
             if let Some(fd) = report_fd {
                 crate::reports::Reports::inherit_in_child(fd)?;
@@ -148,8 +154,8 @@ pub(crate) enum StartError {
     Watch(io::Error),
 }
 
-/// Start `rank` on this host (mclaunch, or a host's proxy): spawn it, tell
-/// the guardian its process group, and start the waiter thread that sends
+/// Start `rank` on this host (mclaunch, or a host's proxy): spawn it (it
+/// tells the guardian its process group itself), and start the waiter thread that sends
 /// its exit on `tx`, after the reports it wrote before it ended. `cpu`:
 /// as for [`spawn_rank`].
 #[allow(clippy::too_many_arguments)]
@@ -163,10 +169,17 @@ pub(crate) fn start_rank(
     stdin: bool,
     cpu: Option<usize>,
 ) -> Result<Running, StartError> {
-    let mut child = spawn_rank(spec, rank, env, Some(reports.write_fd()), stdin, cpu)
-        .map_err(StartError::Spawn)?;
+    let mut child = spawn_rank(
+        spec,
+        rank,
+        env,
+        Some(reports.write_fd()),
+        stdin,
+        cpu,
+        guardian.announcer(),
+    )
+    .map_err(StartError::Spawn)?;
     let pid = child.id() as libc::pid_t;
-    guardian.watch(pid);
     let running = Running {
         pid,
         stdout: child.stdout.take(),
