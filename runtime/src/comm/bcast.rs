@@ -102,16 +102,16 @@ impl Comm {
             Some(dests) => Post::BcastAmong { seq, dests },
         };
         self.inbox.reserve(post, cost, self.cfg.timeout, &op)?;
-        let data = net.payload(buf);
-        match resolved {
-            Resolved::Worm(worm) => net.send(Cmd::Worm {
+        let (data, fill) = net.payload(buf);
+        let cmd = match resolved {
+            Resolved::Worm(worm) => Cmd::Worm {
                 kind: Kind::Bcast,
                 seq,
                 members: Vec::new(),
                 data,
                 worm,
-            }),
-            Resolved::Tree(tree) => net.send(Cmd::Bcast {
+            },
+            Resolved::Tree(tree) => Cmd::Bcast {
                 seq,
                 data,
                 tree,
@@ -123,8 +123,9 @@ impl Comm {
                         })
                         .collect()
                 }),
-            }),
-        }
+            },
+        };
+        net.send_filling(cmd, fill)
     }
 
     /// A receiver's part of bcast `seq` from `root` (entered with call

@@ -104,21 +104,23 @@ impl Comm {
                 m
             })
             .collect();
-        match resolved {
-            Resolved::Worm(worm) => net.send(Cmd::Worm {
+        let (data, fill) = net.payload(data);
+        let cmd = match resolved {
+            Resolved::Worm(worm) => Cmd::Worm {
                 kind: Kind::Multicast,
                 seq,
                 members,
-                data: net.payload(data),
+                data,
                 worm,
-            }),
-            Resolved::Tree(tree) => net.send(Cmd::Multicast {
+            },
+            Resolved::Tree(tree) => Cmd::Multicast {
                 seq,
                 dests: members,
-                data: net.payload(data),
+                data,
                 tree,
-            }),
-        }
+            },
+        };
+        net.send_filling(cmd, fill)
     }
 
     /// Receive the next multicast aimed at this rank, from any source. The

@@ -47,6 +47,7 @@ use crate::engine::{Action, NiEngine};
 use crate::error::Error;
 use crate::inbox::{Inbox, Stamp};
 use crate::ring::Flag;
+use crate::shm::Filling;
 use crate::sync::lock;
 use crate::wire::{Goodbye, Header, Kind, Member, Packet, Route};
 use intake::Host;
@@ -236,18 +237,30 @@ impl Net {
 
     /// The bytes of a message this rank originates: in its shared-memory
     /// arena when that can serve (a large payload, room in the arena), so
-    /// receivers on this host read them in place; otherwise a plain copy.
-    pub(crate) fn payload(&self, data: &[u8]) -> Bytes {
-        self.sh
-            .links
-            .shm()
-            .and_then(|s| s.copy_in(data))
-            .unwrap_or_else(|| Bytes::copy_from_slice(data))
+    /// receivers on this host read them in place, with the copy into it
+    /// still to make (pass it to [`Net::send_filling`], which makes it a
+    /// packet at a time as they leave); otherwise a plain copy.
+    pub(crate) fn payload<'a>(&self, data: &'a [u8]) -> (Bytes, Option<Filling<'a>>) {
+        match self.sh.links.shm().and_then(|s| s.filling(data)) {
+            Some((bytes, fill)) => (bytes, Some(fill)),
+            None => (Bytes::copy_from_slice(data), None),
+        }
     }
 
     /// Hand a request to the NI engine (on this thread), then let the
     /// writers put what it queued on the wire.
     pub(crate) fn send(&self, cmd: Cmd) -> Result<(), Error> {
+        self.send_filling(cmd, None)
+    }
+
+    /// [`Net::send`] for a payload from [`Net::payload`]: each packet's
+    /// range of it is copied into the arena just before the packet leaves
+    /// (the rest, if any, before this returns).
+    pub(crate) fn send_filling(
+        &self,
+        cmd: Cmd,
+        mut fill: Option<Filling<'_>>,
+    ) -> Result<(), Error> {
         if self.is_closed() {
             return Err(Error::Stopped("the NI has stopped".into()));
         }
@@ -278,6 +291,10 @@ impl Net {
                 if !links.carries(worm) {
                     return Err(worm.refusal());
                 }
+                // Worms are cut from the whole message: copy it first.
+                if let Some(f) = fill.as_mut() {
+                    f.finish();
+                }
                 let me = self.sh.me;
                 let dests: Vec<usize> = if members.is_empty() {
                     (0..self.sh.size).filter(|&r| r != me).collect()
@@ -290,7 +307,7 @@ impl Net {
                 links.send_worms(me, &plan, &packets);
                 Ok(())
             }
-            cmd => with_engine(&self.sh, amb, |eng| match cmd {
+            cmd => with_engine(&self.sh, amb, fill.as_mut(), |eng| match cmd {
                 Cmd::Bcast {
                     seq,
                     data,
@@ -432,7 +449,7 @@ impl Host for Shared {
     }
 
     fn engine_in(&self, from: usize, p: Packet, amb: Ambient) -> Result<(), String> {
-        with_engine(self, amb, |eng| eng.packet_in(from, p)).map_err(|e| e.to_string())
+        with_engine(self, amb, None, |eng| eng.packet_in(from, p)).map_err(|e| e.to_string())
     }
 
     fn deliver(&self, p: Packet, stamp: Option<Stamp>) {
@@ -491,7 +508,16 @@ fn deliver(sh: &Shared, packets: impl IntoIterator<Item = (Packet, Option<Stamp>
 /// links, then the deliveries to the host in one batch (and announce any
 /// mismatch the delivery revealed). `amb` says when, in model time, the
 /// packets are ready (ignored by links without model time).
-fn with_engine<T>(sh: &Shared, amb: Ambient, f: impl FnOnce(&mut NiEngine) -> T) -> T {
+/// Run `f` on the engine, then send what it queued and deliver what it
+/// delivered, outside its lock. `fill`: the payload a post of this rank's
+/// cuts its packets from, copied into the arena up to each packet's end
+/// just before the packet leaves.
+fn with_engine<T>(
+    sh: &Shared,
+    amb: Ambient,
+    mut fill: Option<&mut Filling<'_>>,
+    f: impl FnOnce(&mut NiEngine) -> T,
+) -> T {
     let mut deliveries = Vec::new();
     let mut sends = Vec::new();
     let r = {
@@ -507,7 +533,13 @@ fn with_engine<T>(sh: &Shared, amb: Ambient, f: impl FnOnce(&mut NiEngine) -> T)
     };
     // Sent outside the engine's lock: a send may write to the socket.
     for (to, packet) in sends {
+        if let Some(f) = fill.as_deref_mut() {
+            f.to(packet.header.offset as usize + packet.payload.len());
+        }
         sh.links.send(to, packet, amb);
+    }
+    if let Some(f) = fill {
+        f.finish();
     }
     if !deliveries.is_empty() {
         let stamp = sh.links.stamp(amb);

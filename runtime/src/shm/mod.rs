@@ -204,6 +204,56 @@ impl SlotFill {
     }
 }
 
+/// A slot of this rank's arena being filled from the message it carries
+/// ([`Shm::filling`]), a range at a time: each packet's range is copied
+/// just before the packet leaves ([`Filling::to`]), so a root's first
+/// packets are on their way, and read by this host's ranks, while it
+/// still copies the rest (the copy overlaps the sends). Whatever is left
+/// is copied on [`Filling::finish`] or drop, before the post returns.
+///
+/// Sound because a range is only ever read through a packet (a
+/// descriptor to this host's ranks, or bytes written to a socket), and a
+/// packet leaves after its range is copied; the ranges still being
+/// written are those no packet has yet described.
+pub(crate) struct Filling<'a> {
+    slot: SlotFill,
+    src: &'a [u8],
+    done: usize,
+}
+
+impl Filling<'_> {
+    /// Copy the message up to byte `upto` (from where the last copy ended).
+    pub(crate) fn to(&mut self, upto: usize) {
+        let upto = upto.min(self.src.len()).min(self.slot.len);
+        if upto <= self.done {
+            return;
+        }
+        // SAFETY: `done..upto` lies in the slot (`upto` <= its length) and
+        // in `src`; no packet describing it has left yet, so nobody reads
+        // it (see the type's doc), and `src` is the caller's, not shared
+        // memory, so the two do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.src.as_ptr().add(self.done),
+                self.slot.dst.add(self.done),
+                upto - self.done,
+            );
+        }
+        self.done = upto;
+    }
+
+    /// Copy whatever is left.
+    pub(crate) fn finish(&mut self) {
+        self.to(self.src.len());
+    }
+}
+
+impl Drop for Filling<'_> {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
 impl Drop for SlotRef {
     fn drop(&mut self) {
         let h = self.held;
@@ -283,10 +333,20 @@ impl Shm {
 
     /// Copy `data` into a fresh slot of our arena; `None` if it is full (or
     /// `data` is too small to be worth it).
+    #[cfg(test)]
     pub(crate) fn copy_in(self: &Arc<Self>, data: &[u8]) -> Option<Bytes> {
-        let mut slot = self.slot(data.len())?;
-        slot.buf().copy_from_slice(data);
-        Some(slot.into_bytes())
+        let (bytes, mut fill) = self.filling(data)?;
+        fill.finish();
+        Some(bytes)
+    }
+
+    /// A fresh slot of our arena for `src`, filled a range at a time as the
+    /// packets that carry each range leave ([`Filling`]): the bytes to
+    /// post, and the copy still to make. `None` as for [`Shm::slot`].
+    pub(crate) fn filling<'a>(self: &Arc<Self>, src: &'a [u8]) -> Option<(Bytes, Filling<'a>)> {
+        let slot = self.slot(src.len())?;
+        let bytes = slot.bytes.clone();
+        Some((bytes, Filling { slot, src, done: 0 }))
     }
 
     /// A fresh slot of our arena for `len` bytes, for the caller to fill

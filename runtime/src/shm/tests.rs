@@ -257,3 +257,31 @@ fn a_filled_slot_is_described_like_a_copied_one() {
         s.buf()[0] = 1;
     }
 }
+
+#[test]
+fn a_filling_slot_is_copied_a_range_at_a_time_and_whole_once_dropped() {
+    let hosts = one_host(2, 1 << 20);
+    let (owner, peer) = (&hosts[0], &hosts[1]);
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    let (b, mut fill) = owner.filling(&data).expect("room");
+    assert_eq!(b.len(), data.len());
+    fill.to(30_000);
+    assert_eq!(&b[..30_000], &data[..30_000]);
+    // A range is read through a descriptor once it is filled.
+    let part = b.slice(10_000..30_000);
+    let d = owner.describe(&part, 1).expect("in the arena");
+    let got = peer.open_desc(&d).expect("valid");
+    assert_eq!(&got[..], &data[10_000..30_000]);
+    drop((part, got));
+    fill.to(5_000); // behind what is filled: nothing to do
+    fill.to(70_000);
+    assert_eq!(&b[..70_000], &data[..70_000]);
+    fill.to(usize::MAX); // clamped to the message
+    assert_eq!(&b[..], &data[..]);
+    // Dropped early, it copies the rest.
+    let other: Vec<u8> = data.iter().map(|x| x ^ 0x5a).collect();
+    let (c, mut fill) = owner.filling(&other).expect("room");
+    fill.to(1);
+    drop(fill);
+    assert_eq!(&c[..], &other[..]);
+}
