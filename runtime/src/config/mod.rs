@@ -72,6 +72,10 @@ pub const ENV_FLOW_BYTES: &str = "MCAST_FLOW_BYTES";
 pub const DEFAULT_FLOW_BYTES: u64 = 64 << 20;
 /// Default payload bytes per packet in shared memory.
 pub const DEFAULT_SHM_PACKET_BYTES: usize = 256 * 1024;
+/// Default payload bytes per packet when ranks span hosts with several
+/// ranks on some (the host-aware trees: a leader's packets cross the
+/// network once and reach its host's ranks as descriptors).
+pub const DEFAULT_HOSTS_PACKET_BYTES: usize = 256 * 1024;
 /// Default size of a rank's shared-memory arena.
 pub const DEFAULT_SHM_BYTES: usize = 64 << 20;
 /// Largest `MCAST_SHM_BYTES` (16 GiB).
@@ -311,6 +315,10 @@ pub struct Config {
     pub shm_bytes: usize,
     /// Payload bytes per packet when the job's medium is shared memory.
     pub shm_packet_bytes: usize,
+    /// Payload bytes per packet when the job spans hosts with several ranks
+    /// on some (`Medium::Hosts`): `MCAST_PACKET_BYTES` if set, else
+    /// [`DEFAULT_HOSTS_PACKET_BYTES`].
+    pub hosts_packet_bytes: usize,
     /// Bytes per shared-memory ring (`None`: by the job's size; `Some(0)`:
     /// no rings).
     pub ring_bytes: Option<usize>,
@@ -346,6 +354,7 @@ impl Default for Config {
             transport: Transport::Auto,
             shm_bytes: DEFAULT_SHM_BYTES,
             shm_packet_bytes: DEFAULT_SHM_PACKET_BYTES,
+            hosts_packet_bytes: DEFAULT_HOSTS_PACKET_BYTES,
             ring_bytes: None,
             algorithm: Algorithm::Auto,
             allreduce: AllreduceAlgorithm::Auto,
@@ -426,6 +435,7 @@ impl Config {
             }
             c.packet_bytes = p;
             c.shm_packet_bytes = p;
+            c.hosts_packet_bytes = p;
         }
         if let Some(v) = get(ENV_SHM_PACKET_BYTES) {
             let p: usize = parse(ENV_SHM_PACKET_BYTES, &v)?;

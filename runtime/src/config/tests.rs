@@ -55,12 +55,12 @@ fn transport_settings() {
     assert_eq!(c.spin, DEFAULT_SPIN);
     assert_eq!(c.shm_bytes, DEFAULT_SHM_BYTES);
     assert_eq!(c.shm_packet_bytes, DEFAULT_SHM_PACKET_BYTES);
-    // An explicit packet size holds in shared memory too, unless that
-    // has its own.
-    assert_eq!(
-        cfg(&[(ENV_PACKET_BYTES, "4096")]).unwrap().shm_packet_bytes,
-        4096
-    );
+    assert_eq!(c.hosts_packet_bytes, DEFAULT_HOSTS_PACKET_BYTES);
+    assert_eq!(c.packet_bytes, DEFAULT_PACKET_BYTES);
+    // An explicit packet size holds in shared memory and across hosts too,
+    // unless shared memory has its own.
+    let p = cfg(&[(ENV_PACKET_BYTES, "4096")]).unwrap();
+    assert_eq!((p.shm_packet_bytes, p.hosts_packet_bytes), (4096, 4096));
     let c = cfg(&[
         (ENV_PACKET_BYTES, "4096"),
         (ENV_SHM_PACKET_BYTES, "1048576"),
@@ -79,7 +79,10 @@ fn transport_settings() {
         (Transport::QuicAll, "quic-all")
     );
     assert!(all.is_quic() && Transport::Quic.is_quic() && !Transport::Tcp.is_quic());
-    assert_eq!((c.packet_bytes, c.shm_packet_bytes), (4096, 1 << 20));
+    assert_eq!(
+        (c.packet_bytes, c.shm_packet_bytes, c.hosts_packet_bytes),
+        (4096, 1 << 20, 4096)
+    );
     assert_eq!(
         (c.transport, c.spin, c.shm_bytes),
         (Transport::Tcp, Duration::ZERO, 0)

@@ -203,7 +203,8 @@ pub(crate) fn join<'a>(
     };
     let packet_bytes = match medium {
         Medium::SharedMemory => cfg.shm_packet_bytes,
-        Medium::Network | Medium::Hosts { .. } => cfg.packet_bytes,
+        Medium::Hosts { .. } => cfg.hosts_packet_bytes,
+        Medium::Network => cfg.packet_bytes,
     };
     let shm = match arena {
         Some((own, _)) => Some(Arc::new(open_arenas(job.rank, own, &addrs, mine)?)),

@@ -62,7 +62,7 @@ struct Args {
     /// NI forwarding discipline (overrides MCAST_FORWARDING): fpfs or fcfs.
     #[arg(long)]
     forwarding: Option<Forwarding>,
-    /// Packet payload bytes (overrides MCAST_PACKET_BYTES).
+    /// Packet payload bytes (overrides MCAST_PACKET_BYTES, in every medium).
     #[arg(long = "packet-bytes")]
     packet_bytes: Option<usize>,
     /// Print JSON instead of the table.
@@ -313,6 +313,7 @@ fn run(args: Args) -> Result<()> {
         }
         cfg.packet_bytes = p;
         cfg.shm_packet_bytes = p;
+        cfg.hosts_packet_bytes = p;
     }
     let comm = Comm::with_config(cfg)?;
     let hosts = host_map(&comm)?;
