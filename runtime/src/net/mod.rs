@@ -507,11 +507,10 @@ fn deliver(sh: &Shared, packets: impl IntoIterator<Item = (Packet, Option<Stamp>
 /// Run `f` on the engine, then carry out what it queued: the sends on the
 /// links, then the deliveries to the host in one batch (and announce any
 /// mismatch the delivery revealed). `amb` says when, in model time, the
-/// packets are ready (ignored by links without model time).
-/// Run `f` on the engine, then send what it queued and deliver what it
-/// delivered, outside its lock. `fill`: the payload a post of this rank's
-/// cuts its packets from, copied into the arena up to each packet's end
-/// just before the packet leaves.
+/// packets are ready (ignored by links without model time). `fill`: the
+/// payload a post of this rank's cuts its packets from, copied into the
+/// arena up to each packet's end just before the packet leaves (and
+/// whole before this returns).
 fn with_engine<T>(
     sh: &Shared,
     amb: Ambient,
