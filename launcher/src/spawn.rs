@@ -155,9 +155,9 @@ pub(crate) enum StartError {
 }
 
 /// Start `rank` on this host (mclaunch, or a host's proxy): spawn it (it
-/// tells the guardian its process group itself), and start the waiter thread that sends
-/// its exit on `tx`, after the reports it wrote before it ended. `cpu`:
-/// as for [`spawn_rank`].
+/// tells the guardian its process group itself), and start the waiter
+/// thread that sends its exit on `tx`, after the reports it wrote before
+/// it ended. `cpu`: as for [`spawn_rank`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn start_rank(
     spec: &JobSpec,
