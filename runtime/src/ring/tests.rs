@@ -26,6 +26,21 @@ fn take(rx: &mut Rx, seg: &Segment, from: usize) -> Result<(Vec<Taken>, bool), S
     Ok((got, ask))
 }
 
+/// A thread that sleeps on `seg`'s bell (having seen `seen`) for at most
+/// `max`, and returns how long it slept.
+fn sleep_in_thread(
+    seg: &Arc<Segment>,
+    seen: u32,
+    max: Duration,
+) -> std::thread::JoinHandle<Duration> {
+    let seg = seg.clone();
+    std::thread::spawn(move || {
+        let t0 = Instant::now();
+        seg.sleep(seen, max);
+        t0.elapsed()
+    })
+}
+
 #[test]
 fn packets_wrap_around_the_ring_in_order() {
     let seg = Segment::heap(2, MIN_RING_BYTES);
@@ -192,14 +207,7 @@ fn the_doorbell_wakes_a_sleeper_and_a_quiet_one_times_out() {
     let t0 = Instant::now();
     seg.sleep(seen, Duration::from_millis(20));
     assert!(t0.elapsed() >= Duration::from_millis(15), "slept its time");
-    let sleeper = {
-        let seg = seg.clone();
-        std::thread::spawn(move || {
-            let t0 = Instant::now();
-            seg.sleep(seen, Duration::from_secs(30));
-            t0.elapsed()
-        })
-    };
+    let sleeper = sleep_in_thread(&seg, seen, Duration::from_secs(30));
     // Ring until the sleeper is gone (a ring before it sleeps also counts:
     // the bell has moved, so it does not sleep at all).
     let mut tx = Tx::new(1, &seg).unwrap();
@@ -301,14 +309,7 @@ fn barrier_flags_are_apart_from_each_other_and_from_the_rings() {
 fn a_ring_wakes_a_sleeper_after_another_sleeper_left() {
     let seg = Arc::new(Segment::heap(2, MIN_RING_BYTES));
     let seen = seg.bell_now();
-    let long = {
-        let seg = seg.clone();
-        std::thread::spawn(move || {
-            let t = Instant::now();
-            seg.sleep(seen, Duration::from_secs(10));
-            t.elapsed()
-        })
-    };
+    let long = sleep_in_thread(&seg, seen, Duration::from_secs(10));
     // Until the long sleeper has said it sleeps.
     let deadline = Instant::now() + Duration::from_secs(10);
     while seg.sleeping().load(Ordering::SeqCst) == 0 {
