@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # sh -c '..."$1"...' sh ARG: expanded by that sh
-# up.sh N [--rate RATE]: a test cluster of N hosts h1..hN on this machine.
+# up.sh N [--rate RATE] [--cc NAME] [--mtu BYTES]: a test cluster of N hosts h1..hN on this machine.
 # Each host is a network namespace mc-hI (10.77.0.I) behind the bridge mcbr0
 # (10.77.0.254), with its own sshd and slurmd, both in a UTS namespace whose
 # hostname is hI. One munged and slurmctld (as "mcctl") run in the root
@@ -10,7 +10,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$here/common.sh"
 
-usage() { echo "usage: $0 N [--rate RATE] [--cc NAME]   (N hosts, 1..250; RATE e.g. 100mbit for tc tbf; NAME a TCP congestion control, default cubic)" >&2; exit 2; }
+usage() { echo "usage: $0 N [--rate RATE] [--cc NAME] [--mtu BYTES]   (N hosts, 1..250; RATE e.g. 100mbit for tc tbf; NAME a TCP congestion control, default cubic; BYTES the links' MTU, 576..65535, default 1500; 9000 for jumbo frames)" >&2; exit 2; }
 made=0
 die() {
   echo "up.sh: $*" >&2
@@ -21,17 +21,21 @@ die() {
 n=""
 rate=""
 cc=cubic
+mtu=1500
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rate) [[ $# -ge 2 ]] || usage; rate=$2; shift 2 ;;
     --rate=*) rate=${1#--rate=}; shift ;;
     --cc) [[ $# -ge 2 ]] || usage; cc=$2; shift 2 ;;
     --cc=*) cc=${1#--cc=}; shift ;;
+    --mtu) [[ $# -ge 2 ]] || usage; mtu=$2; shift 2 ;;
+    --mtu=*) mtu=${1#--mtu=}; shift ;;
     -h|--help) usage ;;
     *) [[ -z $n ]] || usage; n=$1; shift ;;
   esac
 done
 if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 1 || n > 250)); then usage; fi
+if ! [[ $mtu =~ ^[0-9]+$ ]] || ((mtu < 576 || mtu > 65535)); then usage; fi
 [[ $(id -u) -eq 0 ]] || die "must run as root"
 for c in ip tc unshare nsenter sshd ssh ssh-keygen munged munge unmunge slurmctld slurmd sinfo srun; do
   command -v "$c" >/dev/null || die "missing '$c': run bench/cluster/deps.sh"
@@ -66,6 +70,7 @@ made=1
 mkdir -p "$D"
 chmod 0755 "$D"
 echo "mcast test cluster made by bench/cluster/up.sh; remove with down.sh" >"$D/.mcast-cluster"
+echo "$mtu" >"$D/mtu"
 mkdir -p "$D/ssh" "$D/munge" "$D/slurm/ctld" "$D/log"
 chmod 0700 "$D/ssh"
 hosts=()
@@ -92,13 +97,13 @@ if ! grep -qw -- "$cc" "$allowed"; then
   cat "$allowed" >"$D/allowed_cc"
   echo "$(cat "$allowed") $cc" >"$allowed"
 fi
-ip link add "$MC_BR" type bridge
+ip link add "$MC_BR" mtu "$mtu" type bridge
 ip addr add "$MC_NET.254/24" dev "$MC_BR"
 ip link set "$MC_BR" up
 for ((i = 1; i <= n; i++)); do
   ns=$MC_NS_PREFIX$i v=$MC_VETH_PREFIX$i
   ip netns add "$ns"
-  ip link add "$v" type veth peer name eth0 netns "$ns"
+  ip link add "$v" mtu "$mtu" type veth peer name eth0 mtu "$mtu" netns "$ns"
   ip link set "$v" master "$MC_BR" up
   ip -n "$ns" link set lo up
   ip -n "$ns" addr add "$MC_NET.$i/24" dev eth0
@@ -298,7 +303,7 @@ while :; do
 done
 
 cat <<MSG
-mcast test cluster up: $n hosts ${hosts[*]}${rate:+, tbf $rate each way per host}, TCP $cc
+mcast test cluster up: $n hosts ${hosts[*]}${rate:+, tbf $rate each way per host}, TCP $cc, MTU $mtu
   bridge $MC_BR $MC_NET.254/24 (root namespace, slurmctld as $MC_CTL_NAME)
   hosts  ${hosts[0]}=$MC_NET.1 .. h$n=$MC_NET.$n (namespaces $MC_NS_PREFIX{1..$n}), names in /etc/hosts
   ssh    ssh -F $D/ssh_config h1 hostname

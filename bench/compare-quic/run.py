@@ -87,6 +87,8 @@ def main():
     ap.add_argument("--hosts", metavar="HOSTFILE", help="across the hosts of HOSTFILE instead")
     ap.add_argument("--launch-agent", default=None, help="with --hosts (default $MCAST_LAUNCH_AGENT or ssh)")
     ap.add_argument("--if", dest="iface", default=None, help="with --hosts: mclaunch --if")
+    ap.add_argument("--note", default=None,
+                    help="a sentence for table.md's header: how the hosts were set up (e.g. 'MTU 9000')")
     a = ap.parse_args()
     if a.rounds < 1 or a.messages < 1 or a.max_size < 1:
         sys.exit("--rounds, --messages and --max-size must be positive")
@@ -152,7 +154,8 @@ def main():
              else "one host, loopback")
     how = ", ".join(f"{LABEL[s]} = `--transport {transport[s]}` (links: {links.get(s)})" for s in SERIES)
     lines = [f"# mcast QUIC against TCP: {where}", "",
-             f"{started:%Y-%m-%d %H:%M} UTC; {a.rounds} interleaved rounds, medians; {how}.", "",
+             f"{started:%Y-%m-%d %H:%M} UTC; {a.rounds} interleaved rounds, medians; {how}."
+             + (f" {a.note}" if a.note else ""), "",
              "Latency: mcbench (the osu_bcast method), "
              + ("; ".join(f"`mcbench {' '.join(x)}`" for x in latency_args(a)))
              + " (mcbench's defaults: 1000 timed iterations below 8 KiB, 100 from 8 KiB).", "",

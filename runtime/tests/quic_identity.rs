@@ -151,6 +151,51 @@ async fn a_good_pair_connects_and_echoes() {
     .unwrap();
 }
 
+/// Path-MTU discovery climbs above Ethernet's 1452 bytes where the path
+/// allows it (loopback), up to `MAX_UDP_PAYLOAD` and no further, and a
+/// large transfer arrives whole at that size: ten datagrams of it fit one
+/// GSO train (a train over the IP limit is refused by the kernel, and the
+/// link stalls).
+#[tokio::test]
+async fn datagrams_grow_to_the_cap_where_the_path_allows() {
+    use mcast::quic::MAX_UDP_PAYLOAD;
+    tokio::time::timeout(LIMIT, async {
+        let ca = ca(JOB);
+        let (a, b) = (ca.issue(0).unwrap(), ca.issue(1).unwrap());
+        let server = endpoint(&a, lo(), &OPTS).unwrap();
+        let addr = server.local_addr().unwrap();
+        let client = endpoint(&b, lo(), &OPTS).unwrap();
+        let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8).collect();
+        let serve = async {
+            let acc = accept(&server, &a, &OPTS).await.unwrap();
+            let mut recv = acc.connection.accept_uni().await.unwrap();
+            let got = recv.read_to_end(8 << 20).await.unwrap();
+            (acc, got)
+        };
+        let dial = async {
+            let conn = connect(&client, &b, addr, 0, &OPTS).await.unwrap();
+            // Discovery runs while data flows: send until the path's size
+            // is found (a few round trips on loopback), then the rest.
+            let mut send = conn.open_uni().await.unwrap();
+            let (first, rest) = data.split_at(1 << 20);
+            send.write_all(first).await.unwrap();
+            while conn.stats().path.current_mtu < MAX_UDP_PAYLOAD {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            send.write_all(rest).await.unwrap();
+            send.finish().unwrap();
+            conn
+        };
+        let ((acc, got), conn) = tokio::join!(serve, dial);
+        assert!(got == data, "the transfer arrived whole and in order");
+        assert_eq!(conn.stats().path.current_mtu, MAX_UDP_PAYLOAD);
+        drop(acc);
+        conn.close(0u32.into(), b"done");
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn a_client_without_certificate_is_refused() {
     let (logs, _guard) = Logs::capture();

@@ -25,11 +25,24 @@
 //! `SO_SNDBUF`, capped by `net.core.rmem_max` / `wmem_max`): with the
 //! default (about 200 KiB) a burst of a large message overflowed the
 //! receiver's buffer on loopback, and every lost datagram cost a
-//! retransmission and a congestion-window cut. Datagrams stay within
-//! quinn's default 1472-byte UDP payload (an Ethernet frame); raising the
-//! cap to 64 KiB so that loopback could use larger ones was tried and made
-//! `mcbench --throughput` slower (488 against 720 MB/s at 3 ranks), and
-//! once stalled a link past the failure bound.
+//! retransmission and a congestion-window cut.
+//!
+//! # Datagram size
+//!
+//! quinn starts at 1200-byte datagrams and finds the path's limit by
+//! path-MTU discovery (RFC 8899: probes with fragmentation off, binary
+//! search, black-hole detection). mcast lets it search up to
+//! [`MAX_UDP_PAYLOAD`] (6500 bytes, where quinn's default stops at 1452):
+//! on standard Ethernet it still settles at 1452, on jumbo frames (MTU
+//! 9000, common on cluster networks) and on loopback it reaches 6500, a
+//! fifth of the datagrams, each one encrypted, sent, received and
+//! acknowledged, for the same bytes. The cap is not higher because quinn
+//! sends up to 10 datagrams in one GSO `sendmsg`, and a GSO train must fit
+//! one IP datagram (65,507 bytes of UDP payload over IPv4): at 8972 bytes
+//! (a whole jumbo frame) the trains were refused with `EMSGSIZE`, every
+//! large write was lost, and links stalled past the failure bound, which
+//! is also what a cap of 64 KiB did when it was tried here earlier. The
+//! receive side advertises the same maximum (`max_udp_payload_size`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -92,6 +105,9 @@ impl LinkOptions {
         t.stream_receive_window(quinn::VarInt::from_u32(STREAM_WINDOW_BYTES));
         t.send_window(u64::from(STREAM_WINDOW_BYTES) * 4);
         t.initial_rtt(Duration::from_millis(1));
+        let mut mtu = quinn::MtuDiscoveryConfig::default();
+        mtu.upper_bound(MAX_UDP_PAYLOAD);
+        t.mtu_discovery_config(Some(mtu));
         Ok(Arc::new(t))
     }
 }
@@ -168,8 +184,29 @@ pub fn endpoint(
     bind: SocketAddr,
     opts: &LinkOptions,
 ) -> Result<Endpoint, ConfigError> {
-    let config = server_config(identity, opts)?;
-    Endpoint::server(config, bind).map_err(|source| ConfigError::Bind { addr: bind, source })
+    let socket = std::net::UdpSocket::bind(bind)
+        .map_err(|source| ConfigError::Bind { addr: bind, source })?;
+    endpoint_on(identity, socket, opts)
+}
+
+/// The largest UDP payload a link sends or accepts: path-MTU discovery
+/// searches up to it (see the module's notes on datagram size). Ten of
+/// them, quinn's most per GSO `sendmsg`, fit one IPv4 datagram.
+pub const MAX_UDP_PAYLOAD: u16 = 6500;
+
+/// The most datagrams quinn 0.11 puts in one GSO train
+/// (`MAX_TRANSMIT_SEGMENTS` in its `connection.rs`).
+const GSO_TRAIN: u32 = 10;
+
+// A GSO train of the largest datagrams fits one IPv4 datagram.
+const _: () = assert!(GSO_TRAIN * MAX_UDP_PAYLOAD as u32 <= 65_507);
+
+/// The endpoint-wide settings: the largest datagram it receives.
+fn endpoint_config() -> Result<quinn::EndpointConfig, ConfigError> {
+    let mut c = quinn::EndpointConfig::default();
+    c.max_udp_payload_size(MAX_UDP_PAYLOAD)
+        .map_err(quic_error)?;
+    Ok(c)
 }
 
 /// The bytes one stream may have unread at its receiver (QUIC flow
@@ -206,7 +243,7 @@ pub fn endpoint_on(
         .local_addr()
         .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
     let runtime = Arc::new(quinn::TokioRuntime);
-    Endpoint::new(Default::default(), Some(config), socket, runtime)
+    Endpoint::new(endpoint_config()?, Some(config), socket, runtime)
         .map_err(|source| ConfigError::Bind { addr, source })
 }
 

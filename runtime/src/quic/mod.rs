@@ -56,7 +56,7 @@ pub mod verify;
 pub use ca::{JobCa, RankIdentity, Validity};
 pub use endpoint::{
     accept, accept_incoming, client_config, connect, endpoint, endpoint_on, peer_rank,
-    server_config, Accepted, LinkOptions,
+    server_config, Accepted, LinkOptions, MAX_UDP_PAYLOAD,
 };
 pub use error::{ConfigError, HandshakeError, IdentityError, Refusal};
 pub use rdv::RendezvousIdentity;
