@@ -33,6 +33,14 @@ const OPTS: LinkOptions = LinkOptions {
     keep_alive: Some(Duration::from_secs(2)),
 };
 
+/// A server endpoint as `a` on loopback, its address, and a client
+/// endpoint as `b`.
+fn endpoints(a: &RankIdentity, b: &RankIdentity) -> (quinn::Endpoint, SocketAddr, quinn::Endpoint) {
+    let server = endpoint(a, lo(), &OPTS).unwrap();
+    let addr = server.local_addr().unwrap();
+    (server, addr, endpoint(b, lo(), &OPTS).unwrap())
+}
+
 /// A log sink: a `tracing` subscriber for this test's thread writing into
 /// a buffer (the tests run on current-thread runtimes, so every task of a
 /// test logs on its thread).
@@ -117,9 +125,7 @@ async fn a_good_pair_connects_and_echoes() {
     tokio::time::timeout(LIMIT, async {
         let ca = ca(JOB);
         let (a, b) = (ca.issue(0).unwrap(), ca.issue(5).unwrap());
-        let server = endpoint(&a, lo(), &OPTS).unwrap();
-        let addr = server.local_addr().unwrap();
-        let client = endpoint(&b, lo(), &OPTS).unwrap();
+        let (server, addr, client) = endpoints(&a, &b);
         let serve = async {
             let acc = accept(&server, &a, &OPTS).await.unwrap();
             let (mut send, mut recv) = acc.connection.accept_bi().await.unwrap();
@@ -162,9 +168,7 @@ async fn datagrams_grow_to_the_cap_where_the_path_allows() {
     tokio::time::timeout(LIMIT, async {
         let ca = ca(JOB);
         let (a, b) = (ca.issue(0).unwrap(), ca.issue(1).unwrap());
-        let server = endpoint(&a, lo(), &OPTS).unwrap();
-        let addr = server.local_addr().unwrap();
-        let client = endpoint(&b, lo(), &OPTS).unwrap();
+        let (server, addr, client) = endpoints(&a, &b);
         let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8).collect();
         let serve = async {
             let acc = accept(&server, &a, &OPTS).await.unwrap();
@@ -317,9 +321,7 @@ async fn a_rank_bundle_sent_as_bytes_still_connects() {
         let ca = ca(JOB);
         let a = RankIdentity::from_bytes(&ca.issue(2).unwrap().to_bytes()).unwrap();
         let b = RankIdentity::from_bytes(&ca.issue(9).unwrap().to_bytes()).unwrap();
-        let server = endpoint(&a, lo(), &OPTS).unwrap();
-        let addr = server.local_addr().unwrap();
-        let client = endpoint(&b, lo(), &OPTS).unwrap();
+        let (server, addr, client) = endpoints(&a, &b);
         let (acc, conn) = tokio::join!(
             accept(&server, &a, &OPTS),
             connect(&client, &b, addr, 2, &OPTS)
