@@ -246,8 +246,10 @@ def summarize(raw, series):
         if run.get("error"):
             continue
         for row in run["report"]["results"]:
-            cells.setdefault((run["layout"], row["size"]), {}).setdefault(run["series"], []) \
-                .append(row["avg_us"])
+            cell = cells.setdefault((run["layout"], row["size"]), {})
+            cell.setdefault(run["series"], []).append(row["avg_us"])
+            if row.get("cycle_us") is not None:
+                cell.setdefault(("cycle", run["series"]), []).append(row["cycle_us"])
     order = {}
     for run in raw:
         order.setdefault(run["layout"], len(order))
@@ -260,6 +262,8 @@ def summarize(raw, series):
             row[f"{s}_min_us"] = min(xs) if xs else None  # over rounds
             row[f"{s}_max_us"] = max(xs) if xs else None
             row[f"{s}_rounds"] = len(xs)
+            cs = v.get(("cycle", s), [])
+            row[f"{s}_cycle_us"] = statistics.median(cs) if cs else None
         rows.append(row)
     return rows
 
@@ -272,14 +276,17 @@ def ratio(a, b):
     return "–" if a is None or b is None or b == 0 else f"{a / b:.2f}"
 
 
-def table(rows, series):
+def table(rows, series, key="us"):
+    """The medians of `{series}_{key}` (us: the timed bcast; cycle_us: bcast +
+    barrier) and mcast's ratio to each nexar series."""
     nx = [s for s in series if s != "mcast"]
     head = ["ranks", "size", "mcast QUIC"] + [NEXAR_SERIES[s][0] for s in nx] + \
         [f"mcast/{NEXAR_SERIES[s][0]}" for s in nx]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r["ranks"], str(r["size"]), fmt(r["mcast_us"])] + [fmt(r[f"{s}_us"]) for s in nx] + \
-            [ratio(r["mcast_us"], r[f"{s}_us"]) for s in nx]
+        m = r.get(f"mcast_{key}")
+        cells = [r["ranks"], str(r["size"]), fmt(m)] + [fmt(r.get(f"{s}_{key}")) for s in nx] + \
+            [ratio(m, r.get(f"{s}_{key}")) for s in nx]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
@@ -423,6 +430,11 @@ def write_outputs(out, meta, raw):
              f"({meta['mode']}, median of {meta['rounds']} rounds)")
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(f"{title}; latency in µs (osu_bcast method, average over ranks)\n\n{tbl}")
+        if any(r.get("mcast_cycle_us") is not None for r in rows):
+            f.write("\nBcast + barrier: rank 0's wall clock per timed iteration (fill, broadcast, "
+                    "check, the untimed barrier; `cycle_us`), which the barrier cannot flatter as it "
+                    "can the timed broadcast alone; each side runs its own barrier. µs, median over "
+                    f"rounds.\n\n{table(rows, series, 'cycle_us')}")
     plot(out, rows, series, title)
     print(tbl)
     log(f"wrote {out}/{{table.md,summary.csv,raw.json,latency.svg}}; {meta['failed_runs']} failed runs")

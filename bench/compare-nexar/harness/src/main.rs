@@ -151,6 +151,9 @@ struct Row {
     min_us: f64,
     max_us: f64,
     iterations: usize,
+    /// Rank 0's wall clock per timed iteration (fill, broadcast, check,
+    /// barrier), as mcbench's `cycle_us`: what no barrier can flatter.
+    cycle_us: f64,
 }
 
 #[derive(Serialize, Clone)]
@@ -243,7 +246,11 @@ async fn run(args: Args) -> Res<()> {
         let buf = &mut buf[..size];
         client.barrier().await?;
         let mut total = 0.0f64;
+        let mut cycle_start = Instant::now();
         for i in 0..warmup + iters {
+            if i == warmup {
+                cycle_start = Instant::now();
+            }
             if rank == root {
                 fill(buf, size, i);
             }
@@ -268,6 +275,7 @@ async fn run(args: Args) -> Res<()> {
             }
             client.barrier().await?;
         }
+        let cycle_us = cycle_start.elapsed().as_secs_f64() * 1e6 / iters as f64;
         let mine = total * 1e6 / iters as f64;
         let all = gather_at_root(&client, mine.to_le_bytes().to_vec()).await?;
         if rank == 0 {
@@ -282,6 +290,7 @@ async fn run(args: Args) -> Res<()> {
                 min_us: v.iter().copied().fold(f64::INFINITY, f64::min),
                 max_us: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
                 iterations: iters,
+                cycle_us,
             });
         }
     }
