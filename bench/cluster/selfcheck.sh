@@ -3,6 +3,7 @@
 # selfcheck.sh: bring up a 3-host cluster, check ssh, names, TCP, munge and
 # Slurm (srun, salloc, pmi2), tear it down, check nothing is left.
 # Exits non-zero with a message on the first failure. Needs root and deps.sh.
+# selfcheck.sh --mtu BYTES: the same with up.sh --mtu BYTES (and checks it).
 # MCAST_CLUSTER_KEEP=1 leaves the cluster up when a check fails.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -12,6 +13,12 @@ repo=$(cd "$here/../.." && pwd)
 D=$MC_DIR
 N=3
 t0=$SECONDS
+mtu=1500
+case ${1:-} in
+  "") ;;
+  --mtu) [[ $# -eq 2 && $2 =~ ^[0-9]+$ ]] || { echo "usage: $0 [--mtu BYTES]" >&2; exit 2; }; mtu=$2 ;;
+  *) echo "usage: $0 [--mtu BYTES]" >&2; exit 2 ;;
+esac
 
 fail() { echo "selfcheck: FAIL: $*" >&2; exit 1; }
 ok() { echo "selfcheck: ok   $*"; }
@@ -27,8 +34,18 @@ trap cleanup EXIT
 
 s() { ssh -F "$D/ssh_config" "$@" </dev/null; }
 
-"$here/up.sh" "$N" >/dev/null || fail "up.sh $N"
-ok "up.sh $N in $((SECONDS - t0)) s"
+"$here/up.sh" "$N" --mtu "$mtu" >/dev/null || fail "up.sh $N --mtu $mtu"
+ok "up.sh $N --mtu $mtu in $((SECONDS - t0)) s"
+
+# MTU: the bridge, every veth and every host's eth0 carry it.
+[[ $(cat "/sys/class/net/$MC_BR/mtu") == "$mtu" ]] || fail "bridge $MC_BR mtu is not $mtu"
+for ((i = 1; i <= N; i++)); do
+  [[ $(cat "/sys/class/net/$MC_VETH_PREFIX$i/mtu") == "$mtu" ]] || fail "$MC_VETH_PREFIX$i mtu is not $mtu"
+  got=$(ip netns exec "$MC_NS_PREFIX$i" cat /sys/class/net/eth0/mtu) || fail "read eth0 mtu in h$i"
+  [[ $got == "$mtu" ]] || fail "h$i eth0 mtu is $got, not $mtu"
+done
+[[ $(cat "$D/mtu") == "$mtu" ]] || fail "$D/mtu does not say $mtu"
+ok "MTU $mtu on the bridge, every veth and every host's eth0"
 # shellcheck source=/dev/null
 . "$D/env.sh"
 
