@@ -37,9 +37,9 @@
 //! seen over IPv4); on jumbo frames (MTU 9000, common on cluster
 //! networks) and on loopback it reaches 6500: a fifth of the datagrams,
 //! each one encrypted, sent, received and acknowledged, for the same
-//! bytes. The cap is not higher because quinn
-//! sends up to 10 datagrams in one GSO `sendmsg`, and a GSO train must fit
-//! one IP datagram (65,507 bytes of UDP payload over IPv4): at 8972 bytes
+//! bytes. The cap is not higher because quinn sends up to 10 datagrams in
+//! one GSO `sendmsg`, and a GSO train must fit one IP datagram (65,507
+//! bytes of UDP payload over IPv4): at 8972 bytes
 //! (a whole jumbo frame) the trains were refused with `EMSGSIZE`, every
 //! large write was lost, and links stalled past the failure bound, which
 //! is also what a cap of 64 KiB did when it was tried here earlier. The
@@ -178,8 +178,9 @@ pub fn client_config(
 }
 
 /// A UDP endpoint on `bind` that accepts connections as `identity` (with
-/// [`server_config`]) and can dial ([`connect`]); see the module's notes
-/// for the UDP options quinn applies. Must run inside a tokio runtime.
+/// [`server_config`]) and can dial ([`connect`]): [`endpoint_on`] on a
+/// socket bound here, so it gets the same buffers and datagram size (see
+/// the module's notes). Must run inside a tokio runtime.
 pub fn endpoint(
     identity: &RankIdentity,
     bind: SocketAddr,
