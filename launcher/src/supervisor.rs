@@ -664,6 +664,18 @@ impl Job<'_> {
             }
             RemoteEvent::SpawnFailed { rank, error } => {
                 self.mark_reaped(rank);
+                // The proxy starts its host's ranks in order and stops at
+                // the first that fails: the ones it has not reported started
+                // never will be, so nothing of theirs is left to wait for
+                // (before, teardown waited its grace and its SIGKILL bound
+                // for them and then said they survived SIGKILL).
+                if let Some(host) = self.ranks.get(rank as usize).and_then(|r| r.host) {
+                    for r in self.ranks.iter_mut() {
+                        if r.host == Some(host) && r.pgid.is_none() {
+                            r.reaped = true;
+                        }
+                    }
+                }
                 Some(Outcome::SpawnFailed {
                     rank,
                     program: self.spec.program.clone(),

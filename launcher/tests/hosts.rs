@@ -153,6 +153,9 @@ fn a_missing_program_on_a_remote_host_is_reported() {
     let out = run(hosts_job(&dir).arg("/no/such/program"));
     assert_eq!(out.status.code(), Some(127), "{out:?}");
     assert!(out.stderr.contains("on host 203.0.113."), "{out:?}");
+    // A host's ranks after the one that could not start never start: they
+    // are not processes that outlived the teardown.
+    assert!(!out.stderr.contains("survived"), "{out:?}");
     let _ = fs::remove_dir_all(&dir);
 }
 
