@@ -113,8 +113,11 @@ pub enum Outcome {
     HostLost {
         /// The host.
         host: String,
-        /// Its ranks that had not ended.
+        /// Its ranks that had started and not ended.
         ranks: Vec<u32>,
+        /// Its ranks that never started (the agent could not reach the
+        /// host, or the proxy went away before starting them).
+        unstarted: Vec<u32>,
         /// What happened to the channel.
         reason: String,
     },
@@ -205,12 +208,22 @@ impl Outcome {
             Outcome::HostLost {
                 host,
                 ranks,
+                unstarted,
                 reason,
-            } => format!(
-                "lost host {host}: {reason}; {} running there {} lost",
-                ranks_phrase(ranks),
-                if ranks.len() == 1 { "is" } else { "are" }
-            ),
+            } => {
+                let mut what = Vec::new();
+                if !ranks.is_empty() {
+                    what.push(format!(
+                        "{} running there {} lost",
+                        ranks_phrase(ranks),
+                        if ranks.len() == 1 { "is" } else { "are" }
+                    ));
+                }
+                if !unstarted.is_empty() {
+                    what.push(format!("{} never started there", ranks_phrase(unstarted)));
+                }
+                format!("lost host {host}: {reason}; {}", what.join("; "))
+            }
             Outcome::TimedOut { after, running } => format!(
                 "job timed out after {}; {} still running, killed",
                 crate::status::format_secs(*after),
@@ -699,10 +712,14 @@ impl Job<'_> {
                 for &r in &lost {
                     self.mark_reaped(r);
                 }
+                let (ranks, unstarted): (Vec<u32>, Vec<u32>) = lost
+                    .iter()
+                    .partition(|&&r| self.ranks[r as usize].pgid.is_some());
                 match gone {
                     Some(reason) if !lost.is_empty() => Some(Outcome::HostLost {
                         host: name,
-                        ranks: lost,
+                        ranks,
+                        unstarted,
                         reason,
                     }),
                     _ => None,

@@ -253,6 +253,37 @@ fn a_killed_proxy_takes_its_ranks_and_is_named() {
 }
 
 #[test]
+fn an_unreachable_host_is_named_and_its_ranks_never_started() {
+    let dir = scratch("hosts-unreachable");
+    let (_, hostfile) = setup(&dir);
+    // An agent that cannot reach the second host, as ssh says it.
+    let agent = dir.join("half-agent");
+    fs::write(
+        &agent,
+        "#!/bin/sh\nif [ \"$1\" = 203.0.113.2 ]; then\n  \
+         echo \"ssh: connect to host $1 port 22: No route to host\" >&2; exit 255\nfi\n\
+         shift; exec setsid -w sh -c \"$1\"\n",
+    )
+    .unwrap();
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run(mclaunch()
+        .arg("--hostfile")
+        .arg(&hostfile)
+        .args(["--if", "127.0.0.0/8", "--launch-agent"])
+        .arg(&agent)
+        .args(["sleep", "30"]));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("lost host 203.0.113.2")
+            && out.stderr.contains("status 255")
+            && out.stderr.contains("ranks 2, 3 never started there"),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("running there"), "{out:?}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn bad_hosts_are_one_clear_line_and_exit_2() {
     let dir = scratch("hosts-bad");
     let (agent, _) = setup(&dir);
