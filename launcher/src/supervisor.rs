@@ -676,6 +676,7 @@ impl Job<'_> {
                 None
             }
             RemoteEvent::SpawnFailed { rank, error } => {
+                let error = not_found_hint(error, &self.spec.program);
                 self.mark_reaped(rank);
                 // The proxy starts its host's ranks in order and stops at
                 // the first that fails: the ones it has not reported started
@@ -1207,4 +1208,30 @@ fn quic_identities(spec: &JobSpec, token: &str) -> Result<QuicIdentities, Launch
         .map(|r| Ok(token::to_hex(&ca.issue(r).map_err(fail)?.to_bytes())))
         .collect::<Result<_, LaunchError>>()?;
     Ok((ranks, Some(ca.issue_rendezvous().map_err(fail)?)))
+}
+
+/// A remote host found no `program`: if it is a bare name that this
+/// machine's `PATH` resolves, say where (the hosts are assumed to share
+/// the same paths, as Open MPI assumes; they do not share this `PATH`).
+fn not_found_hint(error: io::Error, program: &std::ffi::OsStr) -> io::Error {
+    if error.kind() != io::ErrorKind::NotFound || program.as_bytes().contains(&b'/') {
+        return error;
+    }
+    let Some(path) = std::env::var_os("PATH") else {
+        return error;
+    };
+    let found = std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file() && p.is_absolute());
+    match found {
+        Some(p) => io::Error::new(
+            error.kind(),
+            format!(
+                "{error} (here `{}` is {}: give that path, or put it on the hosts' PATH)",
+                program.to_string_lossy(),
+                p.display()
+            ),
+        ),
+        None => error,
+    }
 }

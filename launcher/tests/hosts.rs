@@ -159,6 +159,44 @@ fn a_missing_program_on_a_remote_host_is_reported() {
     let _ = fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn a_bare_program_only_this_machine_finds_gets_its_path_in_the_error() {
+    let dir = scratch("hosts-hint");
+    let (_, hostfile) = setup(&dir);
+    // The hosts' PATH (the agent's) lacks the directory this machine's has.
+    let agent = dir.join("path-agent");
+    fs::write(
+        &agent,
+        "#!/bin/sh\nPATH=/usr/bin:/bin; export PATH; shift; exec setsid -w sh -c \"$1\"\n",
+    )
+    .unwrap();
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let prog = bin.join("mc-hint-prog");
+    fs::write(&prog, "#!/bin/sh\ntrue\n").unwrap();
+    fs::set_permissions(&prog, fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = run(mclaunch()
+        .env("PATH", path)
+        .arg("--hostfile")
+        .arg(&hostfile)
+        .args(["--if", "127.0.0.0/8", "--launch-agent"])
+        .arg(&agent)
+        .arg("mc-hint-prog"));
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    assert!(
+        out.stderr
+            .contains(&format!("here `mc-hint-prog` is {}", prog.display())),
+        "{out:?}"
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
 /// The pid of the proxy serving `host` for the test whose scratch
 /// directory is `dir` (its agent exported FAKE_HOST and FAKE_JOB; tests run
 /// in parallel with the same host names).
