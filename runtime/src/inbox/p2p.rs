@@ -105,7 +105,7 @@ impl State {
         let mut notice = None;
         if h.offset == 0 {
             if let Some(fp) = Fingerprint::from_bytes(&p.payload) {
-                if self.calls.contains_key(&seq) {
+                if self.calls.contains(seq) {
                     notice = self.check(seq, &fp, from);
                 } else if self.last_call(seq).is_none_or(|l| seq > l) {
                     self.p2p.early.entry(seq).or_insert((from, fp));

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use super::flow::{packet_cost, Flow};
 use crate::control::{Control, Fingerprint, OpKind};
 use crate::error::Error;
-use crate::wire::{comm_base, comm_of, next_in, Packet, Route, COMM_SHIFT};
+use crate::wire::{comm_base, comm_of, next_in, Packet, Route};
 use crate::worms::Worm;
 
 /// How many of this rank's past collective calls are kept for checking late
@@ -17,6 +17,66 @@ use crate::worms::Worm;
 pub(super) const CALL_HISTORY: usize = 1024;
 /// Most probes kept for collectives this rank has not reached yet.
 pub(super) const MAX_EARLY_PROBES: usize = 4096;
+
+/// This rank's recent collective calls with their fingerprints, per
+/// communicator in call order (a communicator's calls number up), the last
+/// `CALL_HISTORY` numbers of each. A call adds at the back and drops from
+/// the front; a lookup is usually the newest call. (A map keyed by the call
+/// number did the same with a tree search, insert, range and remove per
+/// call: about a fifth of a small bcast's instructions at a receiver.)
+#[derive(Debug, Default)]
+pub(super) struct Calls {
+    by_comm: BTreeMap<u32, VecDeque<(u64, Fingerprint)>>,
+}
+
+impl Calls {
+    /// Record call `seq` (replacing an earlier record of the same number)
+    /// and forget its communicator's calls numbered below `seq -
+    /// CALL_HISTORY`.
+    pub(super) fn insert(&mut self, seq: u64, fp: Fingerprint) {
+        let comm = comm_of(seq);
+        let q = self.by_comm.entry(comm).or_default();
+        match q.back() {
+            Some(&(last, _)) if last > seq => match q.binary_search_by_key(&seq, |&(s, _)| s) {
+                Ok(i) => q[i].1 = fp,
+                Err(i) => q.insert(i, (seq, fp)),
+            },
+            Some(&(last, _)) if last == seq => {
+                if let Some(b) = q.back_mut() {
+                    b.1 = fp;
+                }
+            }
+            _ => q.push_back((seq, fp)),
+        }
+        let keep = seq.saturating_sub(CALL_HISTORY as u64).max(comm_base(comm));
+        while q.front().is_some_and(|&(s, _)| s < keep) {
+            q.pop_front();
+        }
+    }
+
+    /// The fingerprint of call `seq`, if this rank made it (and still
+    /// remembers it).
+    pub(super) fn get(&self, seq: u64) -> Option<&Fingerprint> {
+        let q = self.by_comm.get(&comm_of(seq))?;
+        match q.back() {
+            Some((last, fp)) if *last == seq => Some(fp),
+            Some((last, _)) if *last < seq => None,
+            _ => q
+                .binary_search_by_key(&seq, |&(s, _)| s)
+                .ok()
+                .map(|i| &q[i].1),
+        }
+    }
+
+    pub(super) fn contains(&self, seq: u64) -> bool {
+        self.get(seq).is_some()
+    }
+
+    /// The newest call on communicator `comm`.
+    pub(super) fn last(&self, comm: u32) -> Option<u64> {
+        self.by_comm.get(&comm)?.back().map(|&(s, _)| s)
+    }
+}
 
 /// A multicast being reassembled. Packets are kept as they come and copied
 /// into one buffer only when all have arrived and exactly tile the message,
@@ -134,7 +194,7 @@ pub(super) struct State {
     /// multicasts they sent this rank.
     pub(super) departed: HashMap<usize, (Vec<u64>, u32)>,
     /// This rank's collective calls (current and recent) by sequence number.
-    pub(super) calls: BTreeMap<u64, Fingerprint>,
+    pub(super) calls: Calls,
     /// Probes for calls this rank has not made yet.
     pub(super) early_probes: HashMap<u64, Vec<(usize, Fingerprint)>>,
     pub(super) early_probe_count: usize,
@@ -167,9 +227,7 @@ impl State {
 
     /// The latest call this rank made on `seq`'s communicator.
     pub(super) fn last_call(&self, seq: u64) -> Option<u64> {
-        let lo = comm_base(comm_of(seq));
-        let hi = lo.saturating_add((1 << COMM_SHIFT) - 1);
-        self.calls.range(lo..=hi).next_back().map(|(&k, _)| k)
+        self.calls.last(comm_of(seq))
     }
 
     /// Why collective `seq` cannot go on, if it cannot: the first lost
@@ -238,7 +296,7 @@ impl State {
 
     /// Check a peer's call of `seq` against this rank's, if this rank made it.
     pub(super) fn check(&mut self, seq: u64, theirs: &Fingerprint, them: usize) -> Option<Control> {
-        let mine = *self.calls.get(&seq)?;
+        let mine = *self.calls.get(seq)?;
         let detail = mine.differs(self.me, theirs, them)?;
         self.found_mismatch(seq, &mine, detail)
     }

@@ -325,3 +325,46 @@ fn a_departure_fails_only_what_it_did_not_complete_in_each_communicator() {
     assert!(!blocked(2));
     assert!(blocked(comm_base(3) | 1));
 }
+
+#[test]
+fn calls_keep_each_communicators_recent_history() {
+    use super::state::{Calls, CALL_HISTORY};
+    use crate::control::{Fingerprint, OpKind};
+    let fp = |len: u64| Fingerprint {
+        op: OpKind::Bcast,
+        root: 0,
+        len,
+        tree: (0, 0),
+    };
+    let sub = crate::wire::comm_base(3);
+    let mut c = Calls::default();
+    assert_eq!(c.last(0), None);
+    let n = CALL_HISTORY as u64 + 10;
+    for s in 0..n {
+        c.insert(s, fp(s));
+        if s % 100 == 0 {
+            c.insert(sub + s / 100, fp(7));
+        }
+    }
+    // The world keeps its newest call and the CALL_HISTORY numbers before
+    // it; the quiet sub-communicator keeps all of its few.
+    let h = CALL_HISTORY as u64;
+    assert_eq!(c.last(0), Some(n - 1));
+    assert_eq!(c.get(n - 1).map(|f| f.len), Some(n - 1));
+    assert_eq!(c.get(n - 1 - h).map(|f| f.len), Some(n - 1 - h));
+    assert!(!c.contains(n - 2 - h));
+    assert!(!c.contains(n));
+    assert!(c.contains(sub));
+    assert_eq!(c.last(3), Some(sub + (n - 1) / 100));
+    assert_eq!(c.last(4), None);
+    // A number again replaces its fingerprint; an older one not yet seen
+    // goes in its place.
+    c.insert(n - 1, fp(1));
+    assert_eq!(c.get(n - 1).map(|f| f.len), Some(1));
+    c.insert(sub + 1_000, fp(8));
+    c.insert(sub + 500, fp(9));
+    assert_eq!(c.get(sub + 500).map(|f| f.len), Some(9));
+    assert_eq!(c.get(sub + 1_000).map(|f| f.len), Some(8));
+    assert_eq!(c.last(3), Some(sub + 1_000));
+    assert!(!c.contains(sub + 501));
+}
