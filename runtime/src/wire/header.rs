@@ -1,6 +1,6 @@
 //! The fixed 64-byte header and the shared-memory descriptor.
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 
 use super::WIRE_VERSION;
 use super::{u32_at, u64_at, WireError, FLAG_SHM, HEADER_LEN, MAGIC, MAX_PAYLOAD, MAX_ROUTE};
@@ -141,25 +141,33 @@ impl Header {
         }
     }
 
-    /// Encode into `out` (exactly [`HEADER_LEN`] bytes).
+    /// Encode into `out` (exactly [`HEADER_LEN`] bytes): built on the stack
+    /// and appended at once (a `put_*` per field cost a capacity check and
+    /// a call each: about 750 instructions a header).
     pub fn encode(&self, out: &mut BytesMut) {
-        out.reserve(HEADER_LEN);
-        out.put_slice(&MAGIC);
-        out.put_u8(WIRE_VERSION);
-        out.put_u8(self.kind as u8);
-        out.put_u8(self.route_kind);
-        out.put_u8(0);
-        out.put_u32_le(self.job);
-        out.put_u32_le(self.comm);
-        out.put_u64_le(self.seq);
-        out.put_u32_le(self.source);
-        out.put_u32_le(self.root);
-        out.put_u64_le(self.msg_len);
-        out.put_u64_le(self.offset);
-        out.put_u32_le(self.pkt_idx);
-        out.put_u32_le(self.pkt_count);
-        out.put_u32_le(self.payload_len);
-        out.put_u32_le(self.route_len);
+        out.extend_from_slice(&self.to_bytes());
+    }
+
+    /// The encoding as an array.
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..4].copy_from_slice(&MAGIC);
+        b[4] = WIRE_VERSION;
+        b[5] = self.kind as u8;
+        b[6] = self.route_kind;
+        b[7] = 0;
+        b[8..12].copy_from_slice(&self.job.to_le_bytes());
+        b[12..16].copy_from_slice(&self.comm.to_le_bytes());
+        b[16..24].copy_from_slice(&self.seq.to_le_bytes());
+        b[24..28].copy_from_slice(&self.source.to_le_bytes());
+        b[28..32].copy_from_slice(&self.root.to_le_bytes());
+        b[32..40].copy_from_slice(&self.msg_len.to_le_bytes());
+        b[40..48].copy_from_slice(&self.offset.to_le_bytes());
+        b[48..52].copy_from_slice(&self.pkt_idx.to_le_bytes());
+        b[52..56].copy_from_slice(&self.pkt_count.to_le_bytes());
+        b[56..60].copy_from_slice(&self.payload_len.to_le_bytes());
+        b[60..64].copy_from_slice(&self.route_len.to_le_bytes());
+        b
     }
 
     /// Decode and validate a fixed header from the first [`HEADER_LEN`] bytes.

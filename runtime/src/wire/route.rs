@@ -1,7 +1,7 @@
 //! Route headers: a chain range (bcast) or a member list (multicast and
 //! topology-aware trees).
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 use mcast_algorithms::Shape;
 
 use super::{u16_at, u32_at, WireError};
@@ -79,9 +79,23 @@ impl Route {
         }
     }
 
-    /// Append the encoding to `out`.
+    /// Append the encoding to `out` (each part built on the stack and
+    /// appended at once, as [`super::Header::encode`] does).
     pub fn encode(&self, out: &mut BytesMut) {
         out.reserve(self.encoded_len());
+        let head = |code: u8, k: u16, n: u32| {
+            let mut b = [0u8; 8];
+            b[0] = code;
+            b[2..4].copy_from_slice(&k.to_le_bytes());
+            b[4..8].copy_from_slice(&n.to_le_bytes());
+            b
+        };
+        let pair = |x: u32, y: u32| {
+            let mut b = [0u8; 8];
+            b[0..4].copy_from_slice(&x.to_le_bytes());
+            b[4..8].copy_from_slice(&y.to_le_bytes());
+            b
+        };
         match self {
             Route::None => {}
             Route::Range {
@@ -91,25 +105,19 @@ impl Route {
                 hi,
             } => {
                 let (code, k) = shape_code(*shape);
-                out.put_u8(code);
-                out.put_u8(0);
-                out.put_u16_le(k);
-                out.put_u32_le(*size);
-                out.put_u32_le(*lo);
-                out.put_u32_le(*hi);
+                let mut b = [0u8; 16];
+                b[0..8].copy_from_slice(&head(code, k, *size));
+                b[8..16].copy_from_slice(&pair(*lo, *hi));
+                out.extend_from_slice(&b);
             }
             Route::List {
                 tree,
                 covers: members,
             } => {
                 let (code, k) = tree_code(*tree);
-                out.put_u8(code);
-                out.put_u8(0);
-                out.put_u16_le(k);
-                out.put_u32_le(members.len() as u32);
+                out.extend_from_slice(&head(code, k, members.len() as u32));
                 for m in members {
-                    out.put_u32_le(m.rank);
-                    out.put_u32_le(m.ordinal);
+                    out.extend_from_slice(&pair(m.rank, m.ordinal));
                 }
             }
         }
