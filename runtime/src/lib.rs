@@ -25,6 +25,7 @@ mod drive;
 pub mod engine;
 pub mod error;
 pub mod fabric;
+mod fasthash;
 pub mod hostlist;
 pub mod hostni;
 mod inbox;

@@ -14,7 +14,9 @@
 //! the set (the packet headers tell each NI what to forward).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::fasthash::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -148,8 +150,8 @@ impl Comm {
             counters: Arc::new(Mutex::new(BTreeMap::from([(0, seq.clone())]))),
             seq,
             mcast_seq: Cell::new(0),
-            ordinals: RefCell::new(HashMap::new()),
-            sends: RefCell::new(HashMap::new()),
+            ordinals: RefCell::new(HashMap::default()),
+            sends: RefCell::new(HashMap::default()),
             last_model: Cell::new(None),
             progress: RefCell::new(None),
         })

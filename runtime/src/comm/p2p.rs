@@ -6,7 +6,7 @@
 //! collective's messages are keyed by its number, the user's by source and
 //! their own numbering, so no user tag can collide with collective traffic.
 
-use std::collections::HashMap;
+use crate::fasthash::HashMap;
 
 use bytes::Bytes;
 
@@ -50,8 +50,8 @@ impl<'a> Round<'a> {
             comm,
             seq,
             fp,
-            sent: HashMap::new(),
-            got: HashMap::new(),
+            sent: HashMap::default(),
+            got: HashMap::default(),
             stall: comm.stall_probe(seq, fp),
         })
     }

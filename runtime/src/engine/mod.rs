@@ -23,7 +23,9 @@
 //! state, FPFS/FCFS). The engine is sans-IO: it imports neither tokio nor
 //! the configuration (ARCHITECTURE.md, "Layers").
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::fasthash::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -117,7 +119,7 @@ impl NiEngine {
             packet_bytes: packet_bytes.max(1),
             topology: None,
             hosts: None,
-            forwards: HashMap::new(),
+            forwards: HashMap::default(),
             actions: VecDeque::new(),
             stats: EngineStats::default(),
         }

@@ -12,7 +12,9 @@
 //! Both are under flow control (`Class::Coll`, `Class::P2p`): their cost is
 //! given back when the host takes them.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::fasthash::HashMap;
 use std::hash::Hash;
 use std::time::Duration;
 

@@ -1,7 +1,9 @@
 //! What the inbox knows: packets and messages by key, reassembly of
 //! multicasts, lost peers and this rank's recent calls (for mismatches).
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::fasthash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
