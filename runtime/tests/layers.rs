@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 /// Modules that import nothing from the crate.
 const LEAVES: &[&str] = &[
     "error",
+    "fasthash",
     "hostlist",
     "pmi2",
     "quic",
