@@ -239,9 +239,13 @@ impl Drive {
     /// Whether the runtime has not looked at its sockets and timers for
     /// `TURN`.
     pub(crate) fn turn_due(&self) -> bool {
-        self.now_us()
-            .saturating_sub(self.turned.load(Ordering::Relaxed))
-            >= TURN.as_micros() as u64
+        self.turn_due_at(Instant::now())
+    }
+
+    /// [`Drive::turn_due`] with the clock already read (`now`).
+    pub(crate) fn turn_due_at(&self, now: Instant) -> bool {
+        let now_us = now.saturating_duration_since(self.born).as_micros() as u64;
+        now_us.saturating_sub(self.turned.load(Ordering::Relaxed)) >= TURN.as_micros() as u64
     }
 
     /// Give the runtime's other tasks, sockets and timers a turn (inside

@@ -19,14 +19,13 @@ use std::collections::BTreeMap;
 use crate::fasthash::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use bytes::Bytes;
 
 use crate::algorithm::Medium;
 use crate::control::{Control, Fingerprint};
 pub use crate::fabric::ModelLatency;
-use crate::inbox::{pair_window, Inbox, Stall};
+use crate::inbox::{pair_window, Inbox, Probe, Stall};
 pub use crate::net::Link;
 use crate::net::{Cmd, Net};
 use crate::sync::lock;
@@ -286,23 +285,16 @@ impl Comm {
         })
     }
 
-    /// The probe a stalled wait in collective `seq` sends to every other
-    /// member of the communicator.
+    /// What a stalled wait in collective `seq` does: probe every other
+    /// member of the communicator (see [`Probe`]).
     fn stall_probe(&self, seq: u64, fp: Fingerprint) -> Option<Stall<'_>> {
-        let net = self.net.as_ref()?;
+        self.net.as_ref()?;
         Some(Stall {
-            since: Instant::now(),
+            since: None,
             after: self.cfg.probe_after,
-            // The members are listed only if the wait stalls: not on
-            // every call.
-            run: Box::new(move || {
-                tracing::debug!(seq, "collective stalled; probing peers");
-                let probe = Control::Probe { seq, fp };
-                let _ = net.send(match self.others() {
-                    None => Cmd::Control(probe),
-                    Some(o) => Cmd::ControlTo(o, probe),
-                });
-            }),
+            probe: self,
+            seq,
+            fp,
         })
     }
 
@@ -395,4 +387,18 @@ fn departure(next_seq: u64, c: &Comm) -> Goodbye {
         .map(|(id, n)| comm_base(id) | n)
         .collect();
     Goodbye::departed(next, sent, c.lost_ranks().first().copied())
+}
+
+impl Probe for Comm {
+    /// A stalled collective asks the others what they called: a mismatch
+    /// shows as an error instead of a hang.
+    fn probe(&self, seq: u64, fp: Fingerprint) {
+        let Some(net) = &self.net else { return };
+        tracing::debug!(seq, "collective stalled; probing peers");
+        let probe = Control::Probe { seq, fp };
+        let _ = net.send(match self.others() {
+            None => Cmd::Control(probe),
+            Some(o) => Cmd::ControlTo(o, probe),
+        });
+    }
 }

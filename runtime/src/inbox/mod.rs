@@ -48,7 +48,7 @@ pub use flow::{message_cost, pair_window, Class, Post};
 pub use p2p::TAG_BYTES;
 pub use state::Stamp;
 use state::{State, MAX_EARLY_PROBES};
-pub use wait::Stall;
+pub use wait::{Probe, Stall};
 
 /// Shared between the NI side (producer: whichever thread drives the NI
 /// runtime) and the host's calls (consumer).

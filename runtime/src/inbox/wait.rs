@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use super::flow::{packet_cost, Class};
 use super::{BcastPackets, Inbox, Stamp, State};
+use crate::control::Fingerprint;
 use crate::drive::{doze, Drive, Poller};
 use crate::error::Error;
 
@@ -90,12 +91,13 @@ impl Inbox {
                     continue;
                 }
             }
-            let spent = start.elapsed();
+            let now = Instant::now();
+            let spent = now.saturating_duration_since(start);
             if spent >= dur {
                 return;
             }
             if spent < spin {
-                if d.turn_due() {
+                if d.turn_due_at(now) {
                     d.turn().await;
                 }
                 continue;
@@ -126,9 +128,13 @@ impl Inbox {
         let start = Instant::now();
         let mut deadline = start + timeout;
         let mut seen = progress(&st);
+        if let Some(s) = stall.as_mut() {
+            s.since.get_or_insert(start);
+        }
         // Poll until this long after the last progress, then sleep.
         let spin = driver.as_ref().map_or(Duration::ZERO, |d| d.spin());
         let mut spin_until = start + spin;
+        let mut first = true;
         loop {
             // The pulse before `ready` looks: a wake after it (for the
             // inbox, or for a barrier flag outside it, which `ready` may
@@ -138,7 +144,12 @@ impl Inbox {
             if let Some(v) = ready(&mut st)? {
                 return Ok(v);
             }
-            let now = Instant::now();
+            // The first look needs no second clock reading.
+            let now = if std::mem::take(&mut first) {
+                start
+            } else {
+                Instant::now()
+            };
             // Progress restarts the clock.
             let now_at = progress(&st);
             if now_at != seen {
@@ -156,12 +167,12 @@ impl Inbox {
             }
             let mut wake = deadline;
             if let Some(s) = stall.as_mut() {
-                let at = s.since + s.after;
+                let at = s.since.unwrap_or(start) + s.after;
                 if now >= at {
                     // Not under the lock: sending drives the NI on this
                     // thread, and the NI delivers into this inbox.
                     drop(st);
-                    (s.run)();
+                    s.probe.probe(s.seq, s.fp);
                     *stall = None;
                     st = self.lock();
                     continue;
@@ -314,9 +325,22 @@ impl Inbox {
     }
 }
 
-/// Something to do once if a wait stalls (send a mismatch probe).
+/// Who asks the peers what they called when a wait stalls (the
+/// communicator: it sends a mismatch probe).
+pub trait Probe {
+    /// Collective `seq`, entered with call `fp`, has waited its stall bound.
+    fn probe(&self, seq: u64, fp: Fingerprint);
+}
+
+/// Something to do once if a wait stalls (send a mismatch probe). Built per
+/// collective call, so it holds references and numbers only (no
+/// allocation, no clock reading).
 pub struct Stall<'a> {
-    pub since: Instant,
+    /// When the collective began waiting: `None` until the first wait that
+    /// carries it starts.
+    pub since: Option<Instant>,
     pub after: Duration,
-    pub run: Box<dyn FnMut() + 'a>,
+    pub probe: &'a dyn Probe,
+    pub seq: u64,
+    pub fp: Fingerprint,
 }
