@@ -22,19 +22,23 @@ use common::*;
 /// (2 s), the SIGKILL wait (2 s), and slack for a loaded machine.
 const REMOTE_GONE: Duration = Duration::from_secs(30);
 
+/// Write an executable shell script `body` at `path`.
+fn script(path: &Path, body: &str) {
+    fs::write(path, body).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// Write the fake agent and a hostfile of two 2-slot hosts into `dir`.
 fn setup(dir: &Path) -> (PathBuf, PathBuf) {
     let agent = dir.join("fake-agent");
-    fs::write(
+    script(
         &agent,
-        format!(
+        &format!(
             "#!/bin/sh\nFAKE_HOST=$1; FAKE_JOB='{}'; export FAKE_HOST FAKE_JOB; shift\n\
              exec setsid -w sh -c \"$1\"\n",
             dir.display()
         ),
-    )
-    .unwrap();
-    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let hostfile = dir.join("hostfile");
     fs::write(
         &hostfile,
@@ -44,15 +48,20 @@ fn setup(dir: &Path) -> (PathBuf, PathBuf) {
     (agent, hostfile)
 }
 
-fn hosts_job(dir: &Path) -> std::process::Command {
-    let (agent, hostfile) = setup(dir);
+/// mclaunch over `hostfile`'s hosts through `agent`, on loopback.
+fn job_via(hostfile: &Path, agent: &Path) -> std::process::Command {
     let mut cmd = mclaunch();
     cmd.arg("--hostfile")
-        .arg(&hostfile)
+        .arg(hostfile)
         .args(["--if", "127.0.0.0/8", "--launch-agent"])
-        .arg(&agent)
-        .arg("-x")
-        .arg(format!("D={}", dir.display()));
+        .arg(agent);
+    cmd
+}
+
+fn hosts_job(dir: &Path) -> std::process::Command {
+    let (agent, hostfile) = setup(dir);
+    let mut cmd = job_via(&hostfile, &agent);
+    cmd.arg("-x").arg(format!("D={}", dir.display()));
     cmd
 }
 
@@ -165,28 +174,21 @@ fn a_bare_program_only_this_machine_finds_gets_its_path_in_the_error() {
     let (_, hostfile) = setup(&dir);
     // The hosts' PATH (the agent's) lacks the directory this machine's has.
     let agent = dir.join("path-agent");
-    fs::write(
+    script(
         &agent,
         "#!/bin/sh\nPATH=/usr/bin:/bin; export PATH; shift; exec setsid -w sh -c \"$1\"\n",
-    )
-    .unwrap();
-    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let bin = dir.join("bin");
     fs::create_dir_all(&bin).unwrap();
     let prog = bin.join("mc-hint-prog");
-    fs::write(&prog, "#!/bin/sh\ntrue\n").unwrap();
-    fs::set_permissions(&prog, fs::Permissions::from_mode(0o755)).unwrap();
+    script(&prog, "#!/bin/sh\ntrue\n");
     let path = format!(
         "{}:{}",
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = run(mclaunch()
+    let out = run(job_via(&hostfile, &agent)
         .env("PATH", path)
-        .arg("--hostfile")
-        .arg(&hostfile)
-        .args(["--if", "127.0.0.0/8", "--launch-agent"])
-        .arg(&agent)
         .arg("mc-hint-prog"));
     assert_eq!(out.status.code(), Some(127), "{out:?}");
     assert!(
@@ -296,20 +298,13 @@ fn an_unreachable_host_is_named_and_its_ranks_never_started() {
     let (_, hostfile) = setup(&dir);
     // An agent that cannot reach the second host, as ssh says it.
     let agent = dir.join("half-agent");
-    fs::write(
+    script(
         &agent,
         "#!/bin/sh\nif [ \"$1\" = 203.0.113.2 ]; then\n  \
          echo \"ssh: connect to host $1 port 22: No route to host\" >&2; exit 255\nfi\n\
          shift; exec setsid -w sh -c \"$1\"\n",
-    )
-    .unwrap();
-    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).unwrap();
-    let out = run(mclaunch()
-        .arg("--hostfile")
-        .arg(&hostfile)
-        .args(["--if", "127.0.0.0/8", "--launch-agent"])
-        .arg(&agent)
-        .args(["sleep", "30"]));
+    );
+    let out = run(job_via(&hostfile, &agent).args(["sleep", "30"]));
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
         out.stderr.contains("lost host 203.0.113.2")

@@ -15,8 +15,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-
-use crate::fasthash::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +23,7 @@ use bytes::Bytes;
 use crate::algorithm::Medium;
 use crate::control::{Control, Fingerprint};
 pub use crate::fabric::ModelLatency;
+use crate::fasthash::HashMap;
 use crate::inbox::{pair_window, Inbox, Probe, Stall};
 pub use crate::net::Link;
 use crate::net::{Cmd, Net};

@@ -6,14 +6,13 @@
 //! collective's messages are keyed by its number, the user's by source and
 //! their own numbering, so no user tag can collide with collective traffic.
 
-use crate::fasthash::HashMap;
-
 use bytes::Bytes;
 
 use super::elem::Element;
 use super::Comm;
 use crate::control::Fingerprint;
 use crate::engine::packet_count;
+use crate::fasthash::HashMap;
 use crate::inbox::{message_cost, Post, Stall, TAG_BYTES};
 use crate::net::Cmd;
 use crate::wire::{comm_base, Kind};

@@ -24,13 +24,12 @@
 //! the configuration (ARCHITECTURE.md, "Layers").
 
 use std::collections::VecDeque;
-
-use crate::fasthash::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use mcast_algorithms::{ShapeError, Topology};
 
+use crate::fasthash::HashMap;
 use crate::tree_kind::TreeKind;
 use crate::wire::{Header, Kind, Member, Packet, Route};
 

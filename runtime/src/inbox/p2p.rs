@@ -13,8 +13,6 @@
 //! given back when the host takes them.
 
 use std::collections::{BTreeMap, VecDeque};
-
-use crate::fasthash::HashMap;
 use std::hash::Hash;
 use std::time::Duration;
 
@@ -25,6 +23,7 @@ use super::state::Partial;
 use super::{Inbox, Stall, State};
 use crate::control::{Control, Fingerprint, FP_BYTES};
 use crate::error::Error;
+use crate::fasthash::HashMap;
 use crate::wire::{comm_base, comm_of, Packet};
 
 /// Bytes of the tag at the head of a user message.

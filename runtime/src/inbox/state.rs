@@ -2,8 +2,6 @@
 //! multicasts, lost peers and this rank's recent calls (for mismatches).
 
 use std::collections::{BTreeMap, VecDeque};
-
-use crate::fasthash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -11,6 +9,7 @@ use bytes::Bytes;
 use super::flow::{packet_cost, Flow};
 use crate::control::{Control, Fingerprint, OpKind};
 use crate::error::Error;
+use crate::fasthash::{HashMap, HashSet};
 use crate::wire::{comm_base, comm_of, next_in, Packet, Route};
 use crate::worms::Worm;
 
