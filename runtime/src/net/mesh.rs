@@ -436,11 +436,8 @@ async fn setup(
         };
         // Descriptors go only to a Unix peer that mapped the host's arenas
         // (it published one of its own); it may send us some in return.
-        let shm = match kind {
-            Link::Unix | Link::Ring => links.shm.clone(),
-            _ => None,
-        };
-        let shm_out = shm.clone().filter(|_| addrs[peer].shm.is_some());
+        let landing = Landing::on(kind, links.shm.as_ref());
+        let shm_out = landing.desc.clone().filter(|_| addrs[peer].shm.is_some());
         let out = Arc::new(Out::new(peer, half, shm_out));
         // Our first heartbeat now, from this thread: the peer holds us to
         // the silence bound only from our first packet on, and with the
@@ -458,7 +455,7 @@ async fn setup(
         let silence = detect.silence;
         let (links, intake) = (links.clone(), intake.clone());
         let first = cfg.timeout.max(silence);
-        tokio::spawn(reader(peer, rd, links, intake, (silence, first), shm));
+        tokio::spawn(reader(peer, rd, links, intake, (silence, first), landing));
     }
     if let Some(r) = &links.rings {
         r.set_pokers(writers.clone(), heartbeat.clone());
@@ -468,6 +465,35 @@ async fn setup(
     Ok((kinds, writer_tasks))
 }
 
+/// Where a reader puts what a peer sends besides its own buffers.
+struct Landing {
+    /// The host's arenas, to open the peer's shared-memory descriptors
+    /// with: only on a link to a rank of this host that mapped them; a
+    /// descriptor from anyone else is a protocol violation.
+    desc: Option<Arc<Shm>>,
+    /// This rank's own arena, if it has one: a large payload from any peer
+    /// (another host's too) is read straight into a slot of it, so that
+    /// forwarding it to the ranks of this host costs a descriptor, not a
+    /// copy into each ring, and no heap buffer is allocated (and its pages
+    /// faulted in anew) per packet.
+    arena: Option<Arc<Shm>>,
+}
+
+impl Landing {
+    /// For a link of `kind`, given the host's arenas (`shm`, if this rank
+    /// has them).
+    fn on(kind: Link, shm: Option<&Arc<Shm>>) -> Landing {
+        let desc = match kind {
+            Link::Unix | Link::Ring => shm.cloned(),
+            Link::Tcp | Link::Quic | Link::Fabric => None,
+        };
+        Landing {
+            desc,
+            arena: shm.cloned(),
+        }
+    }
+}
+
 /// Read packets from `peer` until its connection ends.
 async fn reader(
     peer: usize,
@@ -475,7 +501,7 @@ async fn reader(
     links: Arc<Mesh>,
     intake: Intake,
     (failure_timeout, first): (Duration, Duration),
-    shm: Option<Arc<Shm>>,
+    landing: Landing,
 ) {
     let mut r = BufReader::with_capacity(READ_BUFFER, rd);
     // A peer that broke the protocol is cut off like a dead one: its bytes can
@@ -489,7 +515,7 @@ async fn reader(
     let mut silence = Silence::new(failure_timeout).until_first(first);
     loop {
         let check = |h: &_| intake.check(h, Some(peer));
-        let next = read::next_packet(&mut r, &mut silence, check, shm.as_ref()).await;
+        let next = read::next_packet(&mut r, &mut silence, check, landing.arena.as_ref()).await;
         // What the peer put in its ring came before anything its socket says.
         if let Some(rings) = &links.rings {
             rings.drain_from(peer);
@@ -522,7 +548,7 @@ async fn reader(
         };
         let data = |host: &dyn Host, p: Packet| {
             let p = if flags == FLAG_SHM {
-                open_shm(p, shm.as_ref())?
+                open_shm(p, landing.desc.as_ref())?
             } else {
                 p
             };
@@ -564,4 +590,25 @@ pub(super) fn open_shm(mut p: Packet, shm: Option<&Arc<Shm>>) -> Result<Packet, 
     h.payload_len = b.len() as u32;
     p.payload = b;
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A payload from any peer lands in this rank's arena (so a leader
+    /// forwards another host's data to its host as descriptors), but only a
+    /// peer of this host may send descriptors.
+    #[test]
+    fn every_link_lands_large_payloads_in_the_arena_and_only_host_links_open_descriptors() {
+        let shm = crate::shm::tests::one_host(2, 1 << 20).swap_remove(0);
+        for kind in [Link::Tcp, Link::Quic, Link::Fabric, Link::Unix, Link::Ring] {
+            let l = Landing::on(kind, Some(&shm));
+            assert!(l.arena.is_some(), "{kind:?}: no arena to read into");
+            let host = matches!(kind, Link::Unix | Link::Ring);
+            assert_eq!(l.desc.is_some(), host, "{kind:?}: descriptors");
+            let none = Landing::on(kind, None);
+            assert!(none.arena.is_none() && none.desc.is_none());
+        }
+    }
 }
