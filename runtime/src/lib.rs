@@ -18,6 +18,7 @@
 
 pub mod algorithm;
 pub mod bootstrap;
+mod bufpool;
 pub mod comm;
 pub mod config;
 pub mod control;

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 /// Modules that import nothing from the crate.
 const LEAVES: &[&str] = &[
+    "bufpool",
     "error",
     "fasthash",
     "hostlist",

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::flow::{packet_cost, Flow};
+use crate::bufpool::POOL;
 use crate::control::{Control, Fingerprint, OpKind};
 use crate::error::Error;
 use crate::fasthash::{HashMap, HashSet};
@@ -141,7 +142,8 @@ impl Partial {
         }
         self.parts.sort_by_key(|p| p.0);
         let mut at = 0u64;
-        let mut buf = Vec::with_capacity(self.bytes as usize);
+        // A kept buffer when one fits: its pages are already mapped.
+        let mut buf = POOL.take(self.bytes as usize);
         for (off, data) in &self.parts {
             if *off != at {
                 return Err(Error::Protocol(format!(
@@ -158,7 +160,7 @@ impl Partial {
                 self.msg_len
             )));
         }
-        Ok(Bytes::from(buf))
+        Ok(POOL.freeze(buf))
     }
 }
 

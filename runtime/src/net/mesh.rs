@@ -21,7 +21,7 @@ use super::connect::{self, Conn, Listeners, Reach};
 use super::intake::{self, Host, Intake};
 use super::link::{io_err, Ambient, Connected, Joined, Link, Links, SHUTDOWN_FLUSH};
 use super::quicmesh::{self, QuicLink, QuicSide};
-use super::read::{self, Rd, ReadFail, Silence, Stop};
+use super::read::{self, Landing, Rd, ReadFail, Silence, Stop};
 use super::register;
 use super::rings::Rings;
 use crate::algorithm::Medium;
@@ -465,35 +465,6 @@ async fn setup(
     Ok((kinds, writer_tasks))
 }
 
-/// Where a reader puts what a peer sends besides its own buffers.
-struct Landing {
-    /// The host's arenas, to open the peer's shared-memory descriptors
-    /// with: only on a link to a rank of this host that mapped them; a
-    /// descriptor from anyone else is a protocol violation.
-    desc: Option<Arc<Shm>>,
-    /// This rank's own arena, if it has one: a large payload from any peer
-    /// (another host's too) is read straight into a slot of it, so that
-    /// forwarding it to the ranks of this host costs a descriptor, not a
-    /// copy into each ring, and no heap buffer is allocated (and its pages
-    /// faulted in anew) per packet.
-    arena: Option<Arc<Shm>>,
-}
-
-impl Landing {
-    /// For a link of `kind`, given the host's arenas (`shm`, if this rank
-    /// has them).
-    fn on(kind: Link, shm: Option<&Arc<Shm>>) -> Landing {
-        let desc = match kind {
-            Link::Unix | Link::Ring => shm.cloned(),
-            Link::Tcp | Link::Quic | Link::Fabric => None,
-        };
-        Landing {
-            desc,
-            arena: shm.cloned(),
-        }
-    }
-}
-
 /// Read packets from `peer` until its connection ends.
 async fn reader(
     peer: usize,
@@ -590,25 +561,4 @@ pub(super) fn open_shm(mut p: Packet, shm: Option<&Arc<Shm>>) -> Result<Packet, 
     h.payload_len = b.len() as u32;
     p.payload = b;
     Ok(p)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A payload from any peer lands in this rank's arena (so a leader
-    /// forwards another host's data to its host as descriptors), but only a
-    /// peer of this host may send descriptors.
-    #[test]
-    fn every_link_lands_large_payloads_in_the_arena_and_only_host_links_open_descriptors() {
-        let shm = crate::shm::tests::one_host(2, 1 << 20).swap_remove(0);
-        for kind in [Link::Tcp, Link::Quic, Link::Fabric, Link::Unix, Link::Ring] {
-            let l = Landing::on(kind, Some(&shm));
-            assert!(l.arena.is_some(), "{kind:?}: no arena to read into");
-            let host = matches!(kind, Link::Unix | Link::Ring);
-            assert_eq!(l.desc.is_some(), host, "{kind:?}: descriptors");
-            let none = Landing::on(kind, None);
-            assert!(none.arena.is_none() && none.desc.is_none());
-        }
-    }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::{BufMut, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::link::Link;
 use crate::shm::Shm;
 use crate::wire::{Header, Packet, Route, HEADER_LEN};
 
@@ -114,6 +115,35 @@ pub(crate) async fn read_payload<R: AsyncReadExt + Unpin>(
     Ok(())
 }
 
+/// Where a reader puts what a peer sends besides its own buffers.
+pub(super) struct Landing {
+    /// The host's arenas, to open the peer's shared-memory descriptors
+    /// with: only on a link to a rank of this host that mapped them; a
+    /// descriptor from anyone else is a protocol violation.
+    pub(super) desc: Option<Arc<Shm>>,
+    /// This rank's own arena, if it has one: a large payload from any peer
+    /// (another host's too) is read straight into a slot of it, so that
+    /// forwarding it to the ranks of this host costs a descriptor, not a
+    /// copy into each ring, and no heap buffer is allocated (and its pages
+    /// faulted in anew) per packet.
+    pub(super) arena: Option<Arc<Shm>>,
+}
+
+impl Landing {
+    /// For a link of `kind`, given the host's arenas (`shm`, if this rank
+    /// has them).
+    pub(super) fn on(kind: Link, shm: Option<&Arc<Shm>>) -> Landing {
+        let desc = match kind {
+            Link::Unix | Link::Ring => shm.cloned(),
+            Link::Tcp | Link::Quic | Link::Fabric => None,
+        };
+        Landing {
+            desc,
+            arena: shm.cloned(),
+        }
+    }
+}
+
 /// Why no packet came out of a stream.
 pub(crate) enum Stop {
     /// The stream failed or went silent.
@@ -181,6 +211,22 @@ pub(crate) async fn next_packet<R: AsyncRead + Unpin>(
 mod tests {
     use super::*;
     use crate::wire::{Kind, ShmDesc};
+
+    /// A payload from any peer lands in this rank's arena (so a leader
+    /// forwards another host's data to its host as descriptors), but only a
+    /// peer of this host may send descriptors.
+    #[test]
+    fn every_link_lands_large_payloads_in_the_arena_and_only_host_links_open_descriptors() {
+        let shm = crate::shm::tests::one_host(2, 1 << 20).swap_remove(0);
+        for kind in [Link::Tcp, Link::Quic, Link::Fabric, Link::Unix, Link::Ring] {
+            let l = Landing::on(kind, Some(&shm));
+            assert!(l.arena.is_some(), "{kind:?}: no arena to read into");
+            let host = matches!(kind, Link::Unix | Link::Ring);
+            assert_eq!(l.desc.is_some(), host, "{kind:?}: descriptors");
+            let none = Landing::on(kind, None);
+            assert!(none.arena.is_none() && none.desc.is_none());
+        }
+    }
 
     fn packet(len: usize) -> (Vec<u8>, Vec<u8>) {
         let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
