@@ -1,15 +1,17 @@
 //! Large message buffers kept for reuse.
 //!
 //! A multicast of several packets is copied into one buffer when its last
-//! packet arrives, and the caller gets that buffer as `Bytes`. A fresh
-//! allocation of megabytes comes from the kernel as untouched pages (glibc
-//! maps it, or trims its heap when it is freed), so filling it costs a page
-//! fault per 4 KiB: with 4 MiB multicasts that was one fault per page of
-//! every message received, about as much CPU as the copy itself.
+//! packet arrives, and the caller gets that buffer as `Bytes`; a packet
+//! read from a socket with no arena slot to land in gets a buffer of its
+//! own. A fresh allocation of that size comes from the kernel as untouched
+//! pages (glibc maps it, or trims its heap when it is freed), so filling it
+//! costs a page fault per 4 KiB: with 4 MiB multicasts that was one fault
+//! per page of every message received.
 //!
-//! Here a buffer the caller drops comes back to a small process-wide pool
-//! (at most [`KEEP`] buffers and [`KEEP_BYTES`] in all), and the next large
-//! message is copied into one of those, whose pages are already mapped.
+//! Here a buffer whose last reference is dropped comes back to a small
+//! process-wide pool (at most [`KEEP`] buffers and [`KEEP_BYTES`] in all),
+//! and the next large message or packet goes into one of those, whose pages
+//! are already mapped.
 //! Buffers under [`MIN_BYTES`] are not pooled: the allocator serves those
 //! from memory it keeps anyway.
 
@@ -20,7 +22,7 @@ use bytes::Bytes;
 /// Smallest buffer worth keeping.
 pub const MIN_BYTES: usize = 64 << 10;
 /// Most buffers kept.
-pub const KEEP: usize = 4;
+pub const KEEP: usize = 16;
 /// Most bytes kept in all.
 pub const KEEP_BYTES: usize = 16 << 20;
 

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, BytesMut};
+use bytes::BufMut;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::link::Link;
+use crate::bufpool::POOL;
 use crate::shm::Shm;
 use crate::wire::{Header, Packet, Route, HEADER_LEN};
 
@@ -103,7 +104,7 @@ impl Silence {
 /// a large payload bypasses the reader's buffer, so it is copied only once).
 pub(crate) async fn read_payload<R: AsyncReadExt + Unpin>(
     r: &mut R,
-    buf: &mut BytesMut,
+    buf: &mut Vec<u8>,
     n: usize,
 ) -> std::io::Result<()> {
     while buf.len() < n {
@@ -189,13 +190,15 @@ pub(crate) async fn next_packet<R: AsyncRead + Unpin>(
                 .map_err(Stop::Read)?;
             slot.into_bytes()
         }
+        // Without a slot: a kept buffer if one fits (a fresh one of
+        // 256 KiB would be faulted in page by page, every packet).
         None => {
-            let mut payload = BytesMut::with_capacity(n);
+            let mut payload = POOL.take(n);
             silence
                 .guard(read_payload(r, &mut payload, n))
                 .await
                 .map_err(Stop::Read)?;
-            payload.freeze()
+            POOL.freeze(payload)
         }
     };
     silence.heard();
@@ -211,6 +214,7 @@ pub(crate) async fn next_packet<R: AsyncRead + Unpin>(
 mod tests {
     use super::*;
     use crate::wire::{Kind, ShmDesc};
+    use bytes::BytesMut;
 
     /// A payload from any peer lands in this rank's arena (so a leader
     /// forwards another host's data to its host as descriptors), but only a
