@@ -40,6 +40,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use crate::algorithm::{Medium, TreeKind};
+use crate::bufpool::POOL;
 use crate::config::{Config, JobEnv};
 use crate::control::Control;
 use crate::drive::Drive;
@@ -243,7 +244,13 @@ impl Net {
     pub(crate) fn payload<'a>(&self, data: &'a [u8]) -> (Bytes, Option<Filling<'a>>) {
         match self.sh.links.shm().and_then(|s| s.filling(data)) {
             Some((bytes, fill)) => (bytes, Some(fill)),
-            None => (Bytes::copy_from_slice(data), None),
+            // No arena (or no room): a kept buffer if one fits, whose
+            // pages are mapped already (see `bufpool`).
+            None => {
+                let mut buf = POOL.take(data.len());
+                buf.extend_from_slice(data);
+                (POOL.freeze(buf), None)
+            }
         }
     }
 
