@@ -194,6 +194,37 @@ fn selftest_with_links(c: &Cluster, opts: &[&str], links: &str) {
     }
 }
 
+/// A leader hands what it reads from another host to its host-mate as a
+/// descriptor into its arena, not as bytes through their ring: with rank
+/// 0 the only bcast root and every other message below the 16 KiB
+/// shared-memory threshold, the other hosts' leaders (ranks 2 and 4) send
+/// descriptors only for payloads they landed from the network.
+fn leaders_forward_other_hosts_data_as_descriptors(c: &Cluster) {
+    let args = [
+        "--roots",
+        "1",
+        "--sizes",
+        "1,1048576",
+        "--multicast-rounds",
+        "0",
+    ];
+    let out = run_bounded(job_with(c, &[], "mcast-selftest", &args), LIMIT);
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{so}\n{se}");
+    for r in [2, 4] {
+        let line = so
+            .lines()
+            .find(|l| l.starts_with(&format!("[{r}] selftest: rank {r} of 6 ok")))
+            .unwrap_or_else(|| panic!("no summary of rank {r}:\n{so}\n{se}"));
+        let sent: u64 = line
+            .split("; ")
+            .find_map(|f| f.strip_suffix(" shm descriptors sent"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no descriptor count in {line:?}"));
+        assert!(sent > 0, "rank {r} forwarded no descriptor: {line}");
+    }
+}
+
 /// Every collective (barrier included: the two-level one across hosts)
 /// with the ranks mapped by node, so each host holds two ranks far apart
 /// in rank order (0 and 3, 1 and 4, 2 and 5), on the world and on the
@@ -561,6 +592,7 @@ fn sentinel_seen(addr: &str, pcap: &std::path::Path) -> bool {
 fn mclaunch_across_namespace_hosts() {
     let c = Cluster::ensure();
     hostfile_runs_selftest_on_every_host(&c);
+    leaders_forward_other_hosts_data_as_descriptors(&c);
     collectives_across_hosts(&c);
     bind_to_core_on_every_host(&c);
     a_killed_remote_rank_is_named(&c);

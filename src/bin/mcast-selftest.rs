@@ -278,10 +278,12 @@ fn run(args: &Args) -> Result<String> {
     }
     // What carried the packets to the peers: ring, unix, tcp, fabric.
     let links: Vec<String> = comm.link_kinds().iter().map(|l| l.to_string()).collect();
+    // Packets handed to ranks of this host as arena descriptors, not bytes.
+    let descriptors = comm.shm_packets_sent();
     comm.finalize()?;
     Ok(format!(
         "selftest: rank {rank} of {n} ok on host {} ({case} bcasts, {mcasts} multicasts \
-         received; start-up {:.1} s, all {:.1} s; links {})",
+         received; start-up {:.1} s, all {:.1} s; {descriptors} shm descriptors sent; links {})",
         mcast::netif::hostname(),
         startup.as_secs_f64(),
         started.elapsed().as_secs_f64(),
