@@ -21,10 +21,14 @@
 //! one to the *receiver's* counter before it sends a descriptor, and a
 //! receiver drops one from its own counter when its last `Bytes` of the
 //! slot goes, so a slot is free exactly when every counter is 0: nobody can
-//! read it any more. The owner allocates slots in a ring and reclaims them
-//! oldest first. When the arena is full (a slow receiver still holds the
-//! oldest slot) a payload simply goes inline over the socket as before:
-//! shared memory is an optimisation, never a dependency.
+//! read it any more. The owner allocates next-fit (after the newest slot,
+//! as in a ring, while that has room; else the first gap that fits; at
+//! the start again whenever no slot is live) and
+//! reclaims the oldest slots first as they come free; when nothing fits it
+//! looks at every slot, so one held long (a multicast the program has not
+//! taken) pins only its own bytes, not the arena behind it. When the
+//! arena is full all the same, a payload simply goes inline over the
+//! socket as before: shared memory is an optimisation, never a dependency.
 //!
 //! A rank lost without goodbye (dead, or hung and then expelled) can never
 //! drop its references; [`Shm::holder_lost`] zeroes its counters in every
@@ -112,13 +116,41 @@ fn release(c: &AtomicU64, gen: u32) {
     });
 }
 
-/// The owner's ring of slots, oldest first.
+/// The owner's live slots.
 #[derive(Debug, Default)]
-struct Ring {
+struct Slots {
+    /// Every live slot: offset → bytes (header included).
+    live: BTreeMap<u64, u64>,
+    /// The live slots' offsets in allocation order, oldest first (some
+    /// may be gone already, reclaimed by a sweep).
+    order: VecDeque<u64>,
+    /// Where the newest slot ends: the next one goes there if it fits
+    /// (next-fit), so that payloads follow each other through the arena
+    /// as in a ring while nothing is held long.
     head: u64,
-    live: VecDeque<(u64, u64)>,
     /// The generation of the newest slot.
     gen: u32,
+}
+
+impl Slots {
+    /// Where `total` bytes fit in an arena of `size`: the first gap at or
+    /// after `head`, else the first gap from the start (offsets and sizes
+    /// are multiples of `ALIGN`).
+    fn fit(&self, size: u64, total: u64) -> Option<u64> {
+        let mut first = None;
+        let mut end = 0;
+        let gaps = self.live.iter().map(|(&o, &t)| (o, t)).chain([(size, 0)]);
+        for (off, t) in gaps {
+            if off >= end.max(self.head).saturating_add(total) {
+                return Some(end.max(self.head));
+            }
+            if first.is_none() && off >= end.saturating_add(total) {
+                first = Some(end);
+            }
+            end = end.max(off.saturating_add(t));
+        }
+        first
+    }
 }
 
 /// A slot reference this process holds: which counter it is on.
@@ -145,7 +177,7 @@ pub(crate) struct Shm {
     lost: Vec<AtomicBool>,
     /// Bytes of every slot header on this host.
     header: u64,
-    ring: Mutex<Ring>,
+    slots: Mutex<Slots>,
     /// Every live slot reference in this process by data start. Lets a
     /// writer find the slot of any `Bytes` that points into an arena
     /// (including sub-slices of a root's message).
@@ -285,7 +317,7 @@ impl Shm {
             local,
             lost: (0..k).map(|_| AtomicBool::new(false)).collect(),
             header: header_bytes(k),
-            ring: Mutex::new(Ring::default()),
+            slots: Mutex::new(Slots::default()),
             held: Mutex::new(BTreeMap::new()),
             sent: AtomicU64::new(0),
         }
@@ -361,27 +393,36 @@ impl Shm {
         let total = (self.header + len as u64).div_ceil(ALIGN) * ALIGN;
         let size = arena.len as u64;
         let (slot, gen) = {
-            let mut r = lock(&self.ring);
-            while let Some(&(off, _)) = r.live.front() {
-                if !self.free(arena, off) {
+            let mut r = lock(&self.slots);
+            // The oldest slots first, as long as they are free (cheap: the
+            // usual case, where payloads are taken in the order they came).
+            while let Some(&off) = r.order.front() {
+                if r.live.contains_key(&off) && !self.free(arena, off) {
                     break;
                 }
-                r.live.pop_front();
+                r.order.pop_front();
+                r.live.remove(&off);
             }
-            let off = match r.live.front().map(|&(t, _)| t) {
-                None => Some(0).filter(|_| total <= size),
-                Some(tail) if r.head > tail => {
-                    if r.head + total <= size {
-                        Some(r.head)
-                    } else if total <= tail {
-                        Some(0)
-                    } else {
-                        None
-                    }
+            if r.live.is_empty() {
+                // Start again at the arena's first bytes, still in cache
+                // and mapped: payloads taken as fast as they come reuse
+                // one slot's memory instead of walking the whole arena.
+                r.head = 0;
+            }
+            let off = match r.fit(size, total) {
+                Some(off) => off,
+                None => {
+                    // Full, or one held slot pins the oldest end: look at
+                    // every slot, so that the free ones behind a held one
+                    // come back too.
+                    let Slots { live, order, .. } = &mut *r;
+                    live.retain(|&off, _| !self.free(arena, off));
+                    order.retain(|off| live.contains_key(off));
+                    r.fit(size, total)?
                 }
-                Some(tail) => Some(r.head).filter(|&h| h + total <= tail),
-            }?;
-            r.live.push_back((off, total));
+            };
+            r.live.insert(off, total);
+            r.order.push_back(off);
             r.head = off + total;
             r.gen = r.gen.wrapping_add(1);
             (off, r.gen)
@@ -522,8 +563,8 @@ impl Shm {
         let Some(arena) = self.arena(self.me) else {
             return;
         };
-        let r = lock(&self.ring);
-        for &(slot, _) in &r.live {
+        let r = lock(&self.slots);
+        for &slot in r.live.keys() {
             if let Some(c) = self.counter(arena, slot, counter) {
                 c.fetch_and(!COUNT, Ordering::AcqRel);
             }

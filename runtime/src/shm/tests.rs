@@ -91,6 +91,97 @@ fn a_full_arena_falls_back_and_recovers() {
     assert!(s.describe(&Bytes::from(vec![0u8; 20_000]), 0).is_none());
 }
 
+/// The offset of `b`'s slot in rank 0's arena.
+fn slot_of(s: &Shm, b: &Bytes) -> u64 {
+    let a = s.arena(0).expect("arena");
+    a.contains(b.as_ptr(), b.len()).expect("in the arena") - s.header
+}
+
+#[test]
+fn a_held_slot_pins_only_its_own_bytes() {
+    // A payload the program keeps (a multicast it has not taken) sits in
+    // the oldest slot; the slots behind it come free in any order and are
+    // used again, where reclaiming oldest first only stopped at it.
+    let hosts = one_host(1, 1 << 20);
+    let s = &hosts[0];
+    let data = vec![4u8; 100_000];
+    let kept = s.copy_in(&data).expect("first");
+    for round in 0..100 {
+        let b = s
+            .copy_in(&data)
+            .unwrap_or_else(|| panic!("round {round}: no room"));
+        assert_ne!(slot_of(s, &b), slot_of(s, &kept), "round {round}");
+        assert!(b[..] == data[..]);
+    }
+    assert!(kept[..] == data[..], "the kept payload is intact");
+    // Free slots out of allocation order: the second and the fourth of
+    // five held ones; a payload that fits in one of them goes there.
+    let held: Vec<Bytes> = (0..5).map(|_| s.copy_in(&data).expect("room")).collect();
+    let at: Vec<u64> = held.iter().map(|b| slot_of(s, b)).collect();
+    while s.copy_in(&data).is_some_and(|b| {
+        std::mem::forget(b);
+        true
+    }) {}
+    let mut held = held;
+    let fourth = held.remove(3);
+    let second = held.remove(1);
+    drop((second, fourth));
+    let mut again: Vec<u64> = (0..2)
+        .map(|_| slot_of(s, &s.copy_in(&data).expect("a freed slot")))
+        .collect();
+    again.sort_unstable();
+    assert_eq!(again, vec![at[1], at[3]]);
+}
+
+#[test]
+fn slots_follow_each_other_and_start_again_when_none_is_live() {
+    // Next-fit: with each payload dropped once the next is out, slots go
+    // up through the arena and wrap to the start, as a ring's would; with
+    // none live, the next starts at the arena's first bytes (in cache).
+    let hosts = one_host(1, 1 << 20);
+    let s = &hosts[0];
+    let data = vec![6u8; 100_000];
+    let mut last = s.copy_in(&data).expect("room");
+    let mut at = vec![slot_of(s, &last)];
+    for _ in 0..20 {
+        let b = s.copy_in(&data).expect("room");
+        at.push(slot_of(s, &b));
+        last = b;
+    }
+    let wraps = at.windows(2).filter(|w| w[1] < w[0]).count();
+    assert_eq!(wraps, 2, "{at:?}");
+    assert_eq!(at[0], 0);
+    drop(last);
+    for _ in 0..3 {
+        assert_eq!(slot_of(s, &s.copy_in(&data).expect("room")), 0);
+    }
+}
+
+#[test]
+fn fit_takes_the_gap_after_the_newest_slot_then_the_first() {
+    let mut r = Slots::default();
+    // Live: [0, 64), [192, 320), [512, 576); arena of 1024.
+    for (o, t) in [(0, 64), (192, 128), (512, 64)] {
+        r.live.insert(o, t);
+    }
+    r.head = 320;
+    assert_eq!(r.fit(1024, 128), Some(320), "after the newest");
+    assert_eq!(r.fit(1024, 256), Some(576), "the next gap that fits");
+    r.head = 576;
+    assert_eq!(r.fit(1024, 448), Some(576), "up to the end");
+    assert_eq!(r.fit(1024, 512), None, "nowhere");
+    r.head = 1024;
+    assert_eq!(
+        r.fit(1024, 128),
+        Some(64),
+        "wrapped: the first gap that fits"
+    );
+    assert_eq!(r.fit(1024, 192), Some(320));
+    assert_eq!(r.fit(1024, 64), Some(64));
+    assert_eq!(Slots::default().fit(1024, 1024), Some(0));
+    assert_eq!(Slots::default().fit(1024, 1088), None);
+}
+
 #[test]
 fn bad_descriptors_are_refused() {
     let hosts = one_host(3, 1 << 20);
