@@ -121,8 +121,7 @@ fn release(c: &AtomicU64, gen: u32) {
 struct Slots {
     /// Every live slot: offset → bytes (header included).
     live: BTreeMap<u64, u64>,
-    /// The live slots' offsets in allocation order, oldest first (some
-    /// may be gone already, reclaimed by a sweep).
+    /// The same offsets in allocation order, oldest first.
     order: VecDeque<u64>,
     /// Where the newest slot ends: the next one goes there if it fits
     /// (next-fit), so that payloads follow each other through the arena
@@ -397,7 +396,7 @@ impl Shm {
             // The oldest slots first, as long as they are free (cheap: the
             // usual case, where payloads are taken in the order they came).
             while let Some(&off) = r.order.front() {
-                if r.live.contains_key(&off) && !self.free(arena, off) {
+                if !self.free(arena, off) {
                     break;
                 }
                 r.order.pop_front();
