@@ -401,6 +401,50 @@ fn shared_memory_arenas_carry_large_payloads_and_leave_nothing_behind() {
     }
 }
 
+/// A large payload a rank has not taken yet (a one-packet multicast)
+/// holds its slot in the sender's arena; the sender's later payloads still
+/// go through the arena around it, not inline.
+#[test]
+fn a_payload_left_untaken_does_not_push_later_ones_out_of_the_arena() {
+    const ROUNDS: usize = 10;
+    run(
+        2,
+        |c| {
+            // Room for the untaken payload and about one bcast beside it.
+            c.shm_bytes = 2 << 20;
+            c.packet_bytes = 256 * 1024;
+            c.shm_packet_bytes = 256 * 1024;
+        },
+        |comm| {
+            let kept = pattern(7, 200_000);
+            if comm.rank() == 0 {
+                comm.multicast(&[1], &kept)?;
+            }
+            comm.barrier()?;
+            let before = comm.shm_packets_sent();
+            for i in 0..ROUNDS {
+                let mut buf = if comm.rank() == 0 {
+                    pattern(i, 1 << 20)
+                } else {
+                    vec![0; 1 << 20]
+                };
+                comm.bcast(0, &mut buf)?;
+                assert_eq!(buf, pattern(i, 1 << 20), "round {i}");
+                comm.barrier()?;
+            }
+            if comm.rank() == 0 {
+                // Four packets of 256 KiB per bcast, each a descriptor.
+                let sent = comm.shm_packets_sent() - before;
+                assert_eq!(sent, 4 * ROUNDS as u64, "descriptors for {ROUNDS} bcasts");
+            } else {
+                let got = comm.recv_multicast()?;
+                assert_eq!((got.source, &got.data[..]), (0, &kept[..]));
+            }
+            comm.finalize()
+        },
+    );
+}
+
 /// A program may call mcast from inside its own tokio runtime (a blocking
 /// call, like any blocking I/O there): the NI is then driven from a helper
 /// thread instead of the caller's.
