@@ -17,6 +17,7 @@ pub fn bin(name: &str) -> PathBuf {
         "mcast-colltest" => PathBuf::from(env!("CARGO_BIN_EXE_mcast-colltest")),
         "mcast-faults" => PathBuf::from(env!("CARGO_BIN_EXE_mcast-faults")),
         "mcast-pressure" => PathBuf::from(env!("CARGO_BIN_EXE_mcast-pressure")),
+        "mcquic-raw" => PathBuf::from(env!("CARGO_BIN_EXE_mcquic-raw")),
         other => panic!("unknown binary {other}"),
     }
 }
