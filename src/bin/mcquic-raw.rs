@@ -82,6 +82,9 @@ enum Cmd {
         /// that flows from several hosts run at once (their clocks agree).
         #[arg(long)]
         start_at: Option<f64>,
+        /// Give up after this many seconds in all.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
     },
 }
 
@@ -91,15 +94,32 @@ fn main() -> Result<()> {
             mode,
             bind,
             timeout,
-        } => serve(mode, bind, Duration::from_secs(timeout)),
+        } => {
+            watchdog(Duration::from_secs(timeout), "serve");
+            serve(mode, bind, Duration::from_secs(timeout))
+        }
         Cmd::Send {
             mode,
             to,
             bytes,
             chunk,
             start_at,
-        } => send(mode, to, bytes, chunk.max(1), start_at),
+            timeout,
+        } => {
+            watchdog(Duration::from_secs(timeout), "send");
+            send(mode, to, bytes, chunk.max(1), start_at)
+        }
     }
+}
+
+/// End the process with an error once `limit` has passed, whatever it is
+/// waiting for (a peer that never connects, a transfer that stalls).
+fn watchdog(limit: Duration, what: &'static str) {
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        eprintln!("mcquic-raw {what}: not done within {limit:?}");
+        std::process::exit(1);
+    });
 }
 
 fn hex(b: &[u8]) -> String {
