@@ -527,6 +527,9 @@ fn run(args: &Args) -> Result<()> {
             sub.rank(),
             sub.id()
         );
+        if let Some(dead) = args.crash_rank.filter(|&d| d < size) {
+            past_split(&world, me, dead)?;
+        }
         if checks(args, &sub, me, size)? {
             drop(sub);
             world.finalize()?;
@@ -537,6 +540,26 @@ fn run(args: &Args) -> Result<()> {
     if checks(args, &world, me, size)? {
         world.finalize()?;
         println!("rank {me} of {size} ok");
+    }
+    Ok(())
+}
+
+/// Tag of the "past the split" messages (see [`past_split`]).
+const PAST_SPLIT: u32 = 0x5917;
+
+/// Hold the rank that is to crash until every other rank has left the
+/// split. The split is a world collective: a member lost while another
+/// is still in it fails it there (README "Failure semantics"), and that
+/// rank then never reaches the sub-communicator's collective this
+/// scenario tests. Each other rank tells `dead` it is past the split; a
+/// send returns once the NI has the message, so it needs nothing back.
+fn past_split(world: &Comm, me: usize, dead: usize) -> Result<()> {
+    if me != dead {
+        world.send(dead, PAST_SPLIT, &[])?;
+        return Ok(());
+    }
+    for _ in 1..world.size() {
+        world.recv(None, Some(PAST_SPLIT))?;
     }
     Ok(())
 }
