@@ -558,8 +558,11 @@ fn past_split(world: &Comm, me: usize, dead: usize) -> Result<()> {
         world.send(dead, PAST_SPLIT, &[])?;
         return Ok(());
     }
-    for _ in 1..world.size() {
-        world.recv(None, Some(PAST_SPLIT))?;
+    // From each rank by name: the others leave as soon as their own
+    // collective is done, and a receive from any source reports each such
+    // departure once.
+    for r in (0..world.size()).filter(|&r| r != me) {
+        world.recv(Some(r), Some(PAST_SPLIT))?;
     }
     Ok(())
 }
