@@ -3,12 +3,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
-use common::bin;
+use common::{bin, run_bounded_with_input, text};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -40,44 +39,24 @@ fn serve(mode: &str) -> (Child, String, String) {
     (server, words[1].to_string(), words[2].to_string())
 }
 
-/// Run `send` with `bundle` on its standard input; (success, stdout, stderr).
-fn send(mode: &str, port: &str, bundle: &str, bytes: u64) -> (bool, String, String) {
-    let mut child = Command::new(bin("mcquic-raw"))
-        .args(["send", "--mode", mode, "--to", &format!("127.0.0.1:{port}")])
-        .args(["--bytes", &bytes.to_string(), "--chunk", "1048576"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mcquic-raw send");
-    let mut stdin = child.stdin.take().expect("stdin");
-    writeln!(stdin, "{bundle}").expect("write the bundle");
-    drop(stdin);
-    let pid = child.id() as libc::pid_t;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(LIMIT) {
-        Ok(out) => out.expect("wait"),
-        Err(_) => {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("mcquic-raw send --mode {mode} did not finish within {LIMIT:?}");
-        }
-    };
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// Run `send` with `bundle` on its standard input; (success, stdout as
+/// JSON if it is, stderr).
+fn send(mode: &str, port: &str, bundle: &str, bytes: u64) -> (bool, serde_json::Value, String) {
+    let mut cmd = Command::new(bin("mcquic-raw"));
+    cmd.args(["send", "--mode", mode, "--to", &format!("127.0.0.1:{port}")])
+        .args(["--bytes", &bytes.to_string(), "--chunk", "1048576"]);
+    let input = format!("{bundle}\n");
+    let out = run_bounded_with_input(cmd, Some(input.as_bytes()), LIMIT);
+    let (so, se) = text(&out);
+    let json = serde_json::from_str(&so).unwrap_or(serde_json::Value::Null);
+    (out.status.success(), json, se)
 }
 
-/// The number after `"key": ` in a one-line JSON object.
-fn field(json: &str, key: &str) -> f64 {
-    let at = json.find(&format!("\"{key}\": ")).expect(key) + key.len() + 4;
-    let rest = &json[at..];
-    let end = rest.find([',', '}']).expect("end of value");
-    rest[..end].trim().parse().expect("a number")
+/// Field `key` of `send`'s report, a number.
+fn field(report: &serde_json::Value, key: &str) -> f64 {
+    report[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number {key} in {report}"))
 }
 
 #[test]

@@ -62,7 +62,7 @@ enum Cmd {
         /// Address to listen on (port 0: any free one).
         #[arg(long)]
         bind: SocketAddr,
-        /// Give up after this many seconds without a finished transfer.
+        /// Give up after this many seconds in all.
         #[arg(long, default_value_t = 60)]
         timeout: u64,
     },
@@ -96,7 +96,7 @@ fn main() -> Result<()> {
             timeout,
         } => {
             watchdog(Duration::from_secs(timeout), "serve");
-            serve(mode, bind, Duration::from_secs(timeout))
+            serve(mode, bind)
         }
         Cmd::Send {
             mode,
@@ -143,7 +143,8 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn serve(mode: Mode, bind: SocketAddr, timeout: Duration) -> Result<()> {
+/// Take one transfer (bounded by the watchdog).
+fn serve(mode: Mode, bind: SocketAddr) -> Result<()> {
     let ca = JobCa::new(JOB, Validity::starting_now(Duration::from_secs(3600)))?;
     let client = ca.issue(1)?;
     let ready = |port: u16| {
@@ -158,33 +159,27 @@ fn serve(mode: Mode, bind: SocketAddr, timeout: Duration) -> Result<()> {
                 let opts = LinkOptions::default();
                 let ep = endpoint::endpoint(&me, bind, &opts)?;
                 ready(ep.local_addr()?.port());
-                let work = async {
-                    let conn = endpoint::accept(&ep, &me, &opts).await?.connection;
-                    let (mut tx, mut rx) = conn.accept_bi().await?;
-                    let mut len = [0u8; 8];
-                    rx.read_exact(&mut len).await?;
-                    let mut left = u64::from_le_bytes(len);
-                    while left > 0 {
-                        match rx.read_chunk(usize::MAX, true).await? {
-                            Some(c) => left = left.saturating_sub(c.bytes.len() as u64),
-                            None => bail!("the stream ended {left} bytes short"),
-                        }
+                let conn = endpoint::accept(&ep, &me, &opts).await?.connection;
+                let (mut tx, mut rx) = conn.accept_bi().await?;
+                let mut len = [0u8; 8];
+                rx.read_exact(&mut len).await?;
+                let mut left = u64::from_le_bytes(len);
+                while left > 0 {
+                    match rx.read_chunk(usize::MAX, true).await? {
+                        Some(c) => left = left.saturating_sub(c.bytes.len() as u64),
+                        None => bail!("the stream ended {left} bytes short"),
                     }
-                    tx.write_all(b"k").await?;
-                    tx.finish()?;
-                    let _ = tokio::time::timeout(Duration::from_secs(5), tx.stopped()).await;
-                    Ok(())
-                };
-                tokio::time::timeout(timeout, work)
-                    .await
-                    .context("no finished transfer in time")?
+                }
+                tx.write_all(b"k").await?;
+                tx.finish()?;
+                let _ = tokio::time::timeout(Duration::from_secs(5), tx.stopped()).await;
+                Ok(())
             })
         }
         Mode::Tls | Mode::Tcp => {
             let listener = TcpListener::bind(bind)?;
             ready(listener.local_addr()?.port());
             let (sock, _) = listener.accept()?;
-            sock.set_read_timeout(Some(timeout))?;
             if mode == Mode::Tcp {
                 return drain(sock);
             }
@@ -220,12 +215,11 @@ fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// Wait for `start_at` (Unix seconds), at most a minute.
-fn wait_for(start_at: Option<f64>) {
-    if let Some(t) = start_at {
-        let wait = (t - unix_now()).clamp(0.0, 60.0);
-        std::thread::sleep(Duration::from_secs_f64(wait));
-    }
+/// How long until `start_at` (Unix seconds; none: now), at most a minute.
+fn until(start_at: Option<f64>) -> Duration {
+    start_at.map_or(Duration::ZERO, |t| {
+        Duration::from_secs_f64((t - unix_now()).clamp(0.0, 60.0))
+    })
 }
 
 fn send(mode: Mode, to: SocketAddr, bytes: u64, chunk: usize, start_at: Option<f64>) -> Result<()> {
@@ -237,7 +231,7 @@ fn send(mode: Mode, to: SocketAddr, bytes: u64, chunk: usize, start_at: Option<f
         Mode::Quic => runtime()?.block_on(send_quic(&me, to, bytes, &data, start_at))?,
         Mode::Tcp => {
             let s = TcpStream::connect(to)?;
-            wait_for(start_at);
+            std::thread::sleep(until(start_at));
             push(s, bytes, &data)?
         }
         Mode::Tls => {
@@ -250,7 +244,7 @@ fn send(mode: Mode, to: SocketAddr, bytes: u64, chunk: usize, start_at: Option<f
             while s.conn.is_handshaking() {
                 s.conn.complete_io(&mut s.sock)?;
             }
-            wait_for(start_at);
+            std::thread::sleep(until(start_at));
             push(s, bytes, &data)?
         }
     };
@@ -295,10 +289,7 @@ async fn send_quic(
     let ep = endpoint::endpoint(me, any, &opts)?;
     let conn = endpoint::connect(&ep, me, to, 0, &opts).await?;
     let (mut tx, mut rx) = conn.open_bi().await?;
-    if let Some(at) = start_at {
-        let wait = (at - unix_now()).clamp(0.0, 60.0);
-        tokio::time::sleep(Duration::from_secs_f64(wait)).await;
-    }
+    tokio::time::sleep(until(start_at)).await;
     let (t0, t) = (unix_now(), Instant::now());
     tx.write_all(&bytes.to_le_bytes()).await?;
     let mut left = bytes;

@@ -36,11 +36,25 @@ pub fn mclaunch() -> PathBuf {
 
 /// Run `cmd` to completion, killing it (and, through mclaunch's own teardown,
 /// its ranks) if it is not done within `limit`. Panics on a timeout.
-pub fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = cmd.spawn().expect("spawn");
+pub fn run_bounded(cmd: Command, limit: Duration) -> Output {
+    run_bounded_with_input(cmd, None, limit)
+}
+
+/// [`run_bounded`] with `input` on the command's standard input (`None`:
+/// none, as from /dev/null).
+pub fn run_bounded_with_input(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Output {
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        use std::io::Write;
+        stdin.write_all(input).expect("write standard input");
+    }
     let pid = child.id() as libc::pid_t;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
