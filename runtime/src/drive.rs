@@ -194,18 +194,81 @@ impl Drive {
         self.run_here(fut)
     }
 
-    fn run_here<F: Future>(&self, fut: F) -> F::Output {
-        {
-            let mut st = self.lock();
-            st.host = true;
-            if st.bg_in {
-                self.host_asks.store(true, Ordering::SeqCst);
-                self.host_wants.notify_one();
-                if let Some(p) = &self.poller {
-                    p.wake();
-                }
+    /// The host takes the NI: the background thread, if it drives, is
+    /// asked to leave.
+    fn host_enters(&self) {
+        let mut st = self.lock();
+        st.host = true;
+        if st.bg_in {
+            self.host_asks.store(true, Ordering::SeqCst);
+            self.host_wants.notify_one();
+            if let Some(p) = &self.poller {
+                p.wake();
             }
         }
+    }
+
+    /// The host leaves the NI (the background thread takes it after
+    /// `GRACE`).
+    fn host_leaves(&self) {
+        let mut st = self.lock();
+        st.host = false;
+        st.last_exit = Instant::now();
+        if st.bg_long {
+            st.bg_long = false;
+            self.cv.notify_all();
+        }
+    }
+
+    /// Poll the rings on the host's thread, outside the runtime, until
+    /// `moved` holds (`true`), or `budget` is spent or the runtime is due a
+    /// turn (`false`: the caller then drives the runtime, which takes its
+    /// turn and polls on). Entering and leaving tokio's `block_on` costs
+    /// more than a poll (README "Performance"), and a wait on one host's
+    /// rings needs the runtime only for its turns: its packets come
+    /// through the rings. Only where the rings are everything to poll (no
+    /// peer on another host); yields between polls as the runtime's loop
+    /// does when ranks outnumber cores. The rings' receive side is taken
+    /// with `try_lock`, so a background thread still inside the runtime
+    /// does no harm before it leaves.
+    pub(crate) fn poll_host(&self, moved: &dyn Fn() -> bool, budget: Duration) -> bool {
+        let Some(p) = self.poller.as_ref().filter(|p| !p.in_runtime()) else {
+            return false;
+        };
+        if budget.is_zero() || self.turn_due() {
+            return false;
+        }
+        self.host_enters();
+        let start = Instant::now();
+        let crowded = p.crowded();
+        let mut idle = 0u32;
+        let out = loop {
+            if moved() {
+                break true;
+            }
+            if p.poll() {
+                continue;
+            }
+            idle = idle.wrapping_add(1);
+            if crowded {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+                if !idle.is_multiple_of(32) {
+                    continue;
+                }
+            }
+            let now = Instant::now();
+            if now.saturating_duration_since(start) >= budget || self.turn_due_at(now) {
+                break moved();
+            }
+        };
+        self.host_leaves();
+        out
+    }
+
+    fn run_here<F: Future>(&self, fut: F) -> F::Output {
+        self.host_enters();
         let rt = self
             .rt
             .as_ref()
@@ -217,13 +280,7 @@ impl Drive {
             }),
             _ => rt.block_on(fut),
         };
-        let mut st = self.lock();
-        st.host = false;
-        st.last_exit = Instant::now();
-        if st.bg_long {
-            st.bg_long = false;
-            self.cv.notify_all();
-        }
+        self.host_leaves();
         out
     }
 
@@ -347,5 +404,78 @@ impl Drop for Drive {
         if let Some(rt) = self.rt.take() {
             rt.shutdown_background();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A poller whose packets "arrive" on its `after`-th poll.
+    struct Counted {
+        polls: AtomicUsize,
+        after: usize,
+        in_runtime: bool,
+    }
+
+    impl Poller for Counted {
+        fn poll(&self) -> bool {
+            self.polls.fetch_add(1, Ordering::SeqCst) + 1 == self.after
+        }
+        fn park(&self, max: Duration) {
+            std::thread::sleep(max.min(Duration::from_millis(1)));
+        }
+        fn wake(&self) {}
+        fn crowded(&self) -> bool {
+            false
+        }
+        fn in_runtime(&self) -> bool {
+            self.in_runtime
+        }
+    }
+
+    fn drive(after: usize, in_runtime: bool) -> (Drive, Arc<Counted>) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let p = Arc::new(Counted {
+            polls: AtomicUsize::new(0),
+            after,
+            in_runtime,
+        });
+        let d = Drive::new(rt, Duration::from_millis(1))
+            .with_poller(Some(p.clone() as Arc<dyn Poller>));
+        // As after a drive: the runtime has just had its turn.
+        d.turned.store(d.now_us(), Ordering::Relaxed);
+        (d, p)
+    }
+
+    /// The host polls the rings itself until what it waits for moved, and
+    /// leaves the NI to the background thread after.
+    #[test]
+    fn the_host_polls_outside_the_runtime_until_it_moves() {
+        let (d, p) = drive(50, false);
+        let moved = || p.polls.load(Ordering::SeqCst) >= 50;
+        assert!(d.poll_host(&moved, Duration::from_secs(5)));
+        assert_eq!(p.polls.load(Ordering::SeqCst), 50);
+        assert!(!d.lock().host);
+    }
+
+    /// Nothing moves: it gives up within the budget, or at once with no
+    /// budget; with peers on other hosts (their packets come through the
+    /// runtime) it does not poll at all.
+    #[test]
+    fn the_host_gives_up_within_the_budget_and_never_with_remote_peers() {
+        let (d, p) = drive(usize::MAX, false);
+        let t0 = Instant::now();
+        assert!(!d.poll_host(&|| false, Duration::from_micros(300)));
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        assert!(p.polls.load(Ordering::SeqCst) > 0);
+        assert!(!d.poll_host(&|| false, Duration::ZERO));
+        let (d, p) = drive(1, true);
+        assert!(!d.poll_host(&|| true, Duration::from_secs(1)));
+        assert_eq!(p.polls.load(Ordering::SeqCst), 0);
     }
 }

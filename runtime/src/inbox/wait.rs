@@ -183,6 +183,11 @@ impl Inbox {
             if let Some(d) = &driver {
                 let spin = spin_until.saturating_duration_since(now);
                 drop(st);
+                let moved = || self.pulse.load(Ordering::Acquire) != pulse;
+                if d.poll_host(&moved, spin.min(wake - now)) {
+                    st = self.lock();
+                    continue;
+                }
                 d.run(self.until_pulse(d, pulse, wake - now, spin));
                 st = self.lock();
                 continue;
