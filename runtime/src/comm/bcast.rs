@@ -10,7 +10,7 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use super::elem::{from_bytes, to_bytes, Element};
 use super::{Comm, ModelLatency, MAX_VALUE_BYTES};
-use crate::algorithm::{bcast_waits_for, Resolved};
+use crate::algorithm::{bcast_waits_for, Resolved, TreeKind};
 use crate::control::Fingerprint;
 use crate::engine::packet_count;
 use crate::inbox::{message_cost, Post};
@@ -102,6 +102,12 @@ impl Comm {
             Some(dests) => Post::BcastAmong { seq, dests },
         };
         self.inbox.reserve(post, cost, self.cfg.timeout, &op)?;
+        // One small packet to ranks of this host: straight into their rings.
+        if let (Resolved::Tree(TreeKind::Chain(shape)), None) = (resolved, &others) {
+            if net.bcast_inline(seq, buf, shape) {
+                return Ok(());
+            }
+        }
         let (data, fill) = net.payload(buf);
         let cmd = match resolved {
             Resolved::Worm(worm) => Cmd::Worm {

@@ -1,6 +1,6 @@
 //! A packet arrives: checks, per-message forwarding state, FPFS and FCFS.
 
-use super::{Action, EngineError, Forwarding, NiEngine};
+use super::{Action, Children, EngineError, Forwarding, NiEngine};
 use crate::wire::{Kind, Packet, Route};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -14,7 +14,7 @@ pub(super) struct MsgKey {
 #[derive(Debug)]
 pub(super) struct Forward {
     /// (child rank, the route header that child receives), in send order.
-    children: Vec<(usize, Route)>,
+    children: Children,
     /// Packets still to arrive.
     remaining: u32,
     /// FCFS: packets kept for children 2.. until the message is complete.
@@ -85,7 +85,7 @@ impl NiEngine {
                     return Err(EngineError::BadRank(bad.rank as usize));
                 }
                 if !self.forwards.contains_key(&key) {
-                    let children = self.list_children(*tree, members)?;
+                    let children = self.list_children(*tree, members)?.into();
                     self.start_forward(key, h.pkt_count, children);
                 }
             }
@@ -103,7 +103,7 @@ impl NiEngine {
         Ok(())
     }
 
-    fn start_forward(&mut self, key: MsgKey, pkt_count: u32, children: Vec<(usize, Route)>) {
+    fn start_forward(&mut self, key: MsgKey, pkt_count: u32, children: Children) {
         if children.is_empty() {
             return; // a leaf keeps no state
         }
@@ -134,7 +134,7 @@ impl NiEngine {
         fwd.remaining = fwd.remaining.saturating_sub(1);
         match self.forwarding {
             Forwarding::Fpfs => {
-                for (to, route) in &fwd.children {
+                for (to, route) in fwd.children.iter() {
                     self.stats.copies_out += 1;
                     self.actions.push_back(Action::Send {
                         to: *to,

@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use mcast_algorithms::{ShapeError, Topology};
+use mcast_algorithms::{Shape, ShapeError, Topology};
 
 use crate::fasthash::HashMap;
 use crate::tree_kind::TreeKind;
@@ -43,6 +43,14 @@ use forward::{Forward, MsgKey};
 /// The NI forwarding discipline [Sivaram 1998, §4.2, Fig 6]; `MCAST_FORWARDING`.
 /// The same type as the unit-step model's (`mcast_algorithms::Forwarding`).
 pub use mcast_algorithms::unitstep::Forwarding;
+
+/// A message cut into packets (inline for a message of one packet: a
+/// small bcast allocates nothing for them).
+type Packets = smallvec::SmallVec<[Packet; 1]>;
+
+/// A node's children in send order, each with the route header it receives
+/// (shared: a cached chain plan is handed out without a copy).
+pub type Children = Arc<[(usize, Route)]>;
 
 /// What the engine asks its driver to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +99,9 @@ pub struct NiEngine {
     /// The host of every rank (an index), for host-aware trees.
     hosts: Option<Arc<[u32]>>,
     forwards: HashMap<MsgKey, Forward>,
+    /// The children of a chain tree's node, by (shape, root, lo, hi): the
+    /// same few every call of a loop, split once (see `bcast_children`).
+    chain_plans: HashMap<(Shape, u32, u32, u32), Children>,
     actions: VecDeque<Action>,
     stats: EngineStats,
 }
@@ -119,6 +130,7 @@ impl NiEngine {
             topology: None,
             hosts: None,
             forwards: HashMap::default(),
+            chain_plans: HashMap::default(),
             actions: VecDeque::new(),
             stats: EngineStats::default(),
         }
@@ -187,11 +199,11 @@ impl NiEngine {
         for p in &mut v {
             p.route = route.clone();
         }
-        v
+        v.into_vec()
     }
 
     /// Cut `data` into packets carrying `base`'s header fields.
-    fn packetize(&self, base: Header, data: &Bytes) -> Vec<Packet> {
+    fn packetize(&self, base: Header, data: &Bytes) -> Packets {
         let count = packet_count(data.len(), self.packet_bytes);
         (0..count)
             .map(|i| {
@@ -212,7 +224,7 @@ impl NiEngine {
 
     /// Emit the source's sends: FPFS = packets outer, children inner; FCFS =
     /// children outer, packets inner [Sivaram 1998, §4.2, Fig 6].
-    fn emit_source(&mut self, packets: Vec<Packet>, children: Vec<(usize, Route)>) {
+    fn emit_source(&mut self, packets: Packets, children: Children) {
         let copy = |p: &Packet, route: &Route| Packet {
             header: p.header,
             route: route.clone(),
@@ -221,7 +233,7 @@ impl NiEngine {
         match self.forwarding {
             Forwarding::Fpfs => {
                 for p in &packets {
-                    for (to, route) in &children {
+                    for (to, route) in children.iter() {
                         self.stats.copies_out += 1;
                         self.actions.push_back(Action::Send {
                             to: *to,
@@ -231,7 +243,7 @@ impl NiEngine {
                 }
             }
             Forwarding::Fcfs => {
-                for (to, route) in &children {
+                for (to, route) in children.iter() {
                     for p in &packets {
                         self.stats.copies_out += 1;
                         self.actions.push_back(Action::Send {
@@ -267,12 +279,44 @@ impl NiEngine {
                     })
                     .collect();
                 let chain = self.source_members(tree, &others)?;
-                self.list_children(tree, &chain)?
+                self.list_children(tree, &chain)?.into()
             }
         };
         let packets = self.packetize(self.header(Kind::Bcast, seq, root, data.len()), &data);
         self.emit_source(packets, children);
         Ok(())
+    }
+
+    /// The root's plan for a bcast of `len` bytes, number `seq`, down chain
+    /// tree `shape`, when it is one packet: that packet's header (as
+    /// [`NiEngine::post_bcast`] cuts it) and the children, each with the
+    /// route it receives, in send order (for one packet FPFS and FCFS send
+    /// the same). For a driver that writes the packet to each child itself
+    /// from the caller's bytes; it then reports the copies with
+    /// [`NiEngine::sent_copies`]. `None`: a lone rank, or more than one
+    /// packet (post the message instead).
+    pub fn bcast_source_plan(
+        &mut self,
+        seq: u64,
+        len: usize,
+        shape: Shape,
+    ) -> Result<Option<(Header, Children)>, EngineError> {
+        if self.size <= 1 || packet_count(len, self.packet_bytes) != 1 {
+            return Ok(None);
+        }
+        shape.validate()?;
+        let children = self.bcast_children(shape, self.rank, 0, self.size - 1)?;
+        let mut h = self.header(Kind::Bcast, seq, self.rank, len);
+        h.offset = 0;
+        h.pkt_idx = 0;
+        h.pkt_count = 1;
+        Ok(Some((h, children)))
+    }
+
+    /// A driver sent `n` packet copies of a plan from
+    /// [`NiEngine::bcast_source_plan`] (counted as the engine's own sends).
+    pub fn sent_copies(&mut self, n: usize) {
+        self.stats.copies_out += n as u64;
     }
 
     /// The root of a sub-communicator's bcast posts `data` to the other
@@ -324,7 +368,7 @@ impl NiEngine {
             }
         }
         let chain = self.source_members(tree, dests)?;
-        let children = self.list_children(tree, &chain)?;
+        let children = self.list_children(tree, &chain)?.into();
         let packets = self.packetize(self.header(kind, seq, self.rank, data.len()), &data);
         self.emit_source(packets, children);
         Ok(())

@@ -229,3 +229,53 @@ fn host_aware_bcast_reaches_everyone_once_and_crosses_each_host_once() {
         .post_bcast(1, Bytes::from_static(b"x"), TreeKind::Hosts { k: 1 })
         .is_err());
 }
+
+/// The root's plan for one small packet (what `Net::bcast_inline` writes
+/// into the rings) is exactly what `post_bcast` emits: the same header and,
+/// child by child in the same order, the same route.
+#[test]
+fn one_packet_plan_matches_the_posted_packets() {
+    for shape in [
+        Shape::Flat,
+        Shape::KBinomial { k: 1 },
+        Shape::KBinomial { k: 3 },
+        Shape::KBinomial { k: 64 },
+    ] {
+        for (size, root) in [(2, 0), (4, 0), (5, 3), (8, 6)] {
+            for fw in [Forwarding::Fpfs, Forwarding::Fcfs] {
+                let mut a = NiEngine::new(root, size, 9, fw, 1024);
+                let mut b = NiEngine::new(root, size, 9, fw, 1024);
+                let data = Bytes::from(vec![7u8; 100]);
+                a.post_bcast(11, data, TreeKind::Chain(shape)).unwrap();
+                let mut posted = Vec::new();
+                while let Some(act) = a.poll_action() {
+                    match act {
+                        Action::Send { to, packet } => posted.push((to, packet)),
+                        Action::Deliver(_) => panic!("the root delivers nothing"),
+                    }
+                }
+                let (header, children) = b.bcast_source_plan(11, 100, shape).unwrap().unwrap();
+                assert_eq!(children.len(), posted.len(), "{shape:?} {size} {root}");
+                for ((to, route), (pto, p)) in children.iter().zip(&posted) {
+                    assert_eq!(to, pto);
+                    assert_eq!(route, &p.route);
+                    assert_eq!(header, p.header);
+                }
+                b.sent_copies(children.len());
+                assert_eq!(a.stats().copies_out, b.stats().copies_out);
+                // Asked again, the plan is the kept one.
+                let (_, again) = b.bcast_source_plan(12, 100, shape).unwrap().unwrap();
+                assert!(Arc::ptr_eq(&children, &again));
+            }
+        }
+    }
+    // More than one packet, or nobody to send to: no plan.
+    let mut e = NiEngine::new(0, 4, 9, Forwarding::Fpfs, 1024);
+    assert_eq!(e.bcast_source_plan(1, 1025, Shape::Flat).unwrap(), None);
+    let mut lone = NiEngine::new(0, 1, 9, Forwarding::Fpfs, 1024);
+    assert_eq!(lone.bcast_source_plan(1, 10, Shape::Flat).unwrap(), None);
+    // A shape that cannot be built is refused as `post_bcast` refuses it.
+    assert!(e
+        .bcast_source_plan(1, 10, Shape::KBinomial { k: 0 })
+        .is_err());
+}

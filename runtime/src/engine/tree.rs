@@ -7,32 +7,50 @@ use mcast_algorithms::hosts as host_tree;
 use mcast_algorithms::trees;
 use mcast_algorithms::{split, Shape, Topology};
 
-use super::{EngineError, NiEngine};
+use super::{Children, EngineError, NiEngine};
+
+/// Chain plans an engine keeps (see `NiEngine::bcast_children`).
+const PLANS_KEPT: usize = 256;
 use crate::tree_kind::{TopoTree, TreeKind};
 use crate::wire::{Member, Route};
 
 impl NiEngine {
+    /// The children of the node at chain position `lo` (responsible for
+    /// positions `lo..=hi`) of a chain tree rooted at `root`. Split once per
+    /// (shape, root, lo, hi) and kept: a loop of calls asks for the same
+    /// few plans every time (at most `PLANS_KEPT`; the table starts over
+    /// when full).
     pub(super) fn bcast_children(
-        &self,
+        &mut self,
         shape: Shape,
         root: usize,
         lo: usize,
         hi: usize,
-    ) -> Result<Vec<(usize, Route)>, EngineError> {
-        Ok(split(shape, lo, hi)?
+    ) -> Result<Children, EngineError> {
+        let key = (shape, root as u32, lo as u32, hi as u32);
+        if let Some(c) = self.chain_plans.get(&key) {
+            return Ok(c.clone());
+        }
+        let size = self.size;
+        let children: Children = split(shape, lo, hi)?
             .into_iter()
             .map(|(a, b)| {
                 (
-                    (root + a) % self.size,
+                    (root + a) % size,
                     Route::Range {
                         shape,
-                        size: self.size as u32,
+                        size: size as u32,
                         lo: a as u32,
                         hi: b as u32,
                     },
                 )
             })
-            .collect())
+            .collect();
+        if self.chain_plans.len() >= PLANS_KEPT {
+            self.chain_plans.clear();
+        }
+        self.chain_plans.insert(key, children.clone());
+        Ok(children)
     }
 
     /// The children of `members[0]`, responsible for all of `members`.

@@ -91,6 +91,18 @@ pub(crate) trait Links: Send + Sync {
     /// ready (transports without model time ignore it).
     fn send(&self, to: usize, p: Packet, amb: Ambient);
 
+    /// Whether [`Links::send_inline`] reaches rank `to` (a shared-memory
+    /// ring to it).
+    fn inline_to(&self, _to: usize) -> bool {
+        false
+    }
+
+    /// Send to rank `to`, where [`Links::inline_to`] holds, the packet
+    /// whose encoded header and route are `head` and whose payload is
+    /// `payload`, straight from the caller's bytes (no `Packet`, no copy
+    /// of the payload first).
+    fn send_inline(&self, _to: usize, _head: &[u8], _payload: &[u8]) {}
+
     /// Whether everything sent so far has left (or its link is gone).
     fn flushed(&self) -> bool;
 

@@ -70,6 +70,21 @@ impl Links for Mesh {
         }
     }
 
+    fn inline_to(&self, to: usize) -> bool {
+        self.rings.as_ref().is_some_and(|r| r.has(to))
+    }
+
+    fn send_inline(&self, to: usize, head: &[u8], payload: &[u8]) {
+        if let Some(r) = self.rings.as_ref().filter(|r| r.has(to)) {
+            if let Err(e) = r.send_parts(to, head, payload) {
+                self.broken(
+                    to,
+                    format!("protocol violation in its shared-memory ring: {e}"),
+                );
+            }
+        }
+    }
+
     fn flushed(&self) -> bool {
         self.rings.as_ref().is_none_or(|r| r.flushed()) && self.writers().all(|o| o.is_flushed())
     }

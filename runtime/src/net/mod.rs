@@ -27,6 +27,7 @@
 
 mod connect;
 mod fablink;
+mod inline;
 mod intake;
 mod link;
 mod mesh;
@@ -524,8 +525,9 @@ fn with_engine<T>(
     mut fill: Option<&mut Filling<'_>>,
     f: impl FnOnce(&mut NiEngine) -> T,
 ) -> T {
-    let mut deliveries = Vec::new();
-    let mut sends = Vec::new();
+    // Inline: a small message's actions need no allocation.
+    let mut deliveries: smallvec::SmallVec<[Packet; 2]> = smallvec::SmallVec::new();
+    let mut sends: smallvec::SmallVec<[(usize, Packet); 4]> = smallvec::SmallVec::new();
     let r = {
         let mut eng = lock(&sh.engine);
         let r = f(&mut eng);

@@ -131,16 +131,38 @@ impl Rings {
     /// Send `p` to `peer` through its ring. `Err`: the peer's ring index is
     /// impossible (it broke the protocol).
     pub(crate) fn send(&self, peer: usize, p: &Packet) -> Result<(), String> {
+        let desc = self.shm.as_ref().and_then(|s| s.describe(&p.payload, peer));
+        self.send_by(peer, |t, seg| t.send(seg, p, desc.as_ref()))
+    }
+
+    /// Send to `peer` the packet whose encoded header and route are `head`
+    /// and whose payload is `payload` (inline: a small payload, never a
+    /// descriptor), straight from the caller's bytes.
+    pub(crate) fn send_parts(
+        &self,
+        peer: usize,
+        head: &[u8],
+        payload: &[u8],
+    ) -> Result<(), String> {
+        self.send_by(peer, |t, seg| t.send_parts(seg, head, payload))
+    }
+
+    /// Write to `peer`'s ring with `write` (under its sender lock), then
+    /// count what waits for room and poke the owner if it asked.
+    fn send_by(
+        &self,
+        peer: usize,
+        write: impl FnOnce(&mut Tx, &Segment) -> Result<Sent, String>,
+    ) -> Result<(), String> {
         let (Some(Some(tx)), Some(Some(seg))) = (self.tx.get(peer), self.segs.get(peer)) else {
             return Ok(());
         };
         if self.dead[peer].load(Ordering::Relaxed) {
             return Ok(());
         }
-        let desc = self.shm.as_ref().and_then(|s| s.describe(&p.payload, peer));
         let mut t = lock(tx);
         let had = t.pending();
-        let sent = t.send(seg, p, desc.as_ref())?;
+        let sent = write(&mut t, seg)?;
         if !had && sent == Sent::Pending {
             self.pending.fetch_add(1, Ordering::AcqRel);
         }

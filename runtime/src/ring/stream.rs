@@ -170,6 +170,19 @@ impl Tx {
         r
     }
 
+    /// Send a packet whose encoded header and route are `head` and whose
+    /// payload is `payload`, both borrowed: copied into the ring (or, what
+    /// does not fit, into the pending queue). The bytes in the ring are
+    /// those [`Tx::send`] writes for the same packet.
+    pub fn send_parts(
+        &mut self,
+        seg: &Segment,
+        head: &[u8],
+        payload: &[u8],
+    ) -> Result<Sent, String> {
+        self.push(seg, [head, payload], [None, None])
+    }
+
     /// Append what waits, if there is room now.
     pub fn flush(&mut self, seg: &Segment) -> Result<Sent, String> {
         if self.pending.is_empty() {

@@ -325,3 +325,33 @@ fn a_ring_wakes_a_sleeper_after_another_sleeper_left() {
         "the ring did not wake the first sleeper ({slept:?})"
     );
 }
+
+/// A packet sent from borrowed parts (`Tx::send_parts`: the root's inline
+/// bcast) puts the same bytes in the ring as the packet sent whole, also
+/// across the wrap and through the pending queue of a full ring.
+#[test]
+fn parts_and_whole_packets_write_the_same_bytes() {
+    let whole = Segment::heap(2, MIN_RING_BYTES);
+    let parts = Segment::heap(2, MIN_RING_BYTES);
+    let (mut tw, mut tp) = (Tx::new(1, &whole).unwrap(), Tx::new(1, &parts).unwrap());
+    let (mut rw, mut rp) = (Rx::default(), Rx::default());
+    for round in 0..300u64 {
+        let p = packet(1, round, (round as usize * 53) % 1500);
+        let mut head = bytes::BytesMut::new();
+        p.encode_head(&mut head);
+        let a = tw.send(&whole, &p, None).unwrap();
+        let b = tp.send_parts(&parts, &head, &p.payload).unwrap();
+        assert_eq!(a, b, "round {round}");
+        assert_eq!(
+            whole.tail(1).load(Ordering::Relaxed),
+            parts.tail(1).load(Ordering::Relaxed)
+        );
+        // Drain every fourth round only: the rings fill and the rest waits.
+        if round % 4 == 3 {
+            let (gw, _) = take(&mut rw, &whole, 1).unwrap();
+            let (gp, _) = take(&mut rp, &parts, 1).unwrap();
+            assert_eq!(gw, gp, "round {round}");
+            assert_eq!(tw.flush(&whole).unwrap(), tp.flush(&parts).unwrap());
+        }
+    }
+}

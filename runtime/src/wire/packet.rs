@@ -12,17 +12,24 @@ pub struct Packet {
     pub payload: Bytes,
 }
 
+/// Encode the header and route of a packet with `header`, `route` and a
+/// payload of `payload_len` bytes (see [`Packet::encode_head`]; also for a
+/// packet whose payload is still the caller's slice).
+pub fn encode_head(header: Header, route: &Route, payload_len: usize, out: &mut BytesMut) {
+    let mut h = header;
+    h.route_kind = route.kind_byte();
+    h.route_len = route.encoded_len() as u32;
+    h.payload_len = payload_len as u32;
+    h.encode(out);
+    route.encode(out);
+}
+
 impl Packet {
     /// Encode the header and route (the payload is written separately, so a
     /// vectored write sends it without copying). Fills in route_kind, route_len
     /// and payload_len.
     pub fn encode_head(&self, out: &mut BytesMut) {
-        let mut h = self.header;
-        h.route_kind = self.route.kind_byte();
-        h.route_len = self.route.encoded_len() as u32;
-        h.payload_len = self.payload.len() as u32;
-        h.encode(out);
-        self.route.encode(out);
+        encode_head(self.header, &self.route, self.payload.len(), out);
     }
 
     /// Encode the packet with the descriptor `d` in place of its payload:

@@ -1,0 +1,56 @@
+//! The root's fast path for a small bcast on one host's rings: the
+//! engine plans, the driver writes the caller's bytes into each child's
+//! ring (ARCHITECTURE "Shared-memory rings").
+
+use mcast_algorithms::Shape;
+
+use super::Net;
+use crate::sync::lock;
+
+thread_local! {
+    /// The encoded header and route of [`Net::bcast_inline`]'s packets.
+    static HEAD: std::cell::RefCell<bytes::BytesMut> = std::cell::RefCell::new(bytes::BytesMut::new());
+}
+
+impl Net {
+    /// The root's fast path for a small bcast over the world whose every
+    /// child is reached through a shared-memory ring: the engine plans it
+    /// (the packet's header and the children with their routes:
+    /// [`crate::engine::NiEngine::bcast_source_plan`]), and the packet goes into each
+    /// child's ring straight from `buf`, without a `Packet`, a copy of the
+    /// payload or the engine's action queue. The ring bytes are those the
+    /// general path writes, so the receivers (and their engines, which
+    /// forward it) cannot tell. `false`, with nothing sent, where it does
+    /// not apply (more than one packet, a payload that would travel as an
+    /// arena descriptor, a child not on a ring): take the general path.
+    pub(crate) fn bcast_inline(&self, seq: u64, buf: &[u8], shape: Shape) -> bool {
+        if buf.is_empty() || buf.len() >= crate::shm::SHM_MIN_PAYLOAD || self.is_closed() {
+            return false;
+        }
+        let links = &self.sh.links;
+        let children = {
+            let mut eng = lock(&self.sh.engine);
+            let Ok(Some((header, children))) = eng.bcast_source_plan(seq, buf.len(), shape) else {
+                return false;
+            };
+            if !children.iter().all(|&(to, _)| links.inline_to(to)) {
+                return false;
+            }
+            eng.sent_copies(children.len());
+            (header, children)
+        };
+        // Sent outside the engine's lock, as `with_engine` does.
+        let (header, children) = children;
+        HEAD.with_borrow_mut(|head| {
+            for (to, route) in children.iter() {
+                head.clear();
+                crate::wire::encode_head(header, route, buf.len(), head);
+                links.send_inline(*to, head, buf);
+            }
+        });
+        if !links.flushed() {
+            self.drive.tick();
+        }
+        true
+    }
+}
