@@ -447,8 +447,10 @@ mod tests {
         });
         let d = Drive::new(rt, Duration::from_millis(1))
             .with_poller(Some(p.clone() as Arc<dyn Poller>));
-        // As after a drive: the runtime has just had its turn.
-        d.turned.store(d.now_us(), Ordering::Relaxed);
+        // The runtime's last turn an hour ahead: never due during a test,
+        // however slowly it runs.
+        d.turned
+            .store(d.now_us() + 3_600_000_000, Ordering::Relaxed);
         (d, p)
     }
 
@@ -464,8 +466,8 @@ mod tests {
     }
 
     /// Nothing moves: it gives up within the budget, or at once with no
-    /// budget; with peers on other hosts (their packets come through the
-    /// runtime) it does not poll at all.
+    /// budget or with the runtime due its turn; with peers on other hosts
+    /// (their packets come through the runtime) it does not poll at all.
     #[test]
     fn the_host_gives_up_within_the_budget_and_never_with_remote_peers() {
         let (d, p) = drive(usize::MAX, false);
@@ -473,7 +475,11 @@ mod tests {
         assert!(!d.poll_host(&|| false, Duration::from_micros(300)));
         assert!(t0.elapsed() < Duration::from_secs(5));
         assert!(p.polls.load(Ordering::SeqCst) > 0);
+        let polled = p.polls.load(Ordering::SeqCst);
         assert!(!d.poll_host(&|| false, Duration::ZERO));
+        d.turned.store(0, Ordering::Relaxed);
+        assert!(!d.poll_host(&|| true, Duration::from_secs(1)));
+        assert_eq!(p.polls.load(Ordering::SeqCst), polled);
         let (d, p) = drive(1, true);
         assert!(!d.poll_host(&|| true, Duration::from_secs(1)));
         assert_eq!(p.polls.load(Ordering::SeqCst), 0);

@@ -28,7 +28,7 @@ impl Net {
             return false;
         }
         let links = &self.sh.links;
-        let children = {
+        let (header, children) = {
             let mut eng = lock(&self.sh.engine);
             let Ok(Some((header, children))) = eng.bcast_source_plan(seq, buf.len(), shape) else {
                 return false;
@@ -40,7 +40,6 @@ impl Net {
             (header, children)
         };
         // Sent outside the engine's lock, as `with_engine` does.
-        let (header, children) = children;
         HEAD.with_borrow_mut(|head| {
             for (to, route) in children.iter() {
                 head.clear();
