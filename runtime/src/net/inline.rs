@@ -7,11 +7,6 @@ use mcast_algorithms::Shape;
 use super::Net;
 use crate::sync::lock;
 
-thread_local! {
-    /// The encoded header and route of [`Net::bcast_inline`]'s packets.
-    static HEAD: std::cell::RefCell<bytes::BytesMut> = std::cell::RefCell::new(bytes::BytesMut::new());
-}
-
 impl Net {
     /// The root's fast path for a small bcast over the world whose every
     /// child is reached through a shared-memory ring: the engine plans it
@@ -40,13 +35,9 @@ impl Net {
             (header, children)
         };
         // Sent outside the engine's lock, as `with_engine` does.
-        HEAD.with_borrow_mut(|head| {
-            for (to, route) in children.iter() {
-                head.clear();
-                crate::wire::encode_head(header, route, buf.len(), head);
-                links.send_inline(*to, head, buf);
-            }
-        });
+        for (to, route) in children.iter() {
+            links.send_inline(*to, header, route, buf);
+        }
         if !links.flushed() {
             self.drive.tick();
         }

@@ -36,7 +36,7 @@ use crate::error::Error;
 use crate::fabric::FabricWelcome;
 use crate::inbox::{Inbox, Stamp};
 use crate::shm::Shm;
-use crate::wire::{Goodbye, Packet};
+use crate::wire::{Goodbye, Header, Packet, Route};
 use crate::worms::{Worm, WormSend};
 
 /// What carries the packets to one peer.
@@ -98,10 +98,9 @@ pub(crate) trait Links: Send + Sync {
     }
 
     /// Send to rank `to`, where [`Links::inline_to`] holds, the packet
-    /// whose encoded header and route are `head` and whose payload is
-    /// `payload`, straight from the caller's bytes (no `Packet`, no copy
-    /// of the payload first).
-    fn send_inline(&self, _to: usize, _head: &[u8], _payload: &[u8]) {}
+    /// with `header`, `route` and `payload`, straight from the caller's
+    /// bytes (no `Packet`, no copy of the payload first).
+    fn send_inline(&self, _to: usize, _header: Header, _route: &Route, _payload: &[u8]) {}
 
     /// Whether everything sent so far has left (or its link is gone).
     fn flushed(&self) -> bool;

@@ -31,7 +31,7 @@ use crate::inbox::Inbox;
 use crate::outq::{Half, Out};
 use crate::ring::{self, Segment};
 use crate::shm::{Arena, Shm};
-use crate::wire::{Goodbye, Kind, Packet, ShmDesc, FLAG_SHM};
+use crate::wire::{Goodbye, Header, Kind, Packet, Route, ShmDesc, FLAG_SHM};
 
 /// The reader's buffer: many small packets per read system call, while a
 /// payload larger than this is read straight into its own buffer.
@@ -51,6 +51,17 @@ pub(crate) struct Mesh {
 }
 
 impl Mesh {
+    /// After a write to `to`'s ring: an impossible ring index is the
+    /// peer's protocol violation (it is declared lost).
+    fn ring_sent(&self, to: usize, r: Result<(), String>) {
+        if let Err(e) = r {
+            self.broken(
+                to,
+                format!("protocol violation in its shared-memory ring: {e}"),
+            );
+        }
+    }
+
     fn writers(&self) -> impl Iterator<Item = &Arc<Out>> {
         self.writers.get().into_iter().flatten().flatten()
     }
@@ -59,12 +70,7 @@ impl Mesh {
 impl Links for Mesh {
     fn send(&self, to: usize, p: Packet, _amb: Ambient) {
         if let Some(r) = self.rings.as_ref().filter(|r| r.has(to)) {
-            if let Err(e) = r.send(to, &p) {
-                self.broken(
-                    to,
-                    format!("protocol violation in its shared-memory ring: {e}"),
-                );
-            }
+            self.ring_sent(to, r.send(to, &p));
         } else if let Some(Some(out)) = self.writers.get().and_then(|w| w.get(to)) {
             out.send(p);
         }
@@ -74,14 +80,9 @@ impl Links for Mesh {
         self.rings.as_ref().is_some_and(|r| r.has(to))
     }
 
-    fn send_inline(&self, to: usize, head: &[u8], payload: &[u8]) {
+    fn send_inline(&self, to: usize, header: Header, route: &Route, payload: &[u8]) {
         if let Some(r) = self.rings.as_ref().filter(|r| r.has(to)) {
-            if let Err(e) = r.send_parts(to, head, payload) {
-                self.broken(
-                    to,
-                    format!("protocol violation in its shared-memory ring: {e}"),
-                );
-            }
+            self.ring_sent(to, r.send_parts(to, header, route, payload));
         }
     }
 

@@ -32,7 +32,7 @@ use crate::outq::Out;
 use crate::ring::{Bell, Flag, Rx, Segment, Sent, Tx};
 use crate::shm::Shm;
 use crate::sync::lock;
-use crate::wire::{Kind, Packet, FLAG_SHM};
+use crate::wire::{Header, Kind, Packet, Route, FLAG_SHM};
 
 /// The rings of this rank: its own segment (inbound) and its peers'.
 pub(crate) struct Rings {
@@ -135,16 +135,17 @@ impl Rings {
         self.send_by(peer, |t, seg| t.send(seg, p, desc.as_ref()))
     }
 
-    /// Send to `peer` the packet whose encoded header and route are `head`
-    /// and whose payload is `payload` (inline: a small payload, never a
-    /// descriptor), straight from the caller's bytes.
+    /// Send to `peer` the packet with `header`, `route` and `payload`
+    /// (inline: a small payload, never a descriptor), straight from the
+    /// caller's bytes.
     pub(crate) fn send_parts(
         &self,
         peer: usize,
-        head: &[u8],
+        header: Header,
+        route: &Route,
         payload: &[u8],
     ) -> Result<(), String> {
-        self.send_by(peer, |t, seg| t.send_parts(seg, head, payload))
+        self.send_by(peer, |t, seg| t.send_parts(seg, header, route, payload))
     }
 
     /// Write to `peer`'s ring with `write` (under its sender lock), then

@@ -170,17 +170,23 @@ impl Tx {
         r
     }
 
-    /// Send a packet whose encoded header and route are `head` and whose
-    /// payload is `payload`, both borrowed: copied into the ring (or, what
-    /// does not fit, into the pending queue). The bytes in the ring are
-    /// those [`Tx::send`] writes for the same packet.
+    /// Send the packet with `header`, `route` and `payload`, the payload
+    /// borrowed: copied into the ring (or, what does not fit, into the
+    /// pending queue). The bytes in the ring are those [`Tx::send`] writes
+    /// for the same packet.
     pub fn send_parts(
         &mut self,
         seg: &Segment,
-        head: &[u8],
+        header: Header,
+        route: &Route,
         payload: &[u8],
     ) -> Result<Sent, String> {
-        self.push(seg, [head, payload], [None, None])
+        let mut head = std::mem::take(&mut self.scratch);
+        head.clear();
+        crate::wire::encode_head(header, route, payload.len(), &mut head);
+        let r = self.push(seg, [&head, payload], [None, None]);
+        self.scratch = head;
+        r
     }
 
     /// Append what waits, if there is room now.

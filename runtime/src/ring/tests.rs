@@ -337,10 +337,10 @@ fn parts_and_whole_packets_write_the_same_bytes() {
     let (mut rw, mut rp) = (Rx::default(), Rx::default());
     for round in 0..300u64 {
         let p = packet(1, round, (round as usize * 53) % 1500);
-        let mut head = bytes::BytesMut::new();
-        p.encode_head(&mut head);
         let a = tw.send(&whole, &p, None).unwrap();
-        let b = tp.send_parts(&parts, &head, &p.payload).unwrap();
+        let b = tp
+            .send_parts(&parts, p.header, &p.route, &p.payload)
+            .unwrap();
         assert_eq!(a, b, "round {round}");
         assert_eq!(
             whole.tail(1).load(Ordering::Relaxed),
