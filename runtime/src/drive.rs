@@ -209,11 +209,12 @@ impl Drive {
     }
 
     /// The host leaves the NI (the background thread takes it after
-    /// `GRACE`).
-    fn host_leaves(&self) {
+    /// `GRACE`), at `now` if the caller read the clock a moment ago.
+    fn host_leaves(&self, now: Option<Instant>) {
+        let now = now.unwrap_or_else(Instant::now);
         let mut st = self.lock();
         st.host = false;
-        st.last_exit = Instant::now();
+        st.last_exit = now;
         if st.bg_long {
             st.bg_long = false;
             self.cv.notify_all();
@@ -231,21 +232,35 @@ impl Drive {
     /// does when ranks outnumber cores. The rings' receive side is taken
     /// with `try_lock`, so a background thread still inside the runtime
     /// does no harm before it leaves.
-    pub(crate) fn poll_host(&self, moved: &dyn Fn() -> bool, budget: Duration) -> bool {
+    ///
+    /// `start` is the caller's clock reading, a moment ago: a reading costs
+    /// about 20 ns here, a tenth of a small bcast's receive, so the budget,
+    /// the turn and the exit time (for the background thread's `GRACE`)
+    /// reuse the last one, unless more than `FRESH_POLLS` polls ran since.
+    pub(crate) fn poll_host(
+        &self,
+        moved: &dyn Fn() -> bool,
+        budget: Duration,
+        start: Instant,
+    ) -> bool {
+        /// Polls after which the last clock reading is too old to stamp
+        /// the host's exit (a poll that takes packets does bounded work:
+        /// at most a ring's bytes per peer).
+        const FRESH_POLLS: u32 = 4;
         let Some(p) = self.poller.as_ref().filter(|p| !p.in_runtime()) else {
             return false;
         };
-        if budget.is_zero() || self.turn_due() {
+        if budget.is_zero() || self.turn_due_at(start) {
             return false;
         }
         self.host_enters();
-        let start = Instant::now();
         let crowded = p.crowded();
-        let mut idle = 0u32;
+        let (mut idle, mut polls, mut last) = (0u32, 0u32, start);
         let out = loop {
             if moved() {
                 break true;
             }
+            polls = polls.saturating_add(1);
             if p.poll() {
                 continue;
             }
@@ -258,12 +273,13 @@ impl Drive {
                     continue;
                 }
             }
-            let now = Instant::now();
-            if now.saturating_duration_since(start) >= budget || self.turn_due_at(now) {
+            last = Instant::now();
+            polls = 0;
+            if last.saturating_duration_since(start) >= budget || self.turn_due_at(last) {
                 break moved();
             }
         };
-        self.host_leaves();
+        self.host_leaves((polls <= FRESH_POLLS).then_some(last));
         out
     }
 
@@ -280,7 +296,7 @@ impl Drive {
             }),
             _ => rt.block_on(fut),
         };
-        self.host_leaves();
+        self.host_leaves(None);
         out
     }
 
@@ -460,9 +476,14 @@ mod tests {
     fn the_host_polls_outside_the_runtime_until_it_moves() {
         let (d, p) = drive(50, false);
         let moved = || p.polls.load(Ordering::SeqCst) >= 50;
-        assert!(d.poll_host(&moved, Duration::from_secs(5)));
+        let before = Instant::now();
+        assert!(d.poll_host(&moved, Duration::from_secs(5), before));
         assert_eq!(p.polls.load(Ordering::SeqCst), 50);
-        assert!(!d.lock().host);
+        let st = d.lock();
+        assert!(!st.host);
+        // The exit is stamped after the polls began, whichever reading
+        // stamped it.
+        assert!(st.last_exit >= before);
     }
 
     /// Nothing moves: it gives up within the budget, or at once with no
@@ -472,16 +493,16 @@ mod tests {
     fn the_host_gives_up_within_the_budget_and_never_with_remote_peers() {
         let (d, p) = drive(usize::MAX, false);
         let t0 = Instant::now();
-        assert!(!d.poll_host(&|| false, Duration::from_micros(300)));
+        assert!(!d.poll_host(&|| false, Duration::from_micros(300), Instant::now()));
         assert!(t0.elapsed() < Duration::from_secs(5));
         assert!(p.polls.load(Ordering::SeqCst) > 0);
         let polled = p.polls.load(Ordering::SeqCst);
-        assert!(!d.poll_host(&|| false, Duration::ZERO));
+        assert!(!d.poll_host(&|| false, Duration::ZERO, Instant::now()));
         d.turned.store(0, Ordering::Relaxed);
-        assert!(!d.poll_host(&|| true, Duration::from_secs(1)));
+        assert!(!d.poll_host(&|| true, Duration::from_secs(1), Instant::now()));
         assert_eq!(p.polls.load(Ordering::SeqCst), polled);
         let (d, p) = drive(1, true);
-        assert!(!d.poll_host(&|| true, Duration::from_secs(1)));
+        assert!(!d.poll_host(&|| true, Duration::from_secs(1), Instant::now()));
         assert_eq!(p.polls.load(Ordering::SeqCst), 0);
     }
 }

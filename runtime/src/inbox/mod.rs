@@ -68,7 +68,7 @@ pub struct Inbox {
 }
 
 /// What a bcast wait yields: packets for that sequence number.
-pub type BcastPackets = Vec<Packet>;
+pub type BcastPackets = std::collections::VecDeque<Packet>;
 
 impl Inbox {
     /// The inbox of rank `me`, accepting multicasts up to `max_message` bytes.

@@ -125,16 +125,13 @@ impl Inbox {
     ) -> Result<T, Error> {
         let driver = self.driver();
         let mut st = self.lock();
-        let start = Instant::now();
-        let mut deadline = start + timeout;
         let mut seen = progress(&st);
-        if let Some(s) = stall.as_mut() {
-            s.since.get_or_insert(start);
-        }
         // Poll until this long after the last progress, then sleep.
         let spin = driver.as_ref().map_or(Duration::ZERO, |d| d.spin());
-        let mut spin_until = start + spin;
-        let mut first = true;
+        // The wait's start, its deadline and the end of its polling: the
+        // clock is first read once `ready` has said no (what is ready at
+        // once costs no reading).
+        let mut clock: Option<(Instant, Instant, Instant)> = None;
         loop {
             // The pulse before `ready` looks: a wake after it (for the
             // inbox, or for a barrier flag outside it, which `ready` may
@@ -144,19 +141,22 @@ impl Inbox {
             if let Some(v) = ready(&mut st)? {
                 return Ok(v);
             }
-            // The first look needs no second clock reading.
-            let now = if std::mem::take(&mut first) {
-                start
-            } else {
-                Instant::now()
-            };
+            let now = Instant::now();
+            let (start, deadline, spin_until) = clock.get_or_insert_with(|| {
+                if let Some(s) = stall.as_mut() {
+                    s.since.get_or_insert(now);
+                }
+                (now, now + timeout, now + spin)
+            });
+            let start = *start;
             // Progress restarts the clock.
             let now_at = progress(&st);
             if now_at != seen {
                 seen = now_at;
-                deadline = now + timeout;
-                spin_until = now + spin;
+                *deadline = now + timeout;
+                *spin_until = now + spin;
             }
+            let (deadline, spin_until) = (*deadline, *spin_until);
             if now >= deadline {
                 let (op, detail) = what();
                 return Err(Error::Timeout {
@@ -184,7 +184,7 @@ impl Inbox {
                 let spin = spin_until.saturating_duration_since(now);
                 drop(st);
                 let moved = || self.pulse.load(Ordering::Acquire) != pulse;
-                if d.poll_host(&moved, spin.min(wake - now)) {
+                if d.poll_host(&moved, spin.min(wake - now), now) {
                     st = self.lock();
                     continue;
                 }
@@ -257,7 +257,7 @@ impl Inbox {
                     st.flow
                         .took(Class::Coll, root, packet_cost(p.payload.len()));
                 }
-                Ok(Some(q.into_iter().collect()))
+                Ok(Some(q))
             },
         )
     }

@@ -258,12 +258,9 @@ impl Rx {
                 let (h, flags, total) = header(&hb)?;
                 check(&h)?;
                 if avail >= total {
-                    let mut b = BytesMut::with_capacity(total);
-                    // SAFETY: `get` writes all `total` bytes before any read.
-                    unsafe { b.set_len(total) };
-                    seg.get(from, self.head, &mut b);
+                    let p = whole(seg, from, self.head, h, total)?;
                     self.advance(seg, from, total);
-                    out((assemble(h, b.freeze())?, flags))?;
+                    out((p, flags))?;
                     continue;
                 }
                 self.want = Some((h, flags, total));
@@ -304,6 +301,36 @@ impl Rx {
         self.head = self.head.wrapping_add(n as u64);
         seg.head(from).store(self.head, Ordering::Release);
     }
+}
+
+/// The whole packet of `total` bytes at `at` in ring `from` (its header
+/// `h` already read): the route decoded from a copy on the stack, the
+/// payload read into a buffer of its own, so that the packet owns exactly
+/// its payload (no second allocation to share a larger one).
+fn whole(seg: &Segment, from: usize, at: u64, h: Header, total: usize) -> Result<Packet, String> {
+    let rl = h.route_len as usize;
+    let mut small = [0u8; 64];
+    let mut large = Vec::new();
+    let rb: &mut [u8] = if rl <= small.len() {
+        &mut small[..rl]
+    } else {
+        large.resize(rl, 0);
+        &mut large
+    };
+    seg.get(from, at.wrapping_add(HEADER_LEN as u64), rb);
+    let route =
+        Route::decode(h.route_kind, rb).map_err(|e| format!("malformed route header: {e}"))?;
+    let start = HEADER_LEN + rl;
+    let n = total - start;
+    let mut payload = Vec::with_capacity(n);
+    // SAFETY: `get` writes all `n` bytes before any read.
+    unsafe { payload.set_len(n) };
+    seg.get(from, at.wrapping_add(start as u64), &mut payload);
+    Ok(Packet {
+        header: h,
+        route,
+        payload: Bytes::from(payload),
+    })
 }
 
 /// Decode a header: it, its flags and the packet's whole length.

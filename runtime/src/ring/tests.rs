@@ -355,3 +355,47 @@ fn parts_and_whole_packets_write_the_same_bytes() {
         }
     }
 }
+
+/// Every route size, short (read onto the stack) and long (a list of
+/// dozens of members), comes out of the ring as it went in, at every
+/// position of the wrap, and owns exactly its payload.
+#[test]
+fn routes_of_every_size_come_out_whole() {
+    use crate::tree_kind::TreeKind;
+    use crate::wire::Member;
+    use mcast_algorithms::Shape;
+    let seg = Segment::heap(2, MIN_RING_BYTES);
+    let mut tx = Tx::new(1, &seg).unwrap();
+    let mut rx = Rx::default();
+    for round in 0..300u64 {
+        let mut p = packet(1, round, (round as usize * 41) % 900);
+        p.header.kind = Kind::Multicast;
+        p.route = match round % 3 {
+            0 => Route::None,
+            1 => Route::Range {
+                shape: Shape::Flat,
+                size: 64,
+                lo: 1,
+                hi: 63,
+            },
+            _ => Route::List {
+                tree: TreeKind::Chain(Shape::Flat),
+                covers: (0..round as u32 % 48)
+                    .map(|r| Member {
+                        rank: r,
+                        ordinal: r,
+                    })
+                    .collect(),
+            },
+        };
+        // As decoding fills them in.
+        p.header.route_kind = p.route.kind_byte();
+        p.header.route_len = p.route.encoded_len() as u32;
+        assert_eq!(tx.send(&seg, &p, None), Ok(Sent::All));
+        let (got, _) = take(&mut rx, &seg, 1).unwrap();
+        assert_eq!(got.len(), 1, "round {round}");
+        let (q, flags) = &got[0];
+        assert_eq!((q, *flags), (&p, 0), "round {round}");
+        assert_eq!(q.payload.len(), p.payload.len());
+    }
+}
