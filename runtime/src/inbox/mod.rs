@@ -317,20 +317,32 @@ impl Inbox {
         // current call out. A call or two leave per call: no scan.
         st.calls.insert(seq, fp);
         let mut notice = None;
-        if let Some(probes) = st.early_probes.remove(&seq) {
+        // The maps below are empty on almost every call: look at them only
+        // when they hold something (each look hashes).
+        if let Some(probes) = (!st.early_probes.is_empty())
+            .then(|| st.early_probes.remove(&seq))
+            .flatten()
+        {
             st.early_probe_count -= probes.len();
             for (from, theirs) in probes {
                 notice = notice.or(st.check(seq, &theirs, from));
             }
         }
-        if let Some(p) = st.bcast.get(&seq).and_then(|q| q.front()) {
+        if let Some(p) = (!st.bcast.is_empty())
+            .then(|| st.bcast.get(&seq))
+            .flatten()
+            .and_then(|q| q.front())
+        {
             let (theirs, root) = (State::bcast_fp(p), p.header.root as usize);
             notice = notice.or(st.check(seq, &theirs, root));
         }
         if let Some((from, theirs)) = st.early_p2p_call(seq) {
             notice = notice.or(st.check(seq, &theirs, from));
         }
-        match st.mismatch.get(&comm_of(seq)) {
+        match (!st.mismatch.is_empty())
+            .then(|| st.mismatch.get(&comm_of(seq)))
+            .flatten()
+        {
             Some((_, e)) => Err((e.clone(), notice)),
             None => Ok(()),
         }

@@ -132,6 +132,10 @@ impl State {
     /// This rank enters collective `seq`: the first call a peer made of it,
     /// if one arrived before (earlier ones are forgotten).
     pub(super) fn early_p2p_call(&mut self, seq: u64) -> Option<(usize, Fingerprint)> {
+        // Almost always: nothing came early (every call looks).
+        if self.p2p.early.is_empty() {
+            return None;
+        }
         let lo = comm_base(comm_of(seq));
         let old: Vec<u64> = self.p2p.early.range(lo..=seq).map(|(&k, _)| k).collect();
         let mut mine = None;

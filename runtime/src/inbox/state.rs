@@ -242,8 +242,14 @@ impl State {
         if let Some(e) = &self.fatal {
             return Some(e.clone());
         }
-        if let Some((_, e)) = self.mismatch.get(&comm_of(seq)) {
+        if let Some((_, e)) = (!self.mismatch.is_empty())
+            .then(|| self.mismatch.get(&comm_of(seq)))
+            .flatten()
+        {
             return Some(e.clone());
+        }
+        if self.lost.is_empty() {
+            return None;
         }
         let departed = &self.departed;
         let comm = comm_of(seq);
