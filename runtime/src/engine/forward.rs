@@ -62,6 +62,12 @@ impl NiEngine {
                         h.root
                     )));
                 }
+                // A range of one is a leaf: no children, no forwarding
+                // state, nothing to look up (most receivers of a bcast).
+                if lo == hi {
+                    self.deliver(packet);
+                    return Ok(());
+                }
                 if !self.forwards.contains_key(&key) {
                     let children =
                         self.bcast_children(*shape, h.root as usize, *lo as usize, *hi as usize)?;
@@ -98,9 +104,14 @@ impl NiEngine {
             }
         }
         self.forward(key, &packet);
+        self.deliver(packet);
+        Ok(())
+    }
+
+    /// Hand `packet` to the host.
+    fn deliver(&mut self, packet: Packet) {
         self.stats.delivered += 1;
         self.actions.push_back(Action::Deliver(packet));
-        Ok(())
     }
 
     fn start_forward(&mut self, key: MsgKey, pkt_count: u32, children: Children) {

@@ -279,3 +279,37 @@ fn one_packet_plan_matches_the_posted_packets() {
         .bcast_source_plan(1, 10, Shape::KBinomial { k: 0 })
         .is_err());
 }
+
+/// A receiver whose range is itself alone (every receiver of the flat
+/// tree) is a leaf: it delivers, forwards nothing, and neither plans
+/// children nor keeps forwarding state.
+#[test]
+fn a_leaf_delivers_without_planning_or_state() {
+    let mut root = NiEngine::new(0, 4, 9, Forwarding::Fpfs, 1024);
+    root.post_bcast(5, Bytes::from_static(b"leaf"), TreeKind::Chain(Shape::Flat))
+        .unwrap();
+    let mut sends = Vec::new();
+    while let Some(a) = root.poll_action() {
+        if let Action::Send { to, packet } = a {
+            sends.push((to, packet));
+        }
+    }
+    assert_eq!(sends.len(), 3);
+    for (to, packet) in sends {
+        assert!(matches!(packet.route, Route::Range { lo, hi, .. } if lo == hi));
+        let mut leaf = NiEngine::new(to, 4, 9, Forwarding::Fpfs, 1024);
+        leaf.packet_in(0, packet.clone()).unwrap();
+        let actions: Vec<Action> = std::iter::from_fn(|| leaf.poll_action()).collect();
+        assert!(matches!(&actions[..], [Action::Deliver(p)] if *p == packet));
+        assert!(leaf.forwards.is_empty() && leaf.chain_plans.is_empty());
+        assert_eq!((leaf.stats.packets_in, leaf.stats.delivered), (1, 1));
+        // Still checked: a leaf packet for another rank is misrouted.
+        let mut other = NiEngine::new((to % 3) + 1, 4, 9, Forwarding::Fpfs, 1024);
+        if (to % 3) + 1 != to {
+            assert!(matches!(
+                other.packet_in(0, packet),
+                Err(EngineError::Misrouted { .. })
+            ));
+        }
+    }
+}
