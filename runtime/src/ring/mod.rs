@@ -57,6 +57,7 @@
 //! protocol error), every offset is masked into the ring, every packet
 //! header is decoded and checked like one from a socket.
 
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -313,18 +314,30 @@ impl Segment {
 
     /// Copy `dst.len()` bytes out of ring `s` from stream position `pos`.
     pub(super) fn get(&self, s: usize, pos: u64, dst: &mut [u8]) {
+        // SAFETY: `dst` is valid for writes of its length.
+        unsafe { self.get_raw(s, pos, dst.as_mut_ptr(), dst.len()) }
+    }
+
+    /// [`Segment::get`] into memory not yet initialized (a buffer's spare
+    /// capacity), which it initializes whole.
+    pub(super) fn get_uninit(&self, s: usize, pos: u64, dst: &mut [MaybeUninit<u8>]) {
+        // SAFETY: `dst` is valid for writes of its length; `u8` and
+        // `MaybeUninit<u8>` have the same layout.
+        unsafe { self.get_raw(s, pos, dst.as_mut_ptr().cast(), dst.len()) }
+    }
+
+    /// # Safety
+    /// `dst` must be valid for writes of `n` bytes.
+    unsafe fn get_raw(&self, s: usize, pos: u64, dst: *mut u8, n: usize) {
         let data = self.ring(s) + RING_HEAD;
         let at = (pos as usize) & (self.cap - 1);
-        let first = dst.len().min(self.cap - at);
-        assert!(data + self.cap <= self.len && dst.len() <= self.cap);
-        // SAFETY: as in `put`.
+        let first = n.min(self.cap - at);
+        assert!(data + self.cap <= self.len && n <= self.cap);
+        // SAFETY: both pieces lie in ring s's data area (checked above),
+        // and `dst` takes `n` bytes (the caller's promise).
         unsafe {
-            std::ptr::copy_nonoverlapping(self.base.add(data + at), dst.as_mut_ptr(), first);
-            std::ptr::copy_nonoverlapping(
-                self.base.add(data),
-                dst.as_mut_ptr().add(first),
-                dst.len() - first,
-            );
+            std::ptr::copy_nonoverlapping(self.base.add(data + at), dst, first);
+            std::ptr::copy_nonoverlapping(self.base.add(data), dst.add(first), n - first);
         }
     }
 

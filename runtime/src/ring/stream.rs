@@ -323,9 +323,13 @@ fn whole(seg: &Segment, from: usize, at: u64, h: Header, total: usize) -> Result
     let start = HEADER_LEN + rl;
     let n = total - start;
     let mut payload = Vec::with_capacity(n);
-    // SAFETY: `get` writes all `n` bytes before any read.
+    seg.get_uninit(
+        from,
+        at.wrapping_add(start as u64),
+        &mut payload.spare_capacity_mut()[..n],
+    );
+    // SAFETY: `get_uninit` initialized the first `n` bytes.
     unsafe { payload.set_len(n) };
-    seg.get(from, at.wrapping_add(start as u64), &mut payload);
     Ok(Packet {
         header: h,
         route,
