@@ -8,11 +8,11 @@ use mcast_algorithms::trees;
 use mcast_algorithms::{split, Shape, Topology};
 
 use super::{Children, EngineError, NiEngine};
+use crate::tree_kind::{TopoTree, TreeKind};
+use crate::wire::{Member, Route};
 
 /// Chain plans an engine keeps (see `NiEngine::bcast_children`).
 const PLANS_KEPT: usize = 256;
-use crate::tree_kind::{TopoTree, TreeKind};
-use crate::wire::{Member, Route};
 
 impl NiEngine {
     /// The children of the node at chain position `lo` (responsible for

@@ -339,10 +339,7 @@ impl Inbox {
         if let Some((from, theirs)) = st.early_p2p_call(seq) {
             notice = notice.or(st.check(seq, &theirs, from));
         }
-        match (!st.mismatch.is_empty())
-            .then(|| st.mismatch.get(&comm_of(seq)))
-            .flatten()
-        {
+        match st.mismatch_of(seq) {
             Some((_, e)) => Err((e.clone(), notice)),
             None => Ok(()),
         }

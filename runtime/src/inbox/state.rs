@@ -238,14 +238,20 @@ impl State {
     /// member of its communicator (a departed one, for the world, only
     /// from the collective it left at; for a sub-communicator at once,
     /// since a goodbye counts world collectives only).
+    /// The mismatch found on call `seq`'s communicator, if any (every call
+    /// looks, and the table is almost always empty: no hashing then).
+    pub(super) fn mismatch_of(&self, seq: u64) -> Option<&(u64, Error)> {
+        if self.mismatch.is_empty() {
+            return None;
+        }
+        self.mismatch.get(&comm_of(seq))
+    }
+
     pub(super) fn collective_blocked(&mut self, seq: u64) -> Option<Error> {
         if let Some(e) = &self.fatal {
             return Some(e.clone());
         }
-        if let Some((_, e)) = (!self.mismatch.is_empty())
-            .then(|| self.mismatch.get(&comm_of(seq)))
-            .flatten()
-        {
+        if let Some((_, e)) = self.mismatch_of(seq) {
             return Some(e.clone());
         }
         if self.lost.is_empty() {

@@ -128,10 +128,10 @@ impl Inbox {
         let mut seen = progress(&st);
         // Poll until this long after the last progress, then sleep.
         let spin = driver.as_ref().map_or(Duration::ZERO, |d| d.spin());
-        // The wait's start, its deadline and the end of its polling: the
-        // clock is first read once `ready` has said no (what is ready at
-        // once costs no reading).
-        let mut clock: Option<(Instant, Instant, Instant)> = None;
+        // The deadline and the end of polling, set at the first look that
+        // found nothing (what is ready at once reads no clock) and again
+        // at every progress.
+        let mut limits: Option<(Instant, Instant)> = None;
         loop {
             // The pulse before `ready` looks: a wake after it (for the
             // inbox, or for a barrier flag outside it, which `ready` may
@@ -142,21 +142,17 @@ impl Inbox {
                 return Ok(v);
             }
             let now = Instant::now();
-            let (start, deadline, spin_until) = clock.get_or_insert_with(|| {
-                if let Some(s) = stall.as_mut() {
-                    s.since.get_or_insert(now);
-                }
-                (now, now + timeout, now + spin)
-            });
-            let start = *start;
-            // Progress restarts the clock.
-            let now_at = progress(&st);
-            if now_at != seen {
-                seen = now_at;
-                *deadline = now + timeout;
-                *spin_until = now + spin;
+            if let Some(s) = stall.as_mut() {
+                s.since.get_or_insert(now);
             }
-            let (deadline, spin_until) = (*deadline, *spin_until);
+            let now_at = progress(&st);
+            let (deadline, spin_until) = match limits {
+                Some(l) if now_at == seen => l,
+                _ => {
+                    seen = now_at;
+                    *limits.insert((now + timeout, now + spin))
+                }
+            };
             if now >= deadline {
                 let (op, detail) = what();
                 return Err(Error::Timeout {
@@ -167,7 +163,7 @@ impl Inbox {
             }
             let mut wake = deadline;
             if let Some(s) = stall.as_mut() {
-                let at = s.since.unwrap_or(start) + s.after;
+                let at = s.since.unwrap_or(now) + s.after;
                 if now >= at {
                     // Not under the lock: sending drives the NI on this
                     // thread, and the NI delivers into this inbox.

@@ -309,17 +309,10 @@ impl Rx {
 /// its payload (no second allocation to share a larger one).
 fn whole(seg: &Segment, from: usize, at: u64, h: Header, total: usize) -> Result<Packet, String> {
     let rl = h.route_len as usize;
-    let mut small = [0u8; 64];
-    let mut large = Vec::new();
-    let rb: &mut [u8] = if rl <= small.len() {
-        &mut small[..rl]
-    } else {
-        large.resize(rl, 0);
-        &mut large
-    };
-    seg.get(from, at.wrapping_add(HEADER_LEN as u64), rb);
+    let mut rb: smallvec::SmallVec<[u8; 64]> = smallvec::smallvec![0; rl];
+    seg.get(from, at.wrapping_add(HEADER_LEN as u64), &mut rb);
     let route =
-        Route::decode(h.route_kind, rb).map_err(|e| format!("malformed route header: {e}"))?;
+        Route::decode(h.route_kind, &rb).map_err(|e| format!("malformed route header: {e}"))?;
     let start = HEADER_LEN + rl;
     let n = total - start;
     let mut payload = Vec::with_capacity(n);
