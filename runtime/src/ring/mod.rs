@@ -304,11 +304,13 @@ impl Segment {
         // SAFETY: both pieces lie in ring s's data area (checked above).
         unsafe {
             std::ptr::copy_nonoverlapping(src.as_ptr(), self.base.add(data + at), first);
-            std::ptr::copy_nonoverlapping(
-                src.as_ptr().add(first),
-                self.base.add(data),
-                src.len() - first,
-            );
+            if first < src.len() {
+                std::ptr::copy_nonoverlapping(
+                    src.as_ptr().add(first),
+                    self.base.add(data),
+                    src.len() - first,
+                );
+            }
         }
     }
 
@@ -337,7 +339,9 @@ impl Segment {
         // and `dst` takes `n` bytes (the caller's promise).
         unsafe {
             std::ptr::copy_nonoverlapping(self.base.add(data + at), dst, first);
-            std::ptr::copy_nonoverlapping(self.base.add(data), dst.add(first), n - first);
+            if first < n {
+                std::ptr::copy_nonoverlapping(self.base.add(data), dst.add(first), n - first);
+            }
         }
     }
 

@@ -13,6 +13,10 @@ use crate::wire::{Header, Packet, Route, HEADER_LEN};
 pub struct Tx {
     me: usize,
     tail: u64,
+    /// The owner's head when last read: it only moves forward, so room
+    /// counted from it is never more than there is (the head's line is
+    /// read again only when that room looks too small).
+    head_seen: u64,
     /// Bytes not yet in the ring, oldest first.
     pending: std::collections::VecDeque<Bytes>,
     scratch: BytesMut,
@@ -39,13 +43,16 @@ impl Tx {
                 seg.ranks
             ));
         }
-        Ok(Tx {
+        let mut tx = Tx {
             me,
             tail: seg.tail(me).load(Ordering::Acquire),
+            head_seen: 0,
             pending: Default::default(),
             scratch: BytesMut::new(),
             poke: false,
-        })
+        };
+        tx.room(seg)?;
+        Ok(tx)
     }
 
     /// Whether bytes wait for room.
@@ -54,7 +61,7 @@ impl Tx {
     }
 
     /// Room in the ring now; `Err` if the owner's head is impossible.
-    fn room(&self, seg: &Segment) -> Result<usize, String> {
+    fn room(&mut self, seg: &Segment) -> Result<usize, String> {
         let head = seg.head(self.me).load(Ordering::Acquire);
         let used = self.tail.wrapping_sub(head);
         if used > seg.cap as u64 {
@@ -63,7 +70,20 @@ impl Tx {
                 seg.cap, self.tail
             ));
         }
+        self.head_seen = head;
         Ok(seg.cap - used as usize)
+    }
+
+    /// Room counted from the head last read, or read again if that is less
+    /// than `want`.
+    fn room_for(&mut self, seg: &Segment, want: usize) -> Result<usize, String> {
+        // `head_seen` was within `cap` behind the tail when read, and the
+        // tail has only moved forward by what the room allowed since.
+        let room = seg.cap - self.tail.wrapping_sub(self.head_seen) as usize;
+        if room >= want {
+            return Ok(room);
+        }
+        self.room(seg)
     }
 
     /// Append as much of `src` as fits; returns how much went.
@@ -106,6 +126,19 @@ impl Tx {
         keep: [Option<Bytes>; 2],
     ) -> Result<Sent, String> {
         let before = self.tail;
+        if self.pending.is_empty() {
+            // The common case: nothing waits and the packet fits whole.
+            let total = parts[0].len() + parts[1].len();
+            if self.room_for(seg, total)? >= total {
+                for part in parts {
+                    if !part.is_empty() {
+                        seg.put(self.me, self.tail, part);
+                        self.tail = self.tail.wrapping_add(part.len() as u64);
+                    }
+                }
+                return Ok(self.publish(seg, before, Sent::All));
+            }
+        }
         let mut room = self.room(seg)?;
         self.drain_pending(seg, &mut room);
         for (part, owned) in parts.into_iter().zip(keep) {
@@ -139,11 +172,17 @@ impl Tx {
             }
             self.drain_pending(seg, &mut room);
         };
+        Ok(self.publish(seg, before, sent))
+    }
+
+    /// Publish what was written since the tail was `before` and ring the
+    /// owner's bell; returns `sent`.
+    fn publish(&mut self, seg: &Segment, before: u64, sent: Sent) -> Sent {
         if self.tail != before {
             seg.tail(self.me).store(self.tail, Ordering::Release);
             self.poke |= seg.ring_bell() == Bell::Poke;
         }
-        Ok(sent)
+        sent
     }
 
     /// Send `p` (its payload as an arena descriptor when `desc` is given).
@@ -181,6 +220,9 @@ impl Tx {
         route: &Route,
         payload: &[u8],
     ) -> Result<Sent, String> {
+        if let Some((b, n)) = crate::wire::encode_head_array(header, route, payload.len()) {
+            return self.push(seg, [&b[..n], payload], [None, None]);
+        }
         let mut head = std::mem::take(&mut self.scratch);
         head.clear();
         crate::wire::encode_head(header, route, payload.len(), &mut head);

@@ -164,8 +164,14 @@ fn impossible_indices_and_bytes_are_errors_not_reads() {
     // A head the sender cannot have left behind.
     seg.tail(1).store(0, Ordering::Relaxed);
     seg.head(1).store(5, Ordering::Relaxed);
+    assert!(Tx::new(1, &seg).is_err());
+    // One that goes wrong later is caught when the sender next reads it:
+    // when the room it counted from the head it saw runs short.
+    seg.head(1).store(0, Ordering::Relaxed);
     let mut tx = Tx::new(1, &seg).unwrap();
-    assert!(tx.send(&seg, &packet(1, 0, 3), None).is_err());
+    seg.head(1).store(1 << 40, Ordering::Relaxed);
+    assert_eq!(tx.send(&seg, &packet(1, 0, 3), None), Ok(Sent::All));
+    assert!(tx.send(&seg, &packet(1, 0, MIN_RING_BYTES), None).is_err());
     // Garbage where a header should be.
     let seg = Segment::heap(2, MIN_RING_BYTES);
     seg.put(0, 0, &[0xAB; 200]);

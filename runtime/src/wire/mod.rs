@@ -70,7 +70,7 @@ mod tests;
 pub use crate::tree_kind::{tree_code, MAX_K};
 pub use bye::{next_in, Goodbye};
 pub use header::{comm_base, comm_of, Header, Kind, ShmDesc, COMM_SHIFT};
-pub use packet::{encode_head, Packet};
+pub use packet::{encode_head, encode_head_array, Packet, FIXED_HEAD_MAX};
 pub use route::{Member, Route};
 
 /// Header magic.

@@ -24,6 +24,32 @@ pub fn encode_head(header: Header, route: &Route, payload_len: usize, out: &mut 
     route.encode(out);
 }
 
+/// Longest head [`encode_head_array`] builds: a header and a range route.
+pub const FIXED_HEAD_MAX: usize = HEADER_LEN + 16;
+
+/// [`encode_head`] on the stack, for a packet without a route or with a
+/// range route (`None` for a list route, whose length varies): the bytes
+/// and how many of them are the head.
+pub fn encode_head_array(
+    header: Header,
+    route: &Route,
+    payload_len: usize,
+) -> Option<([u8; FIXED_HEAD_MAX], usize)> {
+    let mut h = header;
+    h.route_kind = route.kind_byte();
+    h.route_len = route.encoded_len() as u32;
+    h.payload_len = payload_len as u32;
+    let mut b = [0u8; FIXED_HEAD_MAX];
+    b[..HEADER_LEN].copy_from_slice(&h.to_bytes());
+    match route {
+        Route::None => Some((b, HEADER_LEN)),
+        _ => {
+            b[HEADER_LEN..].copy_from_slice(&route.fixed_bytes()?);
+            Some((b, FIXED_HEAD_MAX))
+        }
+    }
+}
+
 impl Packet {
     /// Encode the header and route (the payload is written separately, so a
     /// vectored write sends it without copying). Fills in route_kind, route_len

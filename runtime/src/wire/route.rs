@@ -79,6 +79,28 @@ impl Route {
         }
     }
 
+    /// The encoding of a range route as an array (`None` for the other
+    /// kinds: no route encodes to nothing, a list to a variable length).
+    pub fn fixed_bytes(&self) -> Option<[u8; 16]> {
+        let Route::Range {
+            shape,
+            size,
+            lo,
+            hi,
+        } = self
+        else {
+            return None;
+        };
+        let (code, k) = shape_code(*shape);
+        let mut b = [0u8; 16];
+        b[0] = code;
+        b[2..4].copy_from_slice(&k.to_le_bytes());
+        b[4..8].copy_from_slice(&size.to_le_bytes());
+        b[8..12].copy_from_slice(&lo.to_le_bytes());
+        b[12..16].copy_from_slice(&hi.to_le_bytes());
+        Some(b)
+    }
+
     /// Append the encoding to `out` (each part built on the stack and
     /// appended at once, as [`super::Header::encode`] does).
     pub fn encode(&self, out: &mut BytesMut) {
@@ -98,17 +120,10 @@ impl Route {
         };
         match self {
             Route::None => {}
-            Route::Range {
-                shape,
-                size,
-                lo,
-                hi,
-            } => {
-                let (code, k) = shape_code(*shape);
-                let mut b = [0u8; 16];
-                b[0..8].copy_from_slice(&head(code, k, *size));
-                b[8..16].copy_from_slice(&pair(*lo, *hi));
-                out.extend_from_slice(&b);
+            Route::Range { .. } => {
+                if let Some(b) = self.fixed_bytes() {
+                    out.extend_from_slice(&b);
+                }
             }
             Route::List {
                 tree,
