@@ -48,19 +48,7 @@ impl fmt::Display for BindTo {
 
 /// The CPUs this process may run on, in increasing order (empty if the
 /// kernel will not say).
-pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
-    // writes at most its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
+pub use mcast::placement::allowed_cpus;
 
 /// The CPU of the `local`-th rank started on this host (0-based), under
 /// `bind`: round-robin over `cpus`; `None` unbound (or no CPU known).
@@ -75,8 +63,8 @@ pub fn cpu_for(bind: BindTo, cpus: &[usize], local: usize) -> Option<usize> {
 /// The set holding only `cpu`, made before the fork (the child only
 /// installs it, with [`bind_self`]).
 pub(crate) fn cpu_set(cpu: usize) -> libc::cpu_set_t {
-    // SAFETY: as in `allowed_cpus`; CPU_SET checks nothing, so `cpu` is
-    // kept below CPU_SETSIZE.
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET checks
+    // nothing, so `cpu` is kept below CPU_SETSIZE.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set);

@@ -35,6 +35,7 @@ pub mod logging;
 mod net;
 pub mod netif;
 mod outq;
+pub mod placement;
 pub mod pmi2;
 pub mod quic;
 pub mod rendezvous;

@@ -124,6 +124,12 @@ impl Comm {
         };
         if let Some(n) = &net {
             inbox.set_flow(size, pair_window(cfg.flow_bytes, size, n.packet_bytes));
+            if cfg.spread {
+                if let Some((index, _)) = n.host_place().filter(|&(_, all)| all > 1) {
+                    let cpu = crate::placement::spread(index);
+                    tracing::debug!(index, ?cpu, "started on a CPU of its own");
+                }
+            }
         }
         let mut cfg = cfg;
         // On a direct fabric, rank i is node i of its topology: the

@@ -22,6 +22,7 @@
 //! | `MCAST_SHM_BYTES` | size of this rank's shared-memory arena for large payloads to ranks of the same host (Unix-domain links; pages are allocated when first used); 0 turns shared memory off | 67108864 |
 //! | `MCAST_RING_BYTES` | bytes of each shared-memory ring (one per pair of ranks, in the receiver's segment) that carries every packet between two ranks of one host; a power of two from 4096 to 2³⁰; 0 turns the rings off (packets then go over Unix sockets) | 32 MiB / n², between 4 KiB and 256 KiB |
 //! | `MCAST_SPIN_US` | how long a host thread waiting in mcast, which drives the NI runtime itself, polls for packets (yielding the CPU between polls) before it sleeps in epoll; 0 never polls | 1000 |
+//! | `MCAST_SPREAD` | `1`: each rank of a host starts on a CPU of its own (round-robin over the CPUs it may use, in rank order), then may run on all of them again (`placement`); `0`: it starts where the launcher's fork left it | `1` |
 //! | `MCAST_ALGORITHM` | algorithm used by `bcast` and `multicast` (see `Algorithm`'s names) | `auto` |
 //! | `MCAST_ALLREDUCE` | allreduce's algorithm: `auto`, `doubling` (recursive doubling), `rabenseifner` (reduce-scatter by recursive halving + allgather by recursive doubling), `ring` (reduce-scatter ring + allgather ring) or `reduce_bcast` (binomial reduce to rank 0, then the runtime's bcast); see `comm::reduce` for each one's order of reduction | `auto`: see `Comm::allreduce_algorithm` |
 //! | `MCAST_ALLGATHER` | allgather's algorithm: `auto`, `ring` or `doubling` (recursive doubling; a power-of-two rank count only, else ring) | `auto`: doubling on a power-of-two rank count up to 64 KiB gathered, else ring |
@@ -57,6 +58,7 @@ pub const ENV_FAILURE_TIMEOUT: &str = "MCAST_FAILURE_TIMEOUT";
 pub const ENV_PROBE_MS: &str = "MCAST_PROBE_MS";
 pub const ENV_MAX_MESSAGE_BYTES: &str = "MCAST_MAX_MESSAGE_BYTES";
 pub const ENV_SPIN_US: &str = "MCAST_SPIN_US";
+pub const ENV_SPREAD: &str = "MCAST_SPREAD";
 pub const ENV_TRANSPORT: &str = "MCAST_TRANSPORT";
 pub const ENV_QUIC_IDENTITY: &str = "MCAST_QUIC_IDENTITY";
 pub const ENV_SHM_BYTES: &str = "MCAST_SHM_BYTES";
@@ -309,6 +311,8 @@ pub struct Config {
     pub flow_bytes: u64,
     /// How long a waiting host, driving the NI runtime, polls before it sleeps.
     pub spin: Duration,
+    /// `MCAST_SPREAD`: start each rank of a host on a CPU of its own.
+    pub spread: bool,
     /// Unix-domain sockets to same-host peers, or TCP only.
     pub transport: Transport,
     /// Bytes of this rank's shared-memory arena (0: none).
@@ -351,6 +355,7 @@ impl Default for Config {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             flow_bytes: DEFAULT_FLOW_BYTES,
             spin: DEFAULT_SPIN,
+            spread: true,
             transport: Transport::Auto,
             shm_bytes: DEFAULT_SHM_BYTES,
             shm_packet_bytes: DEFAULT_SHM_PACKET_BYTES,
@@ -498,6 +503,13 @@ impl Config {
                 )));
             }
             c.spin = Duration::from_micros(us);
+        }
+        if let Some(v) = get(ENV_SPREAD) {
+            c.spread = match v.as_str() {
+                "1" => true,
+                "0" => false,
+                _ => return Err(Error::InvalidArgument(format!("{ENV_SPREAD}={v}: 0 or 1"))),
+            };
         }
         if let Some(v) = get(ENV_ALGORITHM) {
             c.algorithm = v.parse()?;

@@ -53,6 +53,9 @@ fn transport_settings() {
     let c = cfg(&[]).unwrap();
     assert_eq!(c.transport, Transport::Auto);
     assert_eq!(c.spin, DEFAULT_SPIN);
+    assert!(c.spread);
+    assert!(!cfg(&[(ENV_SPREAD, "0")]).unwrap().spread);
+    assert!(cfg(&[(ENV_SPREAD, "1")]).unwrap().spread);
     assert_eq!(c.shm_bytes, DEFAULT_SHM_BYTES);
     assert_eq!(c.shm_packet_bytes, DEFAULT_SHM_PACKET_BYTES);
     assert_eq!(c.hosts_packet_bytes, DEFAULT_HOSTS_PACKET_BYTES);
@@ -95,6 +98,7 @@ fn transport_settings() {
         (ENV_SPIN_US, "-1"),
         (ENV_SHM_BYTES, "lots"),
         (ENV_SHM_PACKET_BYTES, "0"),
+        (ENV_SPREAD, "yes"),
     ] {
         assert!(cfg(&[bad]).is_err(), "{bad:?}");
     }

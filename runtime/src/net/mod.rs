@@ -213,6 +213,12 @@ impl Net {
             .map_or(0, |s| s.sent.load(std::sync::atomic::Ordering::Relaxed))
     }
 
+    /// This rank's place among the ranks of its host and how many they
+    /// are, where it has rings to them.
+    pub(crate) fn host_place(&self) -> Option<(usize, usize)> {
+        self.sh.links.rings().map(|r| r.host_place())
+    }
+
     /// Whether this rank has shared-memory rings, and so barrier flags, to
     /// the ranks of its host.
     pub(crate) fn has_flags(&self) -> bool {

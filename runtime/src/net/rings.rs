@@ -123,6 +123,14 @@ impl Rings {
         self.own.unlink();
     }
 
+    /// This rank's place among the ranks of its host (those it has rings
+    /// to, and itself), in rank order, and how many they are.
+    pub(crate) fn host_place(&self) -> (usize, usize) {
+        let before = self.segs[..self.me].iter().filter(|s| s.is_some()).count();
+        let all = self.segs.iter().filter(|s| s.is_some()).count() + 1;
+        (before, all)
+    }
+
     /// Whether `peer` is reached through a ring.
     pub(crate) fn has(&self, peer: usize) -> bool {
         self.tx.get(peer).is_some_and(|t| t.is_some())
