@@ -355,6 +355,8 @@ const BELOW: &[(&str, &[&str])] = &[
     ("drive", &[]),
     // Reads the OS's interfaces (so it is no leaf), but imports only leaves.
     ("netif", &[]),
+    // Where a rank starts: affinity system calls on the calling thread.
+    ("placement", &[]),
     // The rendezvous server (sockets and threads: driver level, not a
     // leaf), shared by mclaunch and plain srun's task 0: only its protocol.
     ("rendezvous", &["bootstrap"]),
