@@ -273,7 +273,8 @@ impl Inbox {
                 };
                 let mut full = None;
                 for p in peers {
-                    if !st.byes.contains(&p) && !st.flow.room(class, p, cost) {
+                    // The window first: the goodbyes are a hash lookup.
+                    if !st.flow.room(class, p, cost) && !st.byes.contains(&p) {
                         full = Some(p);
                         break;
                     }

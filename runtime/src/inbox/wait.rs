@@ -2,7 +2,7 @@
 //! runtime meanwhile (see `drive`), with a progress timeout and a stall probe.
 
 use std::sync::atomic::Ordering;
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -123,11 +123,13 @@ impl Inbox {
         stall: &mut Option<Stall<'_>>,
         mut ready: impl FnMut(&mut State) -> Result<Option<T>, Error>,
     ) -> Result<T, Error> {
-        let driver = self.driver();
         let mut st = self.lock();
         let mut seen = progress(&st);
-        // Poll until this long after the last progress, then sleep.
-        let spin = driver.as_ref().map_or(Duration::ZERO, |d| d.spin());
+        // Who drives the NI, and how long to poll after the last progress
+        // before sleeping: fetched at the first look that finds nothing
+        // (what is ready at once takes no lock and no reference more). The
+        // driver's lock is never held while the state's is taken.
+        let mut driving: Option<(Option<Arc<Drive>>, Duration)> = None;
         // The deadline and the end of polling, set at the first look that
         // found nothing (what is ready at once reads no clock) and again
         // at every progress.
@@ -141,6 +143,12 @@ impl Inbox {
             if let Some(v) = ready(&mut st)? {
                 return Ok(v);
             }
+            let (driver, spin) = driving.get_or_insert_with(|| {
+                let d = self.driver();
+                let spin = d.as_ref().map_or(Duration::ZERO, |d| d.spin());
+                (d, spin)
+            });
+            let (driver, spin) = (&*driver, *spin);
             let now = Instant::now();
             if let Some(s) = stall.as_mut() {
                 s.since.get_or_insert(now);
@@ -176,7 +184,7 @@ impl Inbox {
                     wake = wake.min(at);
                 }
             }
-            if let Some(d) = &driver {
+            if let Some(d) = driver {
                 let spin = spin_until.saturating_duration_since(now);
                 drop(st);
                 let moved = || self.pulse.load(Ordering::Acquire) != pulse;

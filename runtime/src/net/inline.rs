@@ -38,7 +38,10 @@ impl Net {
         for (to, route) in children.iter() {
             links.send_inline(*to, header, route, buf);
         }
-        if !links.flushed() {
+        // Only the rings took bytes here: what waits for room there needs
+        // the NI to come back for it (the sockets' queues are not this
+        // call's, and locking each to look costs more than the sends).
+        if links.rings().is_some_and(|r| !r.flushed()) {
             self.drive.tick();
         }
         true
