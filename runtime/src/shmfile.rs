@@ -23,15 +23,29 @@ pub(crate) struct Mapping {
 unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
+/// Whether a mapping's pages are made present when it is mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pages {
+    /// When first touched (the arenas: most of their pages never are).
+    OnTouch,
+    /// At once (`MAP_POPULATE`: the creator's mapping allocates every page
+    /// and a peer's maps them), so that no access faults later.
+    Now,
+}
+
 /// Map `len` bytes of `fd`, shared.
-fn map(fd: libc::c_int, len: usize, what: &str) -> std::io::Result<*mut u8> {
+fn map(fd: libc::c_int, len: usize, what: &str, pages: Pages) -> std::io::Result<*mut u8> {
+    let flags = match pages {
+        Pages::OnTouch => libc::MAP_SHARED,
+        Pages::Now => libc::MAP_SHARED | libc::MAP_POPULATE,
+    };
     // SAFETY: a fresh shared mapping of an open file; checked for failure.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
+            flags,
             fd,
             0,
         )
@@ -44,8 +58,8 @@ fn map(fd: libc::c_int, len: usize, what: &str) -> std::io::Result<*mut u8> {
 
 impl Mapping {
     /// Create the file `path` (it must not exist) of `len` bytes and map it
-    /// (pages are allocated only when first written).
-    pub(crate) fn create(path: &str, len: usize) -> std::io::Result<Mapping> {
+    /// (its pages allocated when first written, or at once: `pages`).
+    pub(crate) fn create(path: &str, len: usize, pages: Pages) -> std::io::Result<Mapping> {
         let c = CString::new(path).map_err(std::io::Error::other)?;
         // SAFETY: plain system calls on a path we own; results checked.
         let base = unsafe {
@@ -60,7 +74,7 @@ impl Mapping {
             let base = if libc::ftruncate(fd, len as libc::off_t) != 0 {
                 Err(last_err(&format!("sizing {path}")))
             } else {
-                map(fd, len, path)
+                map(fd, len, path, pages)
             };
             libc::close(fd);
             if base.is_err() {
@@ -76,8 +90,8 @@ impl Mapping {
     }
 
     /// Map the whole of a peer's file `path`, which must hold at least
-    /// `min` bytes.
-    pub(crate) fn open(path: &str, min: usize) -> std::io::Result<Mapping> {
+    /// `min` bytes (its pages mapped when first touched, or at once).
+    pub(crate) fn open(path: &str, min: usize, pages: Pages) -> std::io::Result<Mapping> {
         let c = CString::new(path).map_err(std::io::Error::other)?;
         // SAFETY: plain system calls; results checked.
         let (base, len) = unsafe {
@@ -92,7 +106,7 @@ impl Mapping {
                 Err(std::io::Error::other(format!("{path} is too small")))
             } else {
                 let len = st.st_size as usize;
-                map(fd, len, path).map(|b| (b, len))
+                map(fd, len, path, pages).map(|b| (b, len))
             };
             libc::close(fd);
             mapped?

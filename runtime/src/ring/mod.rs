@@ -61,7 +61,7 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::shmfile::Mapping;
+use crate::shmfile::{Mapping, Pages};
 
 mod stream;
 pub use stream::{Rx, Sent, Taken, Tx};
@@ -159,8 +159,11 @@ impl Segment {
         }
     }
 
-    /// Create a segment at `path` for `ranks` senders of `cap` bytes each
-    /// (pages are allocated only when first written).
+    /// Create a segment at `path` for `ranks` senders of `cap` bytes each,
+    /// its pages allocated at once: a ring's first pass through its pages
+    /// would otherwise fault on every page, at the writer and at the reader
+    /// (4 ranks, 1 B: about 0.4 µs a timed bcast in the first thousand
+    /// against 0.25 after).
     pub fn create(path: &str, ranks: usize, cap: usize) -> std::io::Result<Segment> {
         if !cap.is_power_of_two() || !(MIN_RING_BYTES..=MAX_RING_BYTES).contains(&cap) {
             return Err(std::io::Error::other(format!(
@@ -168,7 +171,7 @@ impl Segment {
             )));
         }
         let len = seg_len(ranks, cap).ok_or_else(|| std::io::Error::other("rings too large"))?;
-        let map = Mapping::create(path, len)?;
+        let map = Mapping::create(path, len, Pages::Now)?;
         let s = Segment {
             base: map.base(),
             len,
@@ -183,7 +186,7 @@ impl Segment {
 
     /// Map a peer's segment; its header must describe `ranks` rings that fit.
     pub fn open(path: &str, ranks: usize) -> std::io::Result<Segment> {
-        let map = Mapping::open(path, SEG_HEAD)?;
+        let map = Mapping::open(path, SEG_HEAD, Pages::Now)?;
         let (base, len) = (map.base(), map.len());
         // SAFETY: len >= SEG_HEAD.
         let (magic, r, cap) = unsafe {

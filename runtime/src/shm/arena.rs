@@ -4,7 +4,7 @@
 use std::sync::atomic::AtomicU64;
 
 use super::ALIGN;
-use crate::shmfile::Mapping;
+use crate::shmfile::{Mapping, Pages};
 
 /// Where arenas live.
 pub const ARENA_DIR: &str = "/dev/shm";
@@ -54,7 +54,10 @@ impl Arena {
             "{ARENA_DIR}/{}{rank}-{nanos:08x}",
             arena_prefix(std::process::id())
         );
-        Ok((Arena::of(Mapping::create(&path, len)?), path))
+        Ok((
+            Arena::of(Mapping::create(&path, len, Pages::OnTouch)?),
+            path,
+        ))
     }
 
     /// Map a peer's arena.
@@ -66,7 +69,11 @@ impl Arena {
         if !ours || path.contains("..") {
             return Err(std::io::Error::other(format!("not an mcast arena: {path}")));
         }
-        Ok(Arena::of(Mapping::open(path, ALIGN as usize)?))
+        Ok(Arena::of(Mapping::open(
+            path,
+            ALIGN as usize,
+            Pages::OnTouch,
+        )?))
     }
 
     /// Remove our arena's file (the mappings stay valid).
