@@ -4,8 +4,9 @@
 //! starts them all on the CPU that forked them; the load balancer then
 //! moves them apart one at a time. Ranks that poll while they wait never
 //! sleep, so nothing wakes them onto an idle CPU: on a 2-CPU host, 4 ranks
-//! ran 3 on one CPU and 1 on the other for the first 100 to 150 ms of a
-//! job, and bcast + barrier cost 8 to 12 µs a round there instead of 5.
+//! started all on one CPU, ran 3 on it and 1 on the other for the next 100
+//! to 150 ms, and in most runs of 1,000 iterations (the OSU default) bcast
+//! + barrier took about 7 µs a round instead of 5 (README "Performance").
 //!
 //! So each rank, once it knows its place among its host's ranks, moves to
 //! a CPU of its own (the `index`-th of those it may run on, round-robin, as

@@ -127,8 +127,9 @@ impl Inbox {
         let mut seen = progress(&st);
         // Who drives the NI, and how long to poll after the last progress
         // before sleeping: fetched at the first look that finds nothing
-        // (what is ready at once takes no lock and no reference more). The
-        // driver's lock is never held while the state's is taken.
+        // (what is ready at once takes no lock and no reference more). It
+        // is fetched under the state's lock, which is safe: nothing takes
+        // the state's lock while it holds the driver's.
         let mut driving: Option<(Option<Arc<Drive>>, Duration)> = None;
         // The deadline and the end of polling, set at the first look that
         // found nothing (what is ready at once reads no clock) and again
