@@ -336,7 +336,7 @@ impl Inbox {
             let (theirs, root) = (State::bcast_fp(p), p.header.root as usize);
             notice = notice.or(st.check(seq, &theirs, root));
         }
-        if let Some((from, theirs)) = st.early_p2p_call(seq) {
+        for (from, theirs) in st.early_p2p_calls(seq) {
             notice = notice.or(st.check(seq, &theirs, from));
         }
         match st.mismatch_of(seq) {

@@ -36,9 +36,12 @@ type Done = (Result<Bytes, Error>, u64);
 pub(super) struct P2p {
     coll_partial: HashMap<(u64, usize, u32), Partial>,
     coll_ready: HashMap<(u64, usize, u32), Done>,
-    /// Collectives this rank has not entered yet: the first call seen from a
-    /// peer, checked when this rank gets there.
-    early: BTreeMap<u64, (usize, Fingerprint)>,
+    /// Collectives this rank has not entered yet: each distinct call seen
+    /// from a peer (the first peer that made it), all checked when this rank
+    /// gets there. Not only the first: with peers that disagree among
+    /// themselves, the first may agree with this rank and a later one not,
+    /// and its data would then be taken unchecked.
+    early: BTreeMap<u64, Vec<(usize, Fingerprint)>>,
     msg_partial: HashMap<(usize, u64), Partial>,
     /// Complete messages per (source, communicator), by number, not yet
     /// released in order.
@@ -109,7 +112,10 @@ impl State {
                 if self.calls.contains(seq) {
                     notice = self.check(seq, &fp, from);
                 } else if self.last_call(seq).is_none_or(|l| seq > l) {
-                    self.p2p.early.entry(seq).or_insert((from, fp));
+                    let calls = self.p2p.early.entry(seq).or_default();
+                    if !calls.iter().any(|(_, seen)| *seen == fp) {
+                        calls.push((from, fp));
+                    }
                 }
             }
         }
@@ -129,20 +135,21 @@ impl State {
         notice
     }
 
-    /// This rank enters collective `seq`: the first call a peer made of it,
-    /// if one arrived before (earlier ones are forgotten).
-    pub(super) fn early_p2p_call(&mut self, seq: u64) -> Option<(usize, Fingerprint)> {
+    /// This rank enters collective `seq`: the distinct calls peers made of
+    /// it, each with the first peer that made it, if any arrived before
+    /// (earlier collectives' are forgotten).
+    pub(super) fn early_p2p_calls(&mut self, seq: u64) -> Vec<(usize, Fingerprint)> {
         // Almost always: nothing came early (every call looks).
         if self.p2p.early.is_empty() {
-            return None;
+            return Vec::new();
         }
         let lo = comm_base(comm_of(seq));
         let old: Vec<u64> = self.p2p.early.range(lo..=seq).map(|(&k, _)| k).collect();
-        let mut mine = None;
+        let mut mine = Vec::new();
         for k in old {
-            let call = self.p2p.early.remove(&k);
+            let calls = self.p2p.early.remove(&k);
             if k == seq {
-                mine = call;
+                mine = calls.unwrap_or_default();
             }
         }
         mine

@@ -274,6 +274,31 @@ fn a_collective_message_carries_its_call() {
     assert!(err.to_string().contains("reduces with Max"), "{err}");
 }
 
+/// Two peers' messages arrive before this rank enters the collective: the
+/// first agrees with this rank's call, the second does not. Entering finds
+/// the second (an early fix kept only the first call seen, and the second
+/// peer's data was then taken unchecked: a length error instead of the
+/// mismatch, in `tests/coll.rs::mismatches_fail_every_rank`).
+#[test]
+fn entering_checks_every_call_that_came_early() {
+    use crate::control::OpKind;
+    let mine = Fingerprint::data(OpKind::Allreduce, 0, 8, 1, 10);
+    let other = Fingerprint::data(OpKind::Allreduce, 0, 8, 1, 12);
+    let body = |fp: Fingerprint| [&fp.to_bytes()[..], &[7u8; 8][..]].concat();
+    let ib = Inbox::new(0, 1 << 20);
+    let (ok, bad) = (body(mine), body(other));
+    assert!(ib
+        .deliver([
+            ppkt(Kind::P2p, 1, 0, 0, &ok, 0, 24, 0, 1),
+            ppkt(Kind::P2p, 2, 0, 0, &bad, 0, 24, 0, 1),
+            ppkt(Kind::P2p, 1, 0, 1, &ok, 0, 24, 0, 1),
+        ])
+        .is_empty());
+    let (err, notice) = ib.begin(0, mine).unwrap_err();
+    assert!(notice.is_some(), "the finder tells every rank");
+    assert!(err.to_string().contains("rank 2"), "{err}");
+}
+
 #[test]
 fn a_mismatch_poisons_its_communicator_only_even_before_this_rank_joins() {
     use crate::wire::comm_base;
