@@ -62,25 +62,11 @@ pub fn cpu_for(bind: BindTo, cpus: &[usize], local: usize) -> Option<usize> {
 
 /// The set holding only `cpu`, made before the fork (the child only
 /// installs it, with [`bind_self`]).
-pub(crate) fn cpu_set(cpu: usize) -> libc::cpu_set_t {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET checks
-    // nothing, so `cpu` is kept below CPU_SETSIZE.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set);
-        set
-    }
-}
+pub(crate) use mcast::placement::cpu_set;
 
 /// Bind the calling process to `set` (between fork and exec: one system
 /// call, async-signal-safe).
-pub(crate) fn bind_self(set: &libc::cpu_set_t) -> std::io::Result<()> {
-    // SAFETY: a valid set of the size passed.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
+pub(crate) use mcast::placement::set_mask as bind_self;
 
 #[cfg(test)]
 mod tests {

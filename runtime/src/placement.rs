@@ -41,9 +41,26 @@ fn cpus_of(set: &libc::cpu_set_t) -> Vec<usize> {
         .collect()
 }
 
-fn set_mask(set: &libc::cpu_set_t) -> bool {
+/// The set holding only `cpu` (taken modulo `CPU_SETSIZE`).
+pub fn cpu_set(cpu: usize) -> libc::cpu_set_t {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET checks
+    // nothing, so `cpu` is kept below CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set);
+        set
+    }
+}
+
+/// Let the calling thread run on `set` only: one system call,
+/// async-signal-safe (mclaunch binds a rank with it between fork and exec),
+/// and an error built from errno without allocating.
+pub fn set_mask(set: &libc::cpu_set_t) -> std::io::Result<()> {
     // SAFETY: a valid set of the size passed; 0 is the calling thread.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) == 0 }
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The CPU the `index`-th rank of a host starts on, among `cpus`: `None`
@@ -58,18 +75,11 @@ pub fn start_cpu(cpus: &[usize], index: usize) -> Option<usize> {
 pub(crate) fn spread(index: usize) -> Option<usize> {
     let before = mask()?;
     let cpu = start_cpu(&cpus_of(&before), index)?;
-    // SAFETY: as in `mask`; `cpu` came from the set, so it is below
-    // CPU_SETSIZE.
-    let one = unsafe {
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut one);
-        one
-    };
+    let one = cpu_set(cpu);
     // The kernel moves the thread onto `cpu` before the first call
     // returns; the second leaves it there, free to go anywhere it could.
-    let moved = set_mask(&one);
-    let restored = set_mask(&before);
-    if !restored {
+    let moved = set_mask(&one).is_ok();
+    if set_mask(&before).is_err() {
         tracing::warn!(
             cpu,
             "could not give this rank its CPUs back after placing it"

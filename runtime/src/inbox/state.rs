@@ -234,10 +234,6 @@ impl State {
         self.calls.last(comm_of(seq))
     }
 
-    /// Why collective `seq` cannot go on, if it cannot: the first lost
-    /// member of its communicator (a departed one, for the world, only
-    /// from the collective it left at; for a sub-communicator at once,
-    /// since a goodbye counts world collectives only).
     /// The mismatch found on call `seq`'s communicator, if any (every call
     /// looks, and the table is almost always empty: no hashing then).
     pub(super) fn mismatch_of(&self, seq: u64) -> Option<&(u64, Error)> {
@@ -247,6 +243,11 @@ impl State {
         self.mismatch.get(&comm_of(seq))
     }
 
+    /// Why collective `seq` cannot go on, if it cannot: its communicator's
+    /// mismatch, or the first lost member of its communicator (a departed
+    /// one, for the world, only from the collective it left at; for a
+    /// sub-communicator at once, since a goodbye counts world collectives
+    /// only).
     pub(super) fn collective_blocked(&mut self, seq: u64) -> Option<Error> {
         if let Some(e) = &self.fatal {
             return Some(e.clone());

@@ -16,12 +16,17 @@ pub struct Packet {
 /// payload of `payload_len` bytes (see [`Packet::encode_head`]; also for a
 /// packet whose payload is still the caller's slice).
 pub fn encode_head(header: Header, route: &Route, payload_len: usize, out: &mut BytesMut) {
+    sized(header, route, payload_len).encode(out);
+    route.encode(out);
+}
+
+/// `header` with the kind and length of `route` and the payload's length.
+fn sized(header: Header, route: &Route, payload_len: usize) -> Header {
     let mut h = header;
     h.route_kind = route.kind_byte();
     h.route_len = route.encoded_len() as u32;
     h.payload_len = payload_len as u32;
-    h.encode(out);
-    route.encode(out);
+    h
 }
 
 /// Longest head [`encode_head_array`] builds: a header and a range route.
@@ -35,12 +40,8 @@ pub fn encode_head_array(
     route: &Route,
     payload_len: usize,
 ) -> Option<([u8; FIXED_HEAD_MAX], usize)> {
-    let mut h = header;
-    h.route_kind = route.kind_byte();
-    h.route_len = route.encoded_len() as u32;
-    h.payload_len = payload_len as u32;
     let mut b = [0u8; FIXED_HEAD_MAX];
-    b[..HEADER_LEN].copy_from_slice(&h.to_bytes());
+    b[..HEADER_LEN].copy_from_slice(&sized(header, route, payload_len).to_bytes());
     match route {
         Route::None => Some((b, HEADER_LEN)),
         _ => {
@@ -62,11 +63,7 @@ impl Packet {
     /// header (flagged), route, then the 24 descriptor bytes.
     pub fn encode_head_shm(&self, out: &mut BytesMut, d: &ShmDesc) {
         let start = out.len();
-        let mut h = self.header;
-        h.route_kind = self.route.kind_byte();
-        h.route_len = self.route.encoded_len() as u32;
-        h.payload_len = ShmDesc::LEN as u32;
-        h.encode(out);
+        sized(self.header, &self.route, ShmDesc::LEN).encode(out);
         out[start + 7] = FLAG_SHM;
         self.route.encode(out);
         out.extend_from_slice(&d.encode());

@@ -49,6 +49,24 @@ fn decode_shape(code: u8, k: u16) -> Result<Shape, WireError> {
     Ok(shape_of_code(code, k)?)
 }
 
+/// A route's first 8 bytes: its code, 0, k, and a count (the chain's size
+/// for a range, the members for a list).
+fn route_head(code: u8, k: u16, n: u32) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b[0] = code;
+    b[2..4].copy_from_slice(&k.to_le_bytes());
+    b[4..8].copy_from_slice(&n.to_le_bytes());
+    b
+}
+
+/// Two 32-bit words (a range's bounds, a member's rank and ordinal).
+fn pair(x: u32, y: u32) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b[0..4].copy_from_slice(&x.to_le_bytes());
+    b[4..8].copy_from_slice(&y.to_le_bytes());
+    b
+}
+
 impl Route {
     /// The (code, k) of the tree this route carries, if any.
     pub fn tree_code(&self) -> Option<(u8, u16)> {
@@ -93,11 +111,8 @@ impl Route {
         };
         let (code, k) = shape_code(*shape);
         let mut b = [0u8; 16];
-        b[0] = code;
-        b[2..4].copy_from_slice(&k.to_le_bytes());
-        b[4..8].copy_from_slice(&size.to_le_bytes());
-        b[8..12].copy_from_slice(&lo.to_le_bytes());
-        b[12..16].copy_from_slice(&hi.to_le_bytes());
+        b[0..8].copy_from_slice(&route_head(code, k, *size));
+        b[8..16].copy_from_slice(&pair(*lo, *hi));
         Some(b)
     }
 
@@ -105,19 +120,6 @@ impl Route {
     /// appended at once, as [`super::Header::encode`] does).
     pub fn encode(&self, out: &mut BytesMut) {
         out.reserve(self.encoded_len());
-        let head = |code: u8, k: u16, n: u32| {
-            let mut b = [0u8; 8];
-            b[0] = code;
-            b[2..4].copy_from_slice(&k.to_le_bytes());
-            b[4..8].copy_from_slice(&n.to_le_bytes());
-            b
-        };
-        let pair = |x: u32, y: u32| {
-            let mut b = [0u8; 8];
-            b[0..4].copy_from_slice(&x.to_le_bytes());
-            b[4..8].copy_from_slice(&y.to_le_bytes());
-            b
-        };
         match self {
             Route::None => {}
             Route::Range { .. } => {
@@ -130,7 +132,7 @@ impl Route {
                 covers: members,
             } => {
                 let (code, k) = tree_code(*tree);
-                out.extend_from_slice(&head(code, k, members.len() as u32));
+                out.extend_from_slice(&route_head(code, k, members.len() as u32));
                 for m in members {
                     out.extend_from_slice(&pair(m.rank, m.ordinal));
                 }
