@@ -12,7 +12,9 @@
 //!   `MCAST_SPIN_US` it polls the sockets (yielding the CPU between polls)
 //!   before it sleeps in epoll.
 //! * When the host has been out of mcast for `GRACE` (computing, or about to
-//!   call again), the background thread takes the runtime and forwards,
+//!   call again; the background thread looks less often, up to every
+//!   `WATCH_MAX`, while it keeps finding the host inside), the background
+//!   thread takes the runtime and forwards,
 //!   acknowledges and heartbeats for it. When the host comes back it asks for
 //!   the runtime; the background thread gives it up at once.
 //!
@@ -30,7 +32,9 @@ use tokio::sync::Notify;
 
 /// How long the host may stay out of mcast before the background thread
 /// takes over the NI. A packet that arrives meanwhile waits at most this
-/// long to be forwarded.
+/// long to be forwarded, or up to `WATCH_MAX` when the host leaves after
+/// a stretch of calls that never kept it away this long (the background
+/// thread then looks less often: `State::next_look`).
 pub(crate) const GRACE: Duration = Duration::from_millis(1);
 
 /// How long a thread that drives the NI sleeps on a ring doorbell at most
@@ -41,6 +45,16 @@ pub(crate) const NAP: Duration = Duration::from_millis(50);
 /// How long the background thread sleeps while the host sleeps in a wait
 /// (the host's exit wakes it sooner).
 const LONG_NAP: Duration = Duration::from_secs(1);
+
+/// The longest the background thread sleeps between looks while it keeps
+/// finding the host in mcast. It starts at `GRACE` and doubles at each look
+/// that finds the host inside, up to this; a takeover starts it again at
+/// `GRACE`. Looking every `GRACE` through a tight loop of calls, which
+/// never needs the thread, cost each rank a wake-up per millisecond, and
+/// with ranks sharing cores the wake-up lands on somebody's critical path:
+/// the bcast + barrier loop ran 0.79–0.91 of its time without it on one
+/// host (4 ranks), 0.63–1.02 across 3 hosts × 2 (README "Performance").
+const WATCH_MAX: Duration = Duration::from_millis(8);
 
 /// With a poller, the longest the runtime goes without looking at its
 /// sockets and timers while it is driven.
@@ -105,8 +119,40 @@ struct State {
     /// thread, not needed, sleeps too instead of checking every `GRACE`.
     host_asleep: bool,
     /// The background thread sleeps for long: the host's next exit wakes
-    /// it (once; later exits find it back on its `GRACE` watch).
+    /// it (once; later exits find it back on its watch).
     bg_long: bool,
+    /// How long the background thread sleeps before it looks again while
+    /// the host drives (`GRACE` up to `WATCH_MAX`, see `State::next_look`).
+    watch: Duration,
+}
+
+impl State {
+    /// The background thread's decision when it looks, the host having
+    /// left mcast `idle` ago (if it is out): `None` to take the runtime
+    /// (the host has been away for `GRACE`), else how long to sleep before
+    /// looking again. While the host sleeps in a wait only its exit (or
+    /// shutdown) can need the thread, which then sleeps until woken. While
+    /// the host drives, each look that finds it inside doubles the next
+    /// sleep, up to `WATCH_MAX`; a takeover resets it to `GRACE`. So a host
+    /// that leaves mcast is relieved within `GRACE` of leaving, or, after a
+    /// stretch of calls that never left it out for `GRACE`, within
+    /// `WATCH_MAX`.
+    fn next_look(&mut self, idle: Duration) -> Option<Duration> {
+        if !self.host && idle >= GRACE {
+            self.watch = GRACE;
+            return None;
+        }
+        self.bg_long = self.host && self.host_asleep;
+        Some(match (self.bg_long, self.host) {
+            (true, _) => LONG_NAP,
+            (false, true) => {
+                let w = self.watch;
+                self.watch = (w * 2).min(WATCH_MAX);
+                w
+            }
+            (false, false) => GRACE - idle,
+        })
+    }
 }
 
 /// The NI runtime and the hand-over between host and background thread.
@@ -145,6 +191,7 @@ impl Drive {
                 shutdown: false,
                 host_asleep: false,
                 bg_long: false,
+                watch: GRACE,
             }),
             cv: Condvar::new(),
             host_wants: Notify::new(),
@@ -343,7 +390,8 @@ impl Drive {
     }
 
     /// The background thread's loop: drive the runtime whenever the host has
-    /// been away for `GRACE`, until `stop`.
+    /// been away for `GRACE` (looking as `State::next_look` says), until
+    /// `stop`.
     pub(crate) fn background(&self) {
         let rt = self
             .rt
@@ -357,16 +405,8 @@ impl Drive {
                         return;
                     }
                     let idle = st.last_exit.elapsed();
-                    if !st.host && idle >= GRACE {
+                    let Some(nap) = st.next_look(idle) else {
                         break;
-                    }
-                    // While the host sleeps in a wait, only its exit (or
-                    // shutdown) can need us.
-                    st.bg_long = st.host && st.host_asleep;
-                    let nap = match (st.bg_long, st.host) {
-                        (true, _) => LONG_NAP,
-                        (false, true) => GRACE,
-                        (false, false) => GRACE - idle,
                     };
                     st = self
                         .cv
@@ -427,6 +467,47 @@ impl Drop for Drive {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
+
+    fn state(host: bool, host_asleep: bool) -> State {
+        State {
+            host,
+            bg_in: false,
+            last_exit: Instant::now(),
+            shutdown: false,
+            host_asleep,
+            bg_long: false,
+            watch: GRACE,
+        }
+    }
+
+    /// The background thread looks every `GRACE` at first, less often
+    /// while it keeps finding the host inside (doubling, up to
+    /// `WATCH_MAX`), right on time for a host that just left, and again
+    /// every `GRACE` once it has taken over.
+    #[test]
+    fn the_background_watch_backs_off_while_the_host_drives() {
+        let mut st = state(true, false);
+        let mut naps = Vec::new();
+        for _ in 0..8 {
+            naps.push(st.next_look(Duration::ZERO).expect("the host drives"));
+        }
+        let ms = Duration::from_millis;
+        assert_eq!(naps[..5], [GRACE, ms(2), ms(4), ms(8), ms(8)]);
+        assert!(naps.iter().all(|&n| n <= WATCH_MAX));
+        // The host left 300 µs ago: look again when it has been away GRACE.
+        st.host = false;
+        let left = Duration::from_micros(300);
+        assert_eq!(st.next_look(left), Some(GRACE - left));
+        // Away for GRACE: take over, and watch from GRACE again.
+        assert_eq!(st.next_look(GRACE), None);
+        st.host = true;
+        assert_eq!(st.next_look(Duration::ZERO), Some(GRACE));
+        // A host asleep in a wait needs nothing until it leaves.
+        let mut asleep = state(true, true);
+        assert_eq!(asleep.next_look(Duration::ZERO), Some(LONG_NAP));
+        assert!(asleep.bg_long);
+        assert_eq!(asleep.watch, GRACE);
+    }
 
     /// A poller whose packets "arrive" on its `after`-th poll.
     struct Counted {
