@@ -12,11 +12,11 @@
 //!   `MCAST_SPIN_US` it polls the sockets (yielding the CPU between polls)
 //!   before it sleeps in epoll.
 //! * When the host has been out of mcast for `GRACE` (computing, or about to
-//!   call again; the background thread looks less often, up to every
-//!   `WATCH_MAX`, while it keeps finding the host inside), the background
-//!   thread takes the runtime and forwards,
+//!   call again), the background thread takes the runtime and forwards,
 //!   acknowledges and heartbeats for it. When the host comes back it asks for
-//!   the runtime; the background thread gives it up at once.
+//!   the runtime; the background thread gives it up at once. While it keeps
+//!   finding the host inside mcast it looks less often, down to once per
+//!   `WATCH_MAX`.
 //!
 //! A host call from inside some other tokio runtime cannot `block_on` on its
 //! own thread; it drives from a scoped helper thread instead (slower, but
@@ -52,8 +52,9 @@ const LONG_NAP: Duration = Duration::from_secs(1);
 /// `GRACE`. Looking every `GRACE` through a tight loop of calls, which
 /// never needs the thread, cost each rank a wake-up per millisecond, and
 /// with ranks sharing cores the wake-up lands on somebody's critical path:
-/// the bcast + barrier loop ran 0.79–0.91 of its time without it on one
-/// host (4 ranks), 0.63–1.02 across 3 hosts × 2 (README "Performance").
+/// looking less often, the bcast + barrier loop took 0.79–0.91 of the time
+/// on one host (4 ranks), 0.63–1.02 across 3 hosts × 2 (README
+/// "Performance").
 const WATCH_MAX: Duration = Duration::from_millis(8);
 
 /// With a poller, the longest the runtime goes without looking at its
