@@ -24,7 +24,7 @@ use super::{Inbox, Stall, State};
 use crate::control::{Control, Fingerprint, FP_BYTES};
 use crate::error::Error;
 use crate::fasthash::HashMap;
-use crate::wire::{comm_base, comm_of, Packet};
+use crate::wire::{comm_base, comm_of, Header, Packet};
 
 /// Bytes of the tag at the head of a user message.
 pub const TAG_BYTES: usize = 4;
@@ -55,6 +55,23 @@ pub(super) struct P2p {
 /// flow-control cost).
 type Released = (usize, u32, u32, Result<Bytes, Error>, u64);
 
+/// A user message's tag and data, split from its bytes (the tag first).
+fn tagged(from: usize, data: Result<Bytes, Error>) -> (u32, Result<Bytes, Error>) {
+    match data {
+        Ok(b) if b.len() >= TAG_BYTES => {
+            let tag = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            (tag, Ok(b.slice(TAG_BYTES..)))
+        }
+        Ok(_) => (
+            0,
+            Err(Error::Protocol(format!(
+                "a message from rank {from} without its tag"
+            ))),
+        ),
+        Err(e) => (0, Err(e)),
+    }
+}
+
 /// Add packet `p` to the message `key` of `parts`; the message if complete.
 fn add<K: Hash + Eq + Copy>(
     parts: &mut HashMap<K, Partial>,
@@ -63,7 +80,27 @@ fn add<K: Hash + Eq + Copy>(
     max: u64,
 ) -> Option<(Partial, u64)> {
     let h = p.header;
-    let part = parts.entry(key).or_insert_with(|| Partial {
+    // A message of one packet (most of them) never enters the table.
+    if h.pkt_count == 1 && !parts.contains_key(&key) {
+        let mut part = opened(&h, max);
+        take_packet(&mut part, p);
+        let cost = part.cost;
+        return Some((part, cost));
+    }
+    let part = parts.entry(key).or_insert_with(|| opened(&h, max));
+    take_packet(part, p);
+    if part.got < part.pkt_count {
+        return None;
+    }
+    let part = parts.remove(&key)?;
+    let cost = part.cost;
+    Some((part, cost))
+}
+
+/// A new message, from the header of its first packet; refused if longer
+/// than `max`.
+fn opened(h: &Header, max: u64) -> Partial {
+    Partial {
         msg_len: h.msg_len,
         pkt_count: h.pkt_count,
         refused: (h.msg_len > max).then(|| {
@@ -74,7 +111,13 @@ fn add<K: Hash + Eq + Copy>(
             ))
         }),
         ..Partial::default()
-    });
+    }
+}
+
+/// Count packet `p` into `part`, keeping its payload unless the message
+/// is refused (or now turns out inconsistent).
+fn take_packet(part: &mut Partial, p: Packet) {
+    let h = p.header;
     part.got += 1;
     part.cost += packet_cost(p.payload.len());
     if part.refused.is_none() {
@@ -86,18 +129,12 @@ fn add<K: Hash + Eq + Copy>(
                 "point-to-point message from rank {}: inconsistent packets",
                 h.source
             )));
-            part.parts = Vec::new();
+            part.parts = smallvec::SmallVec::new();
         } else {
             part.bytes += p.payload.len() as u64;
             part.parts.push((h.offset, p.payload));
         }
     }
-    if part.got < part.pkt_count {
-        return None;
-    }
-    let part = parts.remove(&key)?;
-    let cost = part.cost;
-    Some((part, cost))
 }
 
 impl State {
@@ -165,32 +202,21 @@ impl State {
         };
         let data = part.assemble(from);
         let comm = comm_of(n);
-        self.p2p
-            .msg_done
-            .entry((from, comm))
-            .or_default()
-            .insert(n, (data, cost));
-        let next = self
-            .p2p
-            .msg_next
-            .entry((from, comm))
-            .or_insert(comm_base(comm));
-        let done = self.p2p.msg_done.entry((from, comm)).or_default();
+        let key = (from, comm);
+        let next = self.p2p.msg_next.entry(key).or_insert(comm_base(comm));
+        // The next one in order with none waiting behind it (most of
+        // them): released at once, without the reorder table.
+        if *next == n && self.p2p.msg_done.get(&key).is_none_or(|d| d.is_empty()) {
+            *next += 1;
+            let (tag, data) = tagged(from, data);
+            self.p2p.ready.push_back((from, comm, tag, data, cost));
+            return;
+        }
+        let done = self.p2p.msg_done.entry(key).or_default();
+        done.insert(n, (data, cost));
         while let Some((data, cost)) = done.remove(next) {
             *next += 1;
-            let (tag, data) = match data {
-                Ok(b) if b.len() >= TAG_BYTES => {
-                    let tag = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    (tag, Ok(b.slice(TAG_BYTES..)))
-                }
-                Ok(_) => (
-                    0,
-                    Err(Error::Protocol(format!(
-                        "a message from rank {from} without its tag"
-                    ))),
-                ),
-                Err(e) => (0, Err(e)),
-            };
+            let (tag, data) = tagged(from, data);
             self.p2p.ready.push_back((from, comm, tag, data, cost));
         }
     }

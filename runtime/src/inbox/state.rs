@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 use super::flow::{packet_cost, Flow};
 use crate::bufpool::POOL;
@@ -92,7 +93,9 @@ pub(super) struct Partial {
     /// Packets seen (refused ones included).
     pub(super) got: u32,
     pub(super) ordinal: u32,
-    pub(super) parts: Vec<(u64, Bytes)>,
+    /// The packets so far, (offset, payload); one inline, so a message of
+    /// one packet allocates nothing here.
+    pub(super) parts: SmallVec<[(u64, Bytes); 1]>,
     pub(super) bytes: u64,
     /// Set when the message is refused (too large, inconsistent): its packets
     /// are counted but dropped, and the receiver gets this error in its place.
@@ -376,7 +379,7 @@ impl State {
                 part.parts.push((h.offset, p.payload));
             }
             if part.refused.is_some() {
-                part.parts = Vec::new();
+                part.parts = SmallVec::new();
             }
         }
         let done = part.got >= part.pkt_count;

@@ -245,6 +245,43 @@ fn messages_reassemble_and_keep_their_sources_order() {
     ));
 }
 
+/// One-packet messages in order go straight to the host (no reassembly or
+/// reorder table); one that overtakes another still waits for it, and a
+/// refused or tagless one still fails on its own.
+#[test]
+fn one_packet_messages_keep_their_order_and_checks() {
+    let ib = Inbox::new(0, 64);
+    let m: Vec<Vec<u8>> = (0..4u8).map(|i| tagged(7, &[i])).collect();
+    let one = |seq: u64, body: &[u8]| ppkt(Kind::Msg, 2, seq, 2, body, 0, body.len(), 0, 1);
+    ib.deliver([one(0, &m[0]), one(1, &m[1]), one(3, &m[3])]);
+    let t = Duration::from_millis(50);
+    for want in 0..2u8 {
+        let (src, tag, data) = ib.take_msg(0, None, None, t).unwrap();
+        assert_eq!((src, tag, &data[..]), (2, 7, &[want][..]));
+    }
+    // Message 3 came before 2: it waits.
+    assert!(matches!(
+        ib.take_msg(0, None, None, t),
+        Err(Error::Timeout { .. })
+    ));
+    ib.deliver([one(2, &m[2])]);
+    for want in 2..4u8 {
+        let (_, _, data) = ib.take_msg(0, None, None, t).unwrap();
+        assert_eq!(&data[..], &[want][..]);
+    }
+    // Too long for this inbox (64 bytes), and too short to hold a tag.
+    let long = tagged(7, &[0; 100]);
+    ib.deliver([one(4, &long), one(5, &[1, 2])]);
+    assert!(matches!(
+        ib.take_msg(0, None, None, t),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        ib.take_msg(0, None, None, t),
+        Err(Error::Protocol(_))
+    ));
+}
+
 #[test]
 fn a_collective_message_carries_its_call() {
     use crate::control::OpKind;
