@@ -128,6 +128,19 @@ struct State {
 }
 
 impl State {
+    /// Nobody drives yet; the host last left now.
+    fn new() -> State {
+        State {
+            host: false,
+            bg_in: false,
+            last_exit: Instant::now(),
+            shutdown: false,
+            host_asleep: false,
+            bg_long: false,
+            watch: GRACE,
+        }
+    }
+
     /// The background thread's decision when it looks, the host having
     /// left mcast `idle` ago (if it is out): `None` to take the runtime
     /// (the host has been away for `GRACE`), else how long to sleep before
@@ -185,15 +198,7 @@ impl Drive {
         Drive {
             rt: Some(rt),
             spin,
-            st: Mutex::new(State {
-                host: false,
-                bg_in: false,
-                last_exit: Instant::now(),
-                shutdown: false,
-                host_asleep: false,
-                bg_long: false,
-                watch: GRACE,
-            }),
+            st: Mutex::new(State::new()),
             cv: Condvar::new(),
             host_wants: Notify::new(),
             host_asks: AtomicBool::new(false),
@@ -472,12 +477,8 @@ mod tests {
     fn state(host: bool, host_asleep: bool) -> State {
         State {
             host,
-            bg_in: false,
-            last_exit: Instant::now(),
-            shutdown: false,
             host_asleep,
-            bg_long: false,
-            watch: GRACE,
+            ..State::new()
         }
     }
 
