@@ -133,12 +133,17 @@ fn drain(half: &mut Half, queue: &mut VecDeque<Bytes>) -> std::io::Result<bool> 
         return drain_quic(s, queue);
     }
     while !queue.is_empty() {
-        let slices: Vec<IoSlice<'_>> = queue
-            .iter()
-            .take(MAX_IOV)
-            .map(|c| IoSlice::new(c))
-            .collect();
-        let mut n = match half.try_write_vectored(&slices) {
+        // On the stack for the usual few chunks (a head and a payload): a
+        // heap vector here cost an allocation per write.
+        let written = {
+            let slices: smallvec::SmallVec<[IoSlice<'_>; 4]> = queue
+                .iter()
+                .take(MAX_IOV)
+                .map(|c| IoSlice::new(c))
+                .collect();
+            half.try_write_vectored(&slices)
+        };
+        let mut n = match written {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(false),
