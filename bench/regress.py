@@ -16,13 +16,22 @@ than twice the larger of the two runs' relative spreads. This machine is
 shared and noisy; the thresholds are meant to catch real slow-downs (a lost
 optimisation typically costs 1.5x to 10x), not a few percent.
 
-Standard library only. The baseline is bench/baseline/mcbench.json.
+A baseline belongs to one machine: figures differ by machine far more than by
+any change worth catching (the same code took 2.3 to 4.5 times as long on
+2026-11-29's Intel Xeon VM as on the previous day's AMD EPYC one). Each run
+records its CPU model and count; the default baseline is the one kept for
+this machine, bench/baseline/mcbench-<cpu>-<n>cpu.json, and comparing a run
+with a baseline of another machine is refused (exit 2) unless --any-machine
+is given. With no baseline for this machine, take one with --update.
+
+Standard library only.
 """
 
 import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -30,7 +39,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-BASELINE = os.path.join(HERE, "baseline", "mcbench.json")
+BASELINES = os.path.join(HERE, "baseline")
 MCBENCH = os.path.join(ROOT, "target", "release", "mcbench")
 
 
@@ -43,6 +52,36 @@ def git_rev():
         return rev + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def cpu_model():
+    """This machine's CPU model, as lscpu's "Model name" (e.g. "AMD EPYC")."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_key(cpu, cpus):
+    """What a baseline is valid for: the CPU model and count."""
+    return f"{cpu}, {cpus} CPUs"
+
+
+def baseline_path(cpu, cpus):
+    """The baseline kept for a machine: bench/baseline/mcbench-<cpu>-<n>cpu.json."""
+    slug = re.sub(r"[^a-z0-9]+", "-", cpu.lower()).strip("-") or "unknown"
+    return os.path.join(BASELINES, f"mcbench-{slug}-{cpus}cpu.json")
+
+
+def run_machine(run):
+    """The (cpu, cpus) a saved run or baseline was taken on (None if it does not say)."""
+    if "cpu" not in run:
+        return None
+    return run["cpu"], run.get("cpus")
 
 
 def one_run(n, sizes, iters, timeout):
@@ -88,6 +127,8 @@ def measure(args):
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, "
                    f"kernel {platform.release()}",
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
         "mcast": git_rev(),
         "quick": bool(args.quick),
         "seconds": round(time.time() - start),
@@ -131,7 +172,10 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--quick", action="store_true", help="50 timed / 5 warm-up iterations per size")
     p.add_argument("--tolerance", type=float, default=0.30)
-    p.add_argument("--baseline", default=BASELINE)
+    p.add_argument("--baseline", help="the baseline file (default: this machine's, "
+                   "bench/baseline/mcbench-<cpu>-<n>cpu.json)")
+    p.add_argument("--any-machine", action="store_true",
+                   help="compare even with a baseline taken on another machine")
     p.add_argument("--update", action="store_true", help="write the run as the new baseline")
     p.add_argument("--check", metavar="FILE", help="compare this saved run instead of measuring")
     p.add_argument("--save", metavar="FILE", help="also write the run here")
@@ -144,21 +188,35 @@ def main():
             new = json.load(f)
     else:
         new = measure(args)
+    here = run_machine(new) or (cpu_model(), os.cpu_count())
+    baseline = args.baseline or baseline_path(*here)
     if args.save:
         with open(args.save, "w") as f:
             json.dump(new, f, indent=1)
     if args.update:
-        os.makedirs(os.path.dirname(args.baseline), exist_ok=True)
-        with open(args.baseline, "w") as f:
+        os.makedirs(os.path.dirname(baseline), exist_ok=True)
+        with open(baseline, "w") as f:
             json.dump(new, f, indent=1)
             f.write("\n")
-        print(f"wrote {args.baseline} ({len(new['cells'])} cells)")
+        print(f"wrote {baseline} ({len(new['cells'])} cells)")
         return 0
     try:
-        with open(args.baseline) as f:
+        with open(baseline) as f:
             base = json.load(f)
     except OSError as e:
-        sys.exit(f"no baseline ({e}); make one with --update")
+        kept = sorted(n for n in os.listdir(BASELINES) if n.endswith(".json")) \
+            if os.path.isdir(BASELINES) else []
+        print(f"regress.py: no baseline for this machine ({machine_key(*here)}): {e.strerror}: "
+              f"{baseline}; kept: {', '.join(kept) or 'none'}; take one here with --update",
+              file=sys.stderr)
+        return 2
+    there = run_machine(base)
+    if there != here and not args.any_machine:
+        what = machine_key(*there) if there else "a machine it does not name"
+        print(f"regress.py: {baseline} was taken on {what}, this run on {machine_key(*here)}: "
+              f"figures differ by machine, not only by code; take a baseline here with "
+              f"--update, or compare anyway with --any-machine", file=sys.stderr)
+        return 2
     print(f"baseline: {base['date']}, mcast {base['mcast']}; now: {new['date']}, mcast {new['mcast']}")
     rows = compare(base, new, args.tolerance)
     print_rows(rows)
