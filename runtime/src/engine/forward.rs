@@ -108,6 +108,23 @@ impl NiEngine {
         Ok(())
     }
 
+    /// [`NiEngine::packet_in`] for a point-to-point packet (`Kind::P2p` or
+    /// `Kind::Msg` with no route), which the caller delivers itself:
+    /// `packet_in`'s checks and counts, with no action queued. `false` for
+    /// any other packet (give it to `packet_in`).
+    pub fn p2p_in(&mut self, packet: &Packet) -> Result<bool, EngineError> {
+        let h = &packet.header;
+        if !matches!(h.kind, Kind::P2p | Kind::Msg) || !matches!(packet.route, Route::None) {
+            return Ok(false);
+        }
+        if h.root as usize >= self.size {
+            return Err(EngineError::BadRank(h.root as usize));
+        }
+        self.stats.packets_in += 1;
+        self.stats.delivered += 1;
+        Ok(true)
+    }
+
     /// Hand `packet` to the host.
     fn deliver(&mut self, packet: Packet) {
         self.stats.delivered += 1;

@@ -389,6 +389,41 @@ impl NiEngine {
         index: u32,
         data: Bytes,
     ) -> Result<(), EngineError> {
+        self.check_p2p(kind, to, index)?;
+        for p in self.packetize(self.header(kind, seq, index as usize, data.len()), &data) {
+            self.stats.copies_out += 1;
+            self.actions.push_back(Action::Send { to, packet: p });
+        }
+        Ok(())
+    }
+
+    /// [`NiEngine::post_p2p`] for a message of at most one packet, which
+    /// the caller sends itself: the packet, with no action queued. Its
+    /// checks, packet and count are `post_p2p`'s; `None` for a message of
+    /// several packets (post it instead).
+    pub fn p2p_packet(
+        &mut self,
+        kind: Kind,
+        to: usize,
+        seq: u64,
+        index: u32,
+        data: &Bytes,
+    ) -> Result<Option<Packet>, EngineError> {
+        self.check_p2p(kind, to, index)?;
+        if packet_count(data.len(), self.packet_bytes) != 1 {
+            return Ok(None);
+        }
+        let mut header = self.header(kind, seq, index as usize, data.len());
+        header.pkt_count = 1;
+        self.stats.copies_out += 1;
+        Ok(Some(Packet {
+            header,
+            route: Route::None,
+            payload: data.clone(),
+        }))
+    }
+
+    fn check_p2p(&self, kind: Kind, to: usize, index: u32) -> Result<(), EngineError> {
         if to >= self.size || to == self.rank {
             return Err(EngineError::BadRank(to));
         }
@@ -396,10 +431,6 @@ impl NiEngine {
             return Err(EngineError::Invalid(format!(
                 "point-to-point {kind:?} message with index {index}"
             )));
-        }
-        for p in self.packetize(self.header(kind, seq, index as usize, data.len()), &data) {
-            self.stats.copies_out += 1;
-            self.actions.push_back(Action::Send { to, packet: p });
         }
         Ok(())
     }

@@ -313,3 +313,67 @@ fn a_leaf_delivers_without_planning_or_state() {
         }
     }
 }
+
+#[test]
+fn one_packet_point_to_point_is_the_posted_packet_without_actions() {
+    // `p2p_packet` gives the packet `post_p2p` queues, refuses what it
+    // refuses, and declines a message of several packets.
+    let (mut fast, mut posted) = (
+        NiEngine::new(1, 4, 7, Forwarding::Fpfs, 10),
+        NiEngine::new(1, 4, 7, Forwarding::Fpfs, 10),
+    );
+    let mut sent = Vec::new();
+    for len in [0u8, 1, 10] {
+        let data: Bytes = (0..len).collect::<Vec<_>>().into();
+        let p = fast.p2p_packet(Kind::P2p, 3, 41, 2, &data).unwrap();
+        let p = p.expect("at most one packet's bytes");
+        assert!(fast.poll_action().is_none(), "nothing queued");
+        posted.post_p2p(Kind::P2p, 3, 41, 2, data).unwrap();
+        let Some(Action::Send { to: 3, packet }) = posted.poll_action() else {
+            panic!("post_p2p queued no send to 3");
+        };
+        assert!(posted.poll_action().is_none());
+        assert_eq!(p, packet);
+        sent.push(p);
+    }
+    assert_eq!(fast.stats(), posted.stats());
+    let eleven: Bytes = vec![0u8; 11].into();
+    assert_eq!(fast.p2p_packet(Kind::Msg, 3, 0, 1, &eleven), Ok(None));
+    for (kind, to, index) in [
+        (Kind::P2p, 1, 0),
+        (Kind::P2p, 4, 0),
+        (Kind::Bcast, 2, 0),
+        (Kind::Msg, 2, 4),
+    ] {
+        let refused = posted
+            .post_p2p(kind, to, 0, index, Bytes::new())
+            .unwrap_err();
+        assert_eq!(
+            fast.p2p_packet(kind, to, 0, index, &Bytes::new()),
+            Err(refused)
+        );
+    }
+
+    // `p2p_in` checks and counts as `packet_in` does, queues nothing, and
+    // takes point-to-point packets only.
+    let (mut fast, mut slow) = (
+        NiEngine::new(3, 4, 7, Forwarding::Fpfs, 10),
+        NiEngine::new(3, 4, 7, Forwarding::Fpfs, 10),
+    );
+    for p in &sent {
+        assert_eq!(fast.p2p_in(p), Ok(true));
+        assert!(fast.poll_action().is_none());
+        slow.packet_in(1, p.clone()).unwrap();
+        assert!(matches!(slow.poll_action(), Some(Action::Deliver(q)) if q == *p));
+    }
+    assert_eq!(fast.stats(), slow.stats());
+    let mut bad = sent[0].clone();
+    bad.header.root = 9;
+    assert_eq!(fast.p2p_in(&bad), Err(EngineError::BadRank(9)));
+    assert_eq!(slow.packet_in(1, bad), Err(EngineError::BadRank(9)));
+    let mut bcast = sent[0].clone();
+    bcast.header.kind = Kind::Bcast;
+    let before = fast.stats();
+    assert_eq!(fast.p2p_in(&bcast), Ok(false));
+    assert_eq!(fast.stats(), before, "not counted: packet_in takes it");
+}

@@ -321,6 +321,27 @@ impl Net {
                 links.send_worms(me, &plan, &packets);
                 Ok(())
             }
+            // A point-to-point message of one packet goes straight to the
+            // link (`NiEngine::p2p_packet`); a longer one is posted.
+            Cmd::P2p {
+                kind,
+                to,
+                seq,
+                index,
+                data,
+            } if fill.is_none() && data.len() <= pb => {
+                let one = lock(&self.sh.engine).p2p_packet(kind, to, seq, index, &data);
+                match one {
+                    Ok(Some(p)) => {
+                        links.send(to, p, amb);
+                        Ok(())
+                    }
+                    Ok(None) => with_engine(&self.sh, amb, None, |eng| {
+                        eng.post_p2p(kind, to, seq, index, data)
+                    }),
+                    Err(e) => Err(e),
+                }
+            }
             cmd => with_engine(&self.sh, amb, fill.as_mut(), |eng| match cmd {
                 Cmd::Bcast {
                     seq,
@@ -463,6 +484,13 @@ impl Host for Shared {
     }
 
     fn engine_in(&self, from: usize, p: Packet, amb: Ambient) -> Result<(), String> {
+        // A point-to-point packet is delivered as it is, never forwarded:
+        // the engine checks and counts it, with no action to queue and
+        // collect (`NiEngine::p2p_in`).
+        if lock(&self.engine).p2p_in(&p).map_err(|e| e.to_string())? {
+            deliver(self, [(p, self.links.stamp(amb))]);
+            return Ok(());
+        }
         with_engine(self, amb, None, |eng| eng.packet_in(from, p)).map_err(|e| e.to_string())
     }
 
