@@ -7,10 +7,13 @@
 //! socket buffer is queued, in order, and the connection's writer task
 //! flushes the queue when the socket is writable again. The writer task also
 //! sends a heartbeat when the connection has been idle for a beat, and the
-//! goodbye at shutdown.
+//! goodbye at shutdown. A mesh's writers share one count of those with
+//! bytes waiting ([`Out::sharing`]), so the driver's check after every send
+//! (has everything left?) is one load, not a lock per peer.
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::sync::lock;
@@ -115,6 +118,8 @@ struct State {
     /// When something was last queued (heartbeats go when it was a beat
     /// ago); `None` before the first.
     last: Option<std::time::Instant>,
+    /// Counted in `Out::waiting`: bytes wait and the connection lives.
+    counted: bool,
 }
 
 /// One peer's outgoing side, shared by every thread that sends to it.
@@ -124,6 +129,10 @@ pub(crate) struct Out {
     st: Mutex<State>,
     wake: Notify,
     shm: Option<Arc<Shm>>,
+    /// How many writers have bytes waiting (this one's own count, or one
+    /// shared by a mesh's writers, see [`Out::sharing`]): whether
+    /// everything has left is one load, not a lock per peer.
+    waiting: Arc<AtomicUsize>,
 }
 
 /// Write as much of `queue` as the socket takes now; `Ok(true)` when it is
@@ -173,6 +182,27 @@ impl Out {
             st: Mutex::new(State::default()),
             wake: Notify::new(),
             shm,
+            waiting: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Count this writer's waiting bytes in `waiting`, shared with other
+    /// writers (before anything is sent).
+    pub(crate) fn sharing(mut self, waiting: Arc<AtomicUsize>) -> Out {
+        self.waiting = waiting;
+        self
+    }
+
+    /// Keep `waiting` true to `st` after a change to its queue or its life.
+    fn recount(&self, st: &mut State) {
+        let waits = !st.dead && !st.queue.is_empty();
+        if waits != st.counted {
+            st.counted = waits;
+            if waits {
+                self.waiting.fetch_add(1, Ordering::AcqRel);
+            } else {
+                self.waiting.fetch_sub(1, Ordering::AcqRel);
+            }
         }
     }
 
@@ -237,6 +267,7 @@ impl Out {
                 return;
             }
         }
+        self.recount(&mut st);
         drop(st);
         self.wake.notify_one();
     }
@@ -283,10 +314,12 @@ impl Out {
                 let res = {
                     let mut st = lock(&self.st);
                     let mut half = lock(&self.half);
-                    match half.as_mut() {
+                    let res = match half.as_mut() {
                         Some(h) => drain(h, &mut st.queue),
                         None => Ok(true),
-                    }
+                    };
+                    self.recount(&mut st);
+                    res
                 };
                 match res {
                     Ok(true) => break,
@@ -315,7 +348,9 @@ impl Out {
                 if let Some(mut h) = half {
                     h.shutdown().await;
                 }
-                lock(&self.st).dead = true;
+                let mut st = lock(&self.st);
+                st.dead = true;
+                self.recount(&mut st);
                 return;
             }
         }
@@ -326,6 +361,7 @@ impl Out {
             let mut st = lock(&self.st);
             st.dead = true;
             st.queue.clear();
+            self.recount(&mut st);
         }
         // A closed peer (EPIPE / reset) is judged by the reader, which sees
         // either its goodbye or the end without one: on a Unix socket the
@@ -344,5 +380,81 @@ impl Out {
     pub(crate) fn is_flushed(&self) -> bool {
         let st = lock(&self.st);
         st.queue.is_empty() || st.dead
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// Writers that share a count say at once whether everything has left:
+    /// a writer whose socket is full counts until its task has flushed, and
+    /// a writer whose connection failed stops counting.
+    #[test]
+    fn shared_count_follows_queued_bytes() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let waiting = Arc::new(AtomicUsize::new(0));
+            let inbox = Arc::new(Inbox::new(0, 1 << 20));
+            let (a, mut peer_a) = tokio::net::UnixStream::pair().unwrap();
+            let (b, peer_b) = tokio::net::UnixStream::pair().unwrap();
+            let (_ra, wa) = a.into_split();
+            let (_rb, wb) = b.into_split();
+            let out_a = Arc::new(Out::new(1, Half::Unix(wa), None).sharing(waiting.clone()));
+            let out_b = Arc::new(Out::new(2, Half::Unix(wb), None).sharing(waiting.clone()));
+            let count = || waiting.load(Ordering::Acquire);
+
+            // Small sends leave at once.
+            out_a.send_raw(Bytes::from_static(b"hello"));
+            out_b.send_raw(Bytes::from_static(b"hello"));
+            assert_eq!(count(), 0);
+
+            // More than a Unix socket's buffer: a's bytes wait, and count.
+            let big = Bytes::from(vec![7u8; 8 << 20]);
+            out_a.send_raw(big.clone());
+            assert!(!out_a.is_flushed());
+            assert_eq!(count(), 1);
+            out_a.send_raw(Bytes::from_static(b"more"));
+            assert_eq!(count(), 1, "one writer counts once");
+
+            // b's peer goes away: its next full write fails in its task.
+            drop(peer_b);
+            out_b.send_raw(big.clone());
+            let task_b = tokio::spawn(out_b.clone().run(
+                inbox.clone(),
+                Bytes::from_static(b"beat"),
+                Duration::from_secs(60),
+            ));
+            // a's task flushes while the peer reads everything.
+            let task_a = tokio::spawn(out_a.clone().run(
+                inbox.clone(),
+                Bytes::from_static(b"beat"),
+                Duration::from_secs(60),
+            ));
+            let want = 5 + big.len() + 4;
+            let mut got = 0;
+            let mut buf = vec![0u8; 1 << 16];
+            while got < want {
+                let n = tokio::time::timeout(Duration::from_secs(10), peer_a.read(&mut buf))
+                    .await
+                    .expect("a's writer flushes")
+                    .unwrap();
+                assert!(n > 0, "a's peer sees the end before everything came");
+                got += n;
+            }
+            let settled = tokio::time::timeout(Duration::from_secs(10), async {
+                while count() != 0 {
+                    tokio::task::yield_now().await;
+                }
+            });
+            settled.await.expect("the count falls back to 0");
+            assert!(out_a.is_flushed() && out_b.is_flushed());
+            task_a.abort();
+            task_b.abort();
+        });
     }
 }

@@ -48,6 +48,8 @@ pub(crate) struct Mesh {
     shm: Option<Arc<Shm>>,
     /// The shared-memory rings, when the whole job shares this host.
     rings: Option<Arc<Rings>>,
+    /// How many writers have bytes waiting (`Out::sharing`).
+    waiting: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Mesh {
@@ -60,10 +62,6 @@ impl Mesh {
                 format!("protocol violation in its shared-memory ring: {e}"),
             );
         }
-    }
-
-    fn writers(&self) -> impl Iterator<Item = &Arc<Out>> {
-        self.writers.get().into_iter().flatten().flatten()
     }
 }
 
@@ -87,7 +85,10 @@ impl Links for Mesh {
     }
 
     fn flushed(&self) -> bool {
-        self.rings.as_ref().is_none_or(|r| r.flushed()) && self.writers().all(|o| o.is_flushed())
+        // One load for all the writers (they share the count), not a lock
+        // per peer on every send.
+        self.rings.as_ref().is_none_or(|r| r.flushed())
+            && self.waiting.load(std::sync::atomic::Ordering::Acquire) == 0
     }
 
     fn close(&self, bye: &Goodbye) {
@@ -251,6 +252,7 @@ pub(crate) fn join<'a>(
         writers: OnceLock::new(),
         shm,
         rings: rings.clone(),
+        waiting: Default::default(),
     });
     let links = mesh.clone();
     Ok(Joined {
@@ -454,7 +456,7 @@ async fn setup(
         // (it published one of its own); it may send us some in return.
         let landing = Landing::on(kind, links.shm.as_ref());
         let shm_out = landing.desc.clone().filter(|_| addrs[peer].shm.is_some());
-        let out = Arc::new(Out::new(peer, half, shm_out));
+        let out = Arc::new(Out::new(peer, half, shm_out).sharing(links.waiting.clone()));
         // Our first heartbeat now, from this thread: the peer holds us to
         // the silence bound only from our first packet on, and with the
         // rings carrying the data, our socket may carry nothing else before
