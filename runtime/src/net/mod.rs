@@ -329,7 +329,12 @@ impl Net {
                 seq,
                 index,
                 data,
-            } if fill.is_none() && data.len() <= pb => {
+            } => {
+                // Its bytes come as they are (`Net::send`), never as an
+                // arena to fill; were a fill given, it is completed first.
+                if let Some(f) = fill.as_mut() {
+                    f.finish();
+                }
                 let one = lock(&self.sh.engine).p2p_packet(kind, to, seq, index, &data);
                 match one {
                     Ok(Some(p)) => {
@@ -361,14 +366,8 @@ impl Net {
                     data,
                     tree,
                 } => eng.post_multicast(seq, &dests, data, tree),
-                Cmd::P2p {
-                    kind,
-                    to,
-                    seq,
-                    index,
-                    data,
-                } => eng.post_p2p(kind, to, seq, index, data),
-                Cmd::Control(_) | Cmd::ControlTo(..) | Cmd::Worm { .. } => Ok(()),
+                // Taken above.
+                Cmd::Control(_) | Cmd::ControlTo(..) | Cmd::Worm { .. } | Cmd::P2p { .. } => Ok(()),
             }),
         };
         if let Err(e) = res {
