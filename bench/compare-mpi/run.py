@@ -387,6 +387,18 @@ def plot_one_host(out, summary, meta, shm):
                       f"Open MPI {'tcp' if k == 'ompi_tcp' else shm}", None) for k in keys])
 
 
+def build_label(a):
+    """The mcast commit the binaries were built from, marked when the source
+    has uncommitted changes (or the binaries came from --bin-dir)."""
+    git = sh(["git", "-C", os.path.dirname(os.path.dirname(MCBENCH)), "rev-parse", "--short", "HEAD"]) \
+        or sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+    dirty = " (with uncommitted changes)" if sh(["git", "-C", ROOT, "status", "--porcelain", "--", "runtime",
+                                               "algorithms", "launcher", "src", "Cargo.toml", "Cargo.lock"]) else ""
+    if getattr(a, "bin_dir", None):
+        dirty = f" (binaries from {os.path.abspath(a.bin_dir)})"
+    return git + dirty
+
+
 def plot_hosts(out, summary, meta, shm):
     """The across-hosts comparison's latency.svg, from its summary rows and
     the meta of raw.json."""
@@ -656,12 +668,6 @@ def main_bcast(a, transports):
               ["round", "pinning", "iterations", "median_us", "mean_us", "p10_us", "p90_us"], frows)
 
     ompi_ver = sh(["mpirun", "--version"]).splitlines()
-    git = sh(["git", "-C", os.path.dirname(os.path.dirname(MCBENCH)), "rev-parse", "--short", "HEAD"]) \
-        or sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
-    dirty = " (with uncommitted changes)" if sh(["git", "-C", ROOT, "status", "--porcelain", "--", "runtime",
-                                               "algorithms", "launcher", "src", "Cargo.toml", "Cargo.lock"]) else ""
-    if a.bin_dir:
-        dirty = f" (binaries from {os.path.abspath(a.bin_dir)})"
     mc_env = {k: v for k, v in os.environ.items() if k.startswith("MCAST_")}
     meta = dict(
         date_utc=started.strftime("%Y-%m-%d %H:%M UTC"),
@@ -669,7 +675,7 @@ def main_bcast(a, transports):
         host=platform.node(), kernel=platform.release(), nproc=os.cpu_count(),
         cpu=next((l.split(":", 1)[1].strip() for l in sh(["lscpu"]).splitlines()
                   if l.startswith("Model name")), platform.processor()),
-        open_mpi=ompi_ver[0] if ompi_ver else "?", mcast_commit=git + dirty, mcbench=MCBENCH,
+        open_mpi=ompi_ver[0] if ompi_ver else "?", mcast_commit=build_label(a), mcbench=MCBENCH,
         mcast_algorithm=mc_raw[0].get("algorithm", "?"),
         mcast_packet_bytes=packet, mcast_medium=mediums, mcast_transport=mc_transport, mcast_env=mc_env,
         series=keys, ompi_transports=transports,
@@ -851,9 +857,6 @@ def main_coll(a, colls):
                "mcast_rounds_us", "ompi_rounds_us"], summary)
 
     ompi_ver = sh(["mpirun", "--version"]).splitlines()
-    git = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
-    dirty = " (with uncommitted changes)" if sh(["git", "-C", ROOT, "status", "--porcelain", "--", "runtime",
-                                               "algorithms", "launcher", "src", "Cargo.toml", "Cargo.lock"]) else ""
     mcast_transport = ", ".join(sorted(mediums))
     ompi_transport = f"shared memory (pml ob1, btl self,{shm_btl()})"
     meta = dict(
@@ -862,7 +865,7 @@ def main_coll(a, colls):
         host=platform.node(), kernel=platform.release(), nproc=os.cpu_count(),
         cpu=next((l.split(":", 1)[1].strip() for l in sh(["lscpu"]).splitlines()
                   if l.startswith("Model name")), platform.processor()),
-        open_mpi=ompi_ver[0] if ompi_ver else "?", mcast_commit=git + dirty,
+        open_mpi=ompi_ver[0] if ompi_ver else "?", mcast_commit=build_label(a),
         mcast_transport=mcast_transport, open_mpi_transport=ompi_transport,
         mpirun_options=" ".join(mpi_opts), collectives=colls,
         quick=a.quick, rounds=a.rounds, ranks=ranks,
@@ -1150,8 +1153,6 @@ def main_hosts(a):
                "auto_rounds_us", "kbin_rounds_us", "ompi_rounds_us"], summary)
 
     ompi_ver = sh(["mpirun", "--version"]).splitlines()
-    git = sh(["git", "-C", os.path.dirname(os.path.dirname(MCBENCH)), "rev-parse", "--short", "HEAD"]) \
-        or sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
     mc_env = {k: v for k, v in os.environ.items() if k.startswith("MCAST_") and not k.startswith("MCAST_CLUSTER")
               and k != "MCAST_LAUNCH_AGENT"}
     first = {k: next(r for r in raw if r["series"] == k) for k in HOST_SERIES}
@@ -1173,7 +1174,7 @@ def main_hosts(a):
         launch_agent=agent_s, network=cidr,
         open_mpi=ompi_ver[0] if ompi_ver else "?", mpirun_options=" ".join(shlex.quote(x) for x in mpi_opts),
         open_mpi_transport=ompi_transport,
-        mcast_commit=git, mcbench=MCBENCH, mclaunch=MCLAUNCH,
+        mcast_commit=build_label(a), mcbench=MCBENCH, mclaunch=MCLAUNCH,
         mcast_algorithms={k: first[k].get("algorithm") for k in ("auto", "kbin")},
         mcast_medium=first["auto"].get("medium"), mcast_forwarding=first["auto"].get("forwarding"),
         mcast_packet_bytes=packet, mcast_env=mc_env, mcast_transport=mcast_transport,
@@ -1196,7 +1197,7 @@ def main_hosts(a):
              f"`{agent_s}`, network {cidr}; "
              + ", ".join(f"{h} is `{info[h]['hostname']}` with {info[h]['nproc']} CPUs" for h, _ in hosts),
              f"* machine running the driver: {meta['nproc']} CPUs ({meta['cpu']}), kernel {meta['kernel']}",
-             f"* mcast {git}: `{mlcmd} [-x MCAST_ALGORITHM=kbinomial] {MCBENCH} --json "
+             f"* mcast {meta['mcast_commit']}: `{mlcmd} [-x MCAST_ALGORITHM=kbinomial] {MCBENCH} --json "
              f"[--algo kbinomial] -m 1:{a.max_size}`; "
              f"medium `{meta['mcast_medium']}`, forwarding {meta['mcast_forwarding']}, packet {packet} B"
              + (", environment " + " ".join(f"{k}={v}" for k, v in sorted(mc_env.items())) if mc_env
