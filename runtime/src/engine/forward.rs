@@ -113,16 +113,23 @@ impl NiEngine {
     /// `packet_in`'s checks and counts, with no action queued. `false` for
     /// any other packet (give it to `packet_in`).
     pub fn p2p_in(&mut self, packet: &Packet) -> Result<bool, EngineError> {
-        let h = &packet.header;
-        if !matches!(h.kind, Kind::P2p | Kind::Msg) || !matches!(packet.route, Route::None) {
+        if !Self::is_p2p(packet) {
             return Ok(false);
         }
+        let h = &packet.header;
         if h.root as usize >= self.size {
             return Err(EngineError::BadRank(h.root as usize));
         }
         self.stats.packets_in += 1;
         self.stats.delivered += 1;
         Ok(true)
+    }
+
+    /// Whether `packet` is one [`NiEngine::p2p_in`] takes: a point-to-point
+    /// packet, never forwarded. Needs no engine (a driver asks before it
+    /// takes the engine's lock).
+    pub fn is_p2p(packet: &Packet) -> bool {
+        matches!(packet.header.kind, Kind::P2p | Kind::Msg) && matches!(packet.route, Route::None)
     }
 
     /// Hand `packet` to the host.

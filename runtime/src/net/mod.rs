@@ -485,8 +485,9 @@ impl Host for Shared {
     fn engine_in(&self, from: usize, p: Packet, amb: Ambient) -> Result<(), String> {
         // A point-to-point packet is delivered as it is, never forwarded:
         // the engine checks and counts it, with no action to queue and
-        // collect (`NiEngine::p2p_in`).
-        if lock(&self.engine).p2p_in(&p).map_err(|e| e.to_string())? {
+        // collect (`NiEngine::p2p_in`). Any other packet takes the engine's
+        // lock once, below.
+        if NiEngine::is_p2p(&p) && lock(&self.engine).p2p_in(&p).map_err(|e| e.to_string())? {
             deliver(self, [(p, self.links.stamp(amb))]);
             return Ok(());
         }
