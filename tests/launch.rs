@@ -348,3 +348,27 @@ fn topology_algorithm_without_a_topology_is_refused() {
     assert!(!out.status.success());
     assert!(se.contains("needs a topology"), "{se}");
 }
+
+/// A root whose peers are all behind TCP lends its buffer to the sockets
+/// for the length of a bcast (`net::lend`) and takes back, by copying,
+/// what they have not taken when the call returns. A flat tree over 4
+/// ranks puts 3 × 4 MiB into the sockets at once, more than they hold, and
+/// mcbench's root refills its buffer with the next iteration's bytes right
+/// after each call: a receiver that got any of them in the old message
+/// fails its check (and a packet still pointing into the buffer stops the
+/// root).
+#[test]
+fn a_root_lends_its_buffer_to_tcp_and_reuses_it_at_once() {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", "4", "--timeout", "120"])
+        .arg(bin("mcbench"))
+        .args(["-m", "65536:4194304", "-i", "8", "-x", "1", "--json"])
+        .env("MCAST_TRANSPORT", "tcp")
+        .env("MCAST_ALGORITHM", "flat");
+    let out = run_bounded(cmd, Duration::from_secs(180));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{se}");
+    let v: serde_json::Value = serde_json::from_str(&so).expect("json");
+    assert_eq!(v["links"], "tcp", "{so}");
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(7), "{so}");
+}

@@ -376,6 +376,23 @@ impl Out {
         }
     }
 
+    /// Replace every queued chunk that lies in the memory `lo..hi` (a
+    /// caller's buffer lent for one call: `net::lend`) with a copy of its
+    /// bytes, so that nothing here points into that memory any more.
+    /// Returns the bytes copied (what the socket had not taken yet).
+    pub(crate) fn reclaim(&self, lo: usize, hi: usize) -> usize {
+        let mut st = lock(&self.st);
+        let mut copied = 0;
+        for chunk in st.queue.iter_mut() {
+            let at = chunk.as_ptr() as usize;
+            if at < hi && at + chunk.len() > lo {
+                copied += chunk.len();
+                *chunk = Bytes::copy_from_slice(chunk);
+            }
+        }
+        copied
+    }
+
     /// Whether everything sent so far has left (or the connection is gone).
     pub(crate) fn is_flushed(&self) -> bool {
         let st = lock(&self.st);
@@ -387,6 +404,72 @@ impl Out {
 mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
+
+    /// What waits in a writer's queue from a lent range is copied out of
+    /// it, and only that: the lender's memory is free to change at once,
+    /// and the peer still gets the bytes as they were.
+    #[test]
+    fn reclaim_copies_only_what_waits_in_the_lent_range() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let inbox = Arc::new(Inbox::new(0, 1 << 20));
+            let (a, mut peer) = tokio::net::UnixStream::pair().unwrap();
+            let (_ra, wa) = a.into_split();
+            let out = Arc::new(Out::new(1, Half::Unix(wa), None));
+            // More than the socket takes, so most of it waits in the queue.
+            let mut lent = vec![0u8; 8 << 20];
+            for (i, b) in lent.iter_mut().enumerate() {
+                *b = (i % 251) as u8;
+            }
+            let want = lent.clone();
+            let range = (lent.as_ptr() as usize, lent.as_ptr() as usize + lent.len());
+            let other = Bytes::from_static(b"owned");
+            // SAFETY (test): `lent` outlives every use of this view; the
+            // reclaim below replaces the queued ones before it changes.
+            let view: &'static [u8] =
+                unsafe { std::slice::from_raw_parts(lent.as_ptr(), lent.len()) };
+            out.send_raw(Bytes::from_static(view));
+            out.send_raw(other.clone());
+            assert!(!out.is_flushed(), "the socket took everything");
+            let copied = out.reclaim(range.0, range.1);
+            assert!(copied > 0 && copied <= lent.len(), "{copied}");
+            {
+                let st = lock(&out.st);
+                for c in &st.queue {
+                    let at = c.as_ptr() as usize;
+                    assert!(
+                        at + c.len() <= range.0 || at >= range.1,
+                        "a chunk still lent"
+                    );
+                }
+                assert_eq!(st.queue.back().map(|c| c.as_ptr()), Some(other.as_ptr()));
+            }
+            assert_eq!(out.reclaim(range.0, range.1), 0, "nothing left to copy");
+            // The lender reuses its buffer; the peer reads the old bytes.
+            lent.fill(0xee);
+            let task = tokio::spawn(out.clone().run(
+                inbox.clone(),
+                Bytes::from_static(b"beat"),
+                Duration::from_secs(60),
+            ));
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 1 << 16];
+            while got.len() < want.len() + 5 {
+                let n = tokio::time::timeout(Duration::from_secs(10), peer.read(&mut buf))
+                    .await
+                    .expect("the writer flushes")
+                    .unwrap();
+                assert!(n > 0);
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert!(got[..want.len()] == want[..], "the peer got changed bytes");
+            assert_eq!(&got[want.len()..want.len() + 5], b"owned");
+            task.abort();
+        });
+    }
 
     /// Writers that share a count say at once whether everything has left:
     /// a writer whose socket is full counts until its task has flushed, and

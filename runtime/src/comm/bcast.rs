@@ -108,7 +108,7 @@ impl Comm {
                 return Ok(());
             }
         }
-        let (data, fill) = net.payload(buf);
+        let (data, stage) = net.staged(buf);
         let cmd = match resolved {
             Resolved::Worm(worm) => Cmd::Worm {
                 kind: Kind::Bcast,
@@ -131,7 +131,7 @@ impl Comm {
                 }),
             },
         };
-        net.send_filling(cmd, fill)
+        net.send_filling(cmd, stage)
     }
 
     /// A receiver's part of bcast `seq` from `root` (entered with call

@@ -163,6 +163,15 @@ pub(crate) trait Links: Send + Sync {
     fn rings(&self) -> Option<&Arc<super::rings::Rings>> {
         None
     }
+
+    /// Take back the memory `lo..hi` (a caller's buffer lent for one call,
+    /// `net::lend`): whatever still waits to be written from it is copied
+    /// first. Only a transport whose queues are the sole holders of what it
+    /// was given may be lent to (see `Net::staged`); the others have
+    /// nothing to take back.
+    fn reclaim(&self, _lo: usize, _hi: usize) -> usize {
+        0
+    }
 }
 
 /// The other side of the seam: what a transport's readers need from the

@@ -129,6 +129,17 @@ impl Links for Mesh {
     fn rings(&self) -> Option<&Arc<Rings>> {
         self.rings.as_ref()
     }
+
+    fn reclaim(&self, lo: usize, hi: usize) -> usize {
+        let Some(writers) = self.writers.get() else {
+            return 0;
+        };
+        writers
+            .iter()
+            .flatten()
+            .map(|out| out.reclaim(lo, hi))
+            .sum()
+    }
 }
 
 /// Bind the listeners (and the shared-memory arena), tell mclaunch's

@@ -29,6 +29,7 @@ mod connect;
 mod fablink;
 mod inline;
 mod intake;
+mod lend;
 mod link;
 mod mesh;
 mod quicmesh;
@@ -41,7 +42,6 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use crate::algorithm::{Medium, TreeKind};
-use crate::bufpool::POOL;
 use crate::config::{Config, JobEnv};
 use crate::control::Control;
 use crate::drive::Drive;
@@ -53,6 +53,7 @@ use crate::shm::Filling;
 use crate::sync::lock;
 use crate::wire::{Goodbye, Header, Kind, Member, Packet, Route};
 use intake::Host;
+pub(crate) use lend::Staging;
 pub use link::Link;
 use link::{io_err, Ambient, Links, SHUTDOWN_FLUSH};
 
@@ -243,38 +244,22 @@ impl Net {
             .map_or(0, |r| r.flag(from, slot, which))
     }
 
-    /// The bytes of a message this rank originates: in its shared-memory
-    /// arena when that can serve (a large payload, room in the arena), so
-    /// receivers on this host read them in place, with the copy into it
-    /// still to make (pass it to [`Net::send_filling`], which makes it a
-    /// packet at a time as they leave); otherwise a plain copy.
-    pub(crate) fn payload<'a>(&self, data: &'a [u8]) -> (Bytes, Option<Filling<'a>>) {
-        match self.sh.links.shm().and_then(|s| s.filling(data)) {
-            Some((bytes, fill)) => (bytes, Some(fill)),
-            // No arena (or no room): a kept buffer if one fits, whose
-            // pages are mapped already (see `bufpool`).
-            None => {
-                let mut buf = POOL.take(data.len());
-                buf.extend_from_slice(data);
-                (POOL.freeze(buf), None)
-            }
-        }
-    }
-
     /// Hand a request to the NI engine (on this thread), then let the
     /// writers put what it queued on the wire.
     pub(crate) fn send(&self, cmd: Cmd) -> Result<(), Error> {
         self.send_filling(cmd, None)
     }
 
-    /// [`Net::send`] for a payload from [`Net::payload`]: each packet's
-    /// range of it is copied into the arena just before the packet leaves
-    /// (the rest, if any, before this returns).
+    /// [`Net::send`] for a payload from [`Net::payload`] or
+    /// [`Net::staged`]: each packet's range of an arena payload is copied
+    /// into the arena just before the packet leaves (the rest, if any,
+    /// before this returns); a lent one is taken back on return.
     pub(crate) fn send_filling(
         &self,
         cmd: Cmd,
-        mut fill: Option<Filling<'_>>,
+        mut stage: Option<Staging<'_>>,
     ) -> Result<(), Error> {
+        let mut fill = stage.as_mut().and_then(Staging::filling);
         if self.is_closed() {
             return Err(Error::Stopped("the NI has stopped".into()));
         }
@@ -347,7 +332,7 @@ impl Net {
                     Err(e) => Err(e),
                 }
             }
-            cmd => with_engine(&self.sh, amb, fill.as_mut(), |eng| match cmd {
+            cmd => with_engine(&self.sh, amb, fill, |eng| match cmd {
                 Cmd::Bcast {
                     seq,
                     data,
