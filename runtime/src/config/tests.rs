@@ -221,3 +221,19 @@ fn failure_timeouts_parse_as_the_launcher_needs() {
         assert!(parse_failure_timeout(bad).is_err(), "{bad}");
     }
 }
+
+/// Over the network alone a job of two ranks takes the larger packets
+/// (nothing forwards, so nothing pipelines), any other the default; an
+/// explicit `MCAST_PACKET_BYTES` holds for every job.
+#[test]
+fn two_ranks_over_the_network_take_large_packets() {
+    let c = cfg(&[]).unwrap();
+    assert_eq!(c.network_packet_bytes(2), DEFAULT_HOSTS_PACKET_BYTES);
+    for n in [1, 3, 4, 64] {
+        assert_eq!(c.network_packet_bytes(n), DEFAULT_PACKET_BYTES, "{n}");
+    }
+    let c = cfg(&[(ENV_PACKET_BYTES, "4096")]).unwrap();
+    for n in [2, 3] {
+        assert_eq!(c.network_packet_bytes(n), 4096, "{n}");
+    }
+}

@@ -232,7 +232,7 @@ pub(crate) fn join<'a>(
     let packet_bytes = match medium {
         Medium::SharedMemory => cfg.shm_packet_bytes,
         Medium::Hosts { .. } => cfg.hosts_packet_bytes,
-        Medium::Network => cfg.packet_bytes,
+        Medium::Network => cfg.network_packet_bytes(addrs.len()),
     };
     let shm = match arena {
         Some((own, _)) => Some(Arc::new(open_arenas(job.rank, own, &addrs, mine)?)),
