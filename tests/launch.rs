@@ -350,7 +350,7 @@ fn topology_algorithm_without_a_topology_is_refused() {
 }
 
 /// A root whose peers are all behind TCP lends its buffer to the sockets
-/// for the length of a bcast (`net::lend`) and takes back, by copying,
+/// for the length of a bcast or a multicast (`net::lend`) and takes back, by copying,
 /// what they have not taken when the call returns. A flat tree over 4
 /// ranks puts 3 × 4 MiB into the sockets at once, more than they hold, and
 /// mcbench's root refills its buffer with the next iteration's bytes right
@@ -371,4 +371,14 @@ fn a_root_lends_its_buffer_to_tcp_and_reuses_it_at_once() {
     let v: serde_json::Value = serde_json::from_str(&so).expect("json");
     assert_eq!(v["links"], "tcp", "{so}");
     assert_eq!(v["results"].as_array().map(Vec::len), Some(7), "{so}");
+    // Multicast sources lend too: every rank sends 1 MiB multicasts to a
+    // peer while it receives, each received one checked.
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", "4", "--timeout", "120"])
+        .arg(bin("mcbench"))
+        .args(["--throughput", "-m", "1048576", "-i", "20", "--json"])
+        .env("MCAST_TRANSPORT", "tcp");
+    let out = run_bounded(cmd, Duration::from_secs(180));
+    let (_, se) = text(&out);
+    assert!(out.status.success(), "{se}");
 }

@@ -104,7 +104,7 @@ impl Comm {
                 m
             })
             .collect();
-        let (data, fill) = net.payload(data);
+        let (data, stage) = net.staged(data);
         let cmd = match resolved {
             Resolved::Worm(worm) => Cmd::Worm {
                 kind: Kind::Multicast,
@@ -120,7 +120,7 @@ impl Comm {
                 tree,
             },
         };
-        net.send_filling(cmd, fill)
+        net.send_filling(cmd, stage)
     }
 
     /// Receive the next multicast aimed at this rank, from any source. The

@@ -3,25 +3,30 @@
 //! `shm::Filling`), in a kept buffer, or lent straight from the caller's
 //! buffer for the length of the call.
 //!
-//! A root whose every peer is behind TCP (no rank of the job on its host:
-//! one rank per host) has nobody to share an arena with, and each packet's
-//! bytes only go from its buffer into the kernel's socket buffers. Copying
-//! them into an arena first cost as much CPU as the send itself: at 4 MiB
-//! over 2 namespace hosts × 1 rank, `perf record -a` put a third of the
-//! root's time in that copy (README "Clusters"). So a large payload is
-//! lent instead: the packets' `Bytes` point into the caller's buffer, and
-//! when the call returns (`Lent` is dropped at the end of
-//! [`Net::send_filling`]) whatever the sockets have not taken yet is
-//! copied out of it ([`super::link::Links::reclaim`]), so nothing refers
-//! to the caller's memory once the caller has it back.
+//! The source of a bcast or a multicast whose every peer is behind TCP
+//! (no rank of the job on its host: one rank per host) has nobody to
+//! share an arena with, and each packet's bytes only go from its buffer
+//! into the kernel's socket buffers. Copying them into an arena first was
+//! the root's own work on top of the send: at 4 MiB over 2 namespace
+//! hosts × 1 rank, `memmove` was a third of the root's samples (`perf
+//! record -a`; this copy and the benchmark's fill of its buffer), and
+//! without the copy the bcast took 0.74–0.86 of the time from 128 KiB
+//! (README "Clusters"). So a large payload is lent instead: the packets'
+//! `Bytes` point into the caller's buffer, and when the call returns
+//! (`Lent` is dropped at the end of [`Net::send_filling`]) whatever the
+//! sockets have not taken yet is copied out of it
+//! ([`super::link::Links::reclaim`]), so nothing refers to the caller's
+//! memory once the caller has it back.
 //!
 //! That is sound because, on such a mesh, a posted packet's payload is held
 //! only by the engine while it cuts the packets (it keeps none: every
 //! packet becomes a send action at once), by the send actions, and by the
-//! writers' queues (`outq`): nothing delivers a bcast to its own root, and
-//! neither rings, nor QUIC (which hands chunks to quinn), nor the fabric is
-//! lent to. `Lent::drop` checks it: were a reference left, it stops the
-//! process rather than let the caller reuse memory that a packet reads.
+//! writers' queues (`outq`): nothing delivers a bcast or a multicast to
+//! its own source (a multicast naming its source is refused), and neither
+//! rings, nor QUIC (which hands chunks to quinn), nor the fabric (whose
+//! worms are the only other way out) is lent to. `Lent::drop` checks it:
+//! were a reference left, it stops the process rather than let the caller
+//! reuse memory that a packet reads.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -133,8 +138,9 @@ impl Net {
         }
     }
 
-    /// [`Net::payload`] for a bcast's root: a large payload is lent from
-    /// `data` instead when every peer is behind TCP (see the module doc).
+    /// [`Net::payload`] for the source of a bcast or a multicast: a large
+    /// payload is lent from `data` instead when every peer is behind TCP
+    /// (see the module doc).
     pub(crate) fn staged<'a>(&self, data: &'a [u8]) -> (Bytes, Option<Staging<'a>>) {
         if data.len() >= SHM_MIN_PAYLOAD && self.lends() {
             let (bytes, lent) = Lent::new(data, self.sh.links.clone());
