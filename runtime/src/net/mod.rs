@@ -259,10 +259,14 @@ impl Net {
         cmd: Cmd,
         mut stage: Option<Staging<'_>>,
     ) -> Result<(), Error> {
-        let mut fill = stage.as_mut().and_then(Staging::filling);
         if self.is_closed() {
+            // The request's bytes go before a lent buffer is taken back
+            // (`Lent`'s drop checks that nothing refers to it any more).
+            drop(cmd);
+            drop(stage);
             return Err(Error::Stopped("the NI has stopped".into()));
         }
+        let mut fill = stage.as_mut().and_then(Staging::filling);
         let links = &self.sh.links;
         let pb = self.packet_bytes;
         let amb = match &cmd {
