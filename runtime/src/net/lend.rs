@@ -120,12 +120,19 @@ impl Drop for Lent<'_> {
 }
 
 impl Net {
-    /// The bytes of a message this rank originates: in its shared-memory
-    /// arena when that can serve (a large payload, room in the arena), so
-    /// receivers on this host read them in place, with the copy into it
-    /// still to make (pass it to [`Net::send_filling`], which makes it a
-    /// packet at a time as they leave); otherwise a plain copy.
-    pub(crate) fn payload<'a>(&self, data: &'a [u8]) -> (Bytes, Option<Staging<'a>>) {
+    /// The bytes of a message this rank originates (the source of a bcast
+    /// or a multicast), and how they are staged: lent from `data` when
+    /// the payload is large and every peer is behind TCP (see the module
+    /// doc); else in its shared-memory arena when that can serve (a large
+    /// payload, room in the arena), so receivers on this host read them in
+    /// place, with the copy into it still to make (pass the staging to
+    /// [`Net::send_filling`], which makes it a packet at a time as they
+    /// leave); otherwise a plain copy.
+    pub(crate) fn staged<'a>(&self, data: &'a [u8]) -> (Bytes, Option<Staging<'a>>) {
+        if data.len() >= SHM_MIN_PAYLOAD && self.lends() {
+            let (bytes, lent) = Lent::new(data, self.sh.links.clone());
+            return (bytes, Some(Staging::Lent(lent)));
+        }
         match self.sh.links.shm().and_then(|s| s.filling(data)) {
             Some((bytes, fill)) => (bytes, Some(Staging::Arena(fill))),
             // No arena (or no room): a kept buffer if one fits, whose
@@ -136,17 +143,6 @@ impl Net {
                 (POOL.freeze(buf), None)
             }
         }
-    }
-
-    /// [`Net::payload`] for the source of a bcast or a multicast: a large
-    /// payload is lent from `data` instead when every peer is behind TCP
-    /// (see the module doc).
-    pub(crate) fn staged<'a>(&self, data: &'a [u8]) -> (Bytes, Option<Staging<'a>>) {
-        if data.len() >= SHM_MIN_PAYLOAD && self.lends() {
-            let (bytes, lent) = Lent::new(data, self.sh.links.clone());
-            return (bytes, Some(Staging::Lent(lent)));
-        }
-        self.payload(data)
     }
 
     /// Whether a posted payload may be lent: every peer is reached over

@@ -169,9 +169,7 @@ pub(crate) trait Links: Send + Sync {
     /// first. Only a transport whose queues are the sole holders of what it
     /// was given may be lent to (see `Net::staged`); the others have
     /// nothing to take back.
-    fn reclaim(&self, _lo: usize, _hi: usize) -> usize {
-        0
-    }
+    fn reclaim(&self, _lo: usize, _hi: usize) {}
 }
 
 /// The other side of the seam: what a transport's readers need from the

@@ -130,15 +130,10 @@ impl Links for Mesh {
         self.rings.as_ref()
     }
 
-    fn reclaim(&self, lo: usize, hi: usize) -> usize {
-        let Some(writers) = self.writers.get() else {
-            return 0;
-        };
-        writers
-            .iter()
-            .flatten()
-            .map(|out| out.reclaim(lo, hi))
-            .sum()
+    fn reclaim(&self, lo: usize, hi: usize) {
+        for out in self.writers.get().into_iter().flatten().flatten() {
+            out.reclaim(lo, hi);
+        }
     }
 }
 

@@ -250,8 +250,8 @@ impl Net {
         self.send_filling(cmd, None)
     }
 
-    /// [`Net::send`] for a payload from [`Net::payload`] or
-    /// [`Net::staged`]: each packet's range of an arena payload is copied
+    /// [`Net::send`] for a payload from [`Net::staged`]: each packet's
+    /// range of an arena payload is copied
     /// into the arena just before the packet leaves (the rest, if any,
     /// before this returns); a lent one is taken back on return.
     pub(crate) fn send_filling(
