@@ -102,21 +102,22 @@ fn a_dead_rank_fails_allreduce_with_its_name() {
 
 /// On one host the barrier runs on flags in shared memory, not messages:
 /// a rank that dies before it arrives is still named, whether it is the
-/// rank that releases the others (0) or one that the others wait for.
+/// rank that releases the others (0) or one that the others wait for;
+/// between two ranks (the exchange of flags), whichever dies.
 #[test]
 fn a_dead_rank_fails_the_barrier_with_its_name() {
-    for dead in [2, 0] {
+    for (n, dead) in [(4, 2), (4, 0), (2, 1), (2, 0)] {
         let d = dead.to_string();
         let (code, so, se) = colltest(
-            4,
+            n,
             &["--on-failure", "continue"],
             &["--crash-rank", &d, "--crash-in", "barrier"],
             &[],
         );
         assert_eq!(code, 3, "stdout:\n{so}\nstderr:\n{se}");
-        for r in (0..4).filter(|&r| r != dead) {
+        for r in (0..n).filter(|&r| r != dead) {
             assert!(
-                so.contains(&format!("rank {r} of 4 ok: barrier lost rank {dead}")),
+                so.contains(&format!("rank {r} of {n} ok: barrier lost rank {dead}")),
                 "{so}\n{se}"
             );
         }

@@ -173,6 +173,25 @@ fn mcbench_json_under_mclaunch() {
     }
 }
 
+/// Two ranks of one host hold the barrier as an exchange of flags: each
+/// stores its arrival in the other's segment and waits for the other's. A
+/// rank that leaves first may store its next arrival over this one before
+/// the other has looked; a wait for exactly this barrier's number then
+/// never ends (it did, within 4,000 barriers, while this was written).
+#[test]
+fn two_ranks_hold_many_barriers_in_a_row() {
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", "2", "--timeout", "60"])
+        .args(["-x", "MCAST_TIMEOUT_SECS=10"])
+        .arg(bin("mcbench"))
+        .args(["-m", "1:1", "-i", "100000", "-x", "0", "--json"]);
+    let out = run_bounded(cmd, Duration::from_secs(90));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{se}");
+    let v: serde_json::Value = serde_json::from_str(&so).expect("json");
+    assert_eq!(v["links"], "ring", "{so}");
+}
+
 /// On one host the barrier runs on flags in shared memory. With more ranks
 /// than cores and no spinning (`MCAST_SPIN_US=0`), every barrier has
 /// ranks asleep when the last one arrives; its bell must wake them. A poll

@@ -1,5 +1,5 @@
 //! The barrier: on one host's rings, the linear barrier on barrier flags
-//! in shared memory; across hosts, the two-level barrier (flags within a
+//! in shared memory (between two ranks, the exchange); across hosts, the two-level barrier (flags within a
 //! host where there are rings, messages between hosts' leaders);
 //! elsewhere the dissemination barrier, in messages.
 
@@ -69,6 +69,10 @@ fn dissemination(r: &mut Round<'_>, members: &[usize], me: usize) -> Result<(), 
 }
 
 /// The barrier's number as its flags hold it (0 means "never stored").
+/// A flag's numbers only grow (a slot is one communicator's, ids are never
+/// reused, and its collective numbers grow), so every wait is for "at
+/// least this barrier's": in the exchange the other rank may already have
+/// stored the next one.
 fn flag_key(r: &Round<'_>) -> u64 {
     r.seq.wrapping_add(1)
 }
@@ -81,7 +85,8 @@ impl Comm {
     /// then releases them all: a ring write costs a fraction of a hop, see
     /// [`Comm::algorithm_for`]), on barrier flags in shared memory rather
     /// than messages where the communicator has a flag slot (see
-    /// [`Comm::flag_slot`]); across hosts, the two-level barrier (every
+    /// [`Comm::flag_slot`]; between two ranks there, the one-hop exchange
+    /// of flags); across hosts, the two-level barrier (every
     /// rank tells its host's leader, the leaders hold a barrier over the
     /// network, each releases its host: see [`Comm::host_barrier`]). Every
     /// rank picks the same.
@@ -120,13 +125,34 @@ impl Comm {
     /// module doc): each rank stores the barrier's number in its arrive
     /// flag in rank 0's segment; rank 0, once every flag holds it, stores
     /// it in its release flag in each rank's segment. No packet, no
-    /// inbox entry: a store and a bell per rank each way.
+    /// inbox entry: a store and a bell per rank each way. Between two
+    /// ranks, the exchange instead ([`Comm::flag_exchange`]).
     fn flag_barrier(&self, r: &mut Round<'_>, slot: usize) -> Result<(), Error> {
+        if self.size == 2 {
+            return self.flag_exchange(r, slot);
+        }
         if self.rank == 0 {
             self.flag_arrivals(r, slot, 1..self.size)?;
             return self.flag_releases(r, slot, 1..self.size);
         }
         self.flag_await(r, slot, 0)
+    }
+
+    /// The barrier between two ranks of one host, the exchange: each
+    /// stores this barrier's number in its arrive flag in the other's
+    /// segment and waits for the other's in its own. One hop, where the
+    /// linear barrier takes two (an arrival, then a release). The other
+    /// may have left already and stored the next barrier's number over
+    /// this one's, hence "at least": a slot is one communicator's (ids
+    /// are never reused) and its numbers only grow.
+    fn flag_exchange(&self, r: &mut Round<'_>, slot: usize) -> Result<(), Error> {
+        let net = self.net()?;
+        let peer = 1 - self.rank;
+        let (key, peer_world) = (flag_key(r), self.world(peer));
+        net.signal(peer_world, slot, Flag::Arrive, key);
+        r.wait_flags(&|| peer, &|| {
+            net.flag(peer_world, slot, Flag::Arrive) >= key
+        })
     }
 
     /// Wait until every rank of `from` (ranks of this host) has stored this
@@ -141,7 +167,7 @@ impl Comm {
         let key = flag_key(r);
         let missing = || {
             from.clone()
-                .find(|&m| net.flag(self.world(m), slot, Flag::Arrive) != key)
+                .find(|&m| net.flag(self.world(m), slot, Flag::Arrive) < key)
         };
         r.wait_flags(&|| missing().unwrap_or(0), &|| missing().is_none())
     }
@@ -166,7 +192,7 @@ impl Comm {
         let net = self.net()?;
         let (key, hub_world) = (flag_key(r), self.world(hub));
         net.signal(hub_world, slot, Flag::Arrive, key);
-        r.wait_flags(&|| hub, &|| net.flag(hub_world, slot, Flag::Release) == key)
+        r.wait_flags(&|| hub, &|| net.flag(hub_world, slot, Flag::Release) >= key)
     }
 
     /// This rank's part in the two-level barrier, when the communicator
@@ -188,8 +214,13 @@ impl Comm {
     /// host's arrivals, then holds the barrier among the leaders: with at
     /// most `FLAT_LEADERS` hosts the linear one through rank 0 (which
     /// leads its host), which releases the other leaders first, then its
-    /// own host; with more, the dissemination barrier over the leaders.
-    /// Then it releases its host. Within a host the arrivals and releases
+    /// own host; with more, the dissemination barrier over the leaders;
+    /// with two, the dissemination barrier too, which between two is the
+    /// exchange (each leader sends the other one message and waits for
+    /// the other's, as Open MPI's two-process barrier does): one network
+    /// hop where the linear barrier takes two (an arrival, then a
+    /// release), for the same one message each way. Then it releases its
+    /// host. Within a host the arrivals and releases
     /// go through barrier flags where the communicator has a flag slot
     /// (leader and ranks of one host agree: rings are per host), else as
     /// messages. Across the network: one message from each other host to
@@ -216,7 +247,7 @@ impl Comm {
                 .copied()
                 .filter(|&l| l != role.leaders[0])
         };
-        if role.leaders.len() > FLAT_LEADERS {
+        if role.leaders.len() == 2 || role.leaders.len() > FLAT_LEADERS {
             let me = role
                 .leaders
                 .iter()

@@ -89,7 +89,8 @@ pub const FLAG_SLOTS: usize = 16;
 /// A barrier flag (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flag {
-    /// The sender arrived (in the releasing rank's segment).
+    /// The sender arrived (in the releasing rank's segment; between two
+    /// ranks, in the other's: the exchange).
     Arrive,
     /// The sender released the owner (in a member's segment).
     Release,
