@@ -88,6 +88,15 @@ pub(crate) trait Poller: Send + Sync {
     }
     /// Awake again after `sleep_begin`.
     fn sleep_end(&self) {}
+    /// Every peer's packets come through `poll` (`net::tcprx`): a host
+    /// may poll outside the runtime ([`Drive::poll_host`]).
+    fn polls_all(&self) -> bool {
+        !self.in_runtime()
+    }
+    /// Only the runtime can do what waits (a writer's queued bytes).
+    fn needs_runtime(&self) -> bool {
+        false
+    }
 }
 
 /// Sleep until the poller's packets, `wake` or `max` (at most a `NAP` on
@@ -119,8 +128,7 @@ struct State {
     /// The host sleeps in a wait (its poll budget spent): the background
     /// thread, not needed, sleeps too instead of checking every `GRACE`.
     host_asleep: bool,
-    /// The background thread sleeps for long: the host's next exit wakes
-    /// it (once; later exits find it back on its watch).
+    /// The background thread sleeps for long: the host's next exit wakes it.
     bg_long: bool,
     /// How long the background thread sleeps before it looks again while
     /// the host drives (`GRACE` up to `WATCH_MAX`, see `State::next_look`).
@@ -145,12 +153,11 @@ impl State {
     /// left mcast `idle` ago (if it is out): `None` to take the runtime
     /// (the host has been away for `GRACE`), else how long to sleep before
     /// looking again. While the host sleeps in a wait only its exit (or
-    /// shutdown) can need the thread, which then sleeps until woken. While
-    /// the host drives, each look that finds it inside doubles the next
-    /// sleep, up to `WATCH_MAX`; a takeover resets it to `GRACE`. So a host
-    /// that leaves mcast is relieved within `GRACE` of leaving, or, after a
-    /// stretch of calls that never left it out for `GRACE`, within
-    /// `WATCH_MAX`.
+    /// shutdown) can need the thread, which sleeps until woken. While the
+    /// host drives, each look that finds it inside doubles the next sleep,
+    /// up to `WATCH_MAX`; a takeover resets it to `GRACE`. So a host that
+    /// leaves is relieved within `GRACE`, or `WATCH_MAX` after a stretch
+    /// of calls that never left it out for `GRACE`.
     fn next_look(&mut self, idle: Duration) -> Option<Duration> {
         if !self.host && idle >= GRACE {
             self.watch = GRACE;
@@ -247,8 +254,7 @@ impl Drive {
         self.run_here(fut)
     }
 
-    /// The host takes the NI: the background thread, if it drives, is
-    /// asked to leave.
+    /// The host takes the NI: a driving background thread is asked to leave.
     fn host_enters(&self) {
         let mut st = self.lock();
         st.host = true;
@@ -279,11 +285,11 @@ impl Drive {
     /// turn (`false`: the caller then drives the runtime, which takes its
     /// turn and polls on). Entering and leaving tokio's `block_on` costs
     /// more than a poll (README "Performance"), and a wait on one host's
-    /// rings needs the runtime only for its turns: its packets come
-    /// through the rings. Only where the rings are everything to poll (no
-    /// peer on another host); yields between polls as the runtime's loop
-    /// does when ranks outnumber cores. The rings' receive side is taken
-    /// with `try_lock`, so a background thread still inside the runtime
+    /// rings needs the runtime only for its turns. Only where the poller
+    /// reaches every peer ([`Poller::polls_all`]: rings, TCP links) and no
+    /// writer waits for the runtime; yields between polls when ranks
+    /// outnumber cores or peers are on other hosts. Receive sides are
+    /// taken with `try_lock`: a background thread still in the runtime
     /// does no harm before it leaves.
     ///
     /// `start` is the caller's clock reading, a moment ago: a reading costs
@@ -300,14 +306,14 @@ impl Drive {
         /// the host's exit (a poll that takes packets does bounded work:
         /// at most a ring's bytes per peer).
         const FRESH_POLLS: u32 = 4;
-        let Some(p) = self.poller.as_ref().filter(|p| !p.in_runtime()) else {
+        let Some(p) = self.poller.as_ref().filter(|p| p.polls_all()) else {
             return false;
         };
-        if budget.is_zero() || self.turn_due_at(start) {
+        if budget.is_zero() || self.turn_due_at(start) || p.needs_runtime() {
             return false;
         }
         self.host_enters();
-        let crowded = p.crowded();
+        let crowded = p.crowded() || p.in_runtime();
         let (mut idle, mut polls, mut last) = (0u32, 0u32, start);
         let out = loop {
             if moved() {
@@ -315,6 +321,9 @@ impl Drive {
             }
             polls = polls.saturating_add(1);
             if p.poll() {
+                if p.needs_runtime() {
+                    break moved();
+                }
                 continue;
             }
             idle = idle.wrapping_add(1);

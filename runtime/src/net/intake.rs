@@ -157,17 +157,28 @@ fn encoded(kind: Kind, job: u32, me: usize, payload: Bytes) -> Bytes {
     b.freeze()
 }
 
+/// A driver for tests that records the data packets that reach it.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::inbox::Stamp;
-    use crate::net::link::Ambient;
+pub(super) mod probe {
     use std::sync::Mutex;
 
-    /// A driver that records what reaches it.
-    struct Probe {
-        inbox: Inbox,
-        data: Mutex<Vec<(usize, Kind)>>,
+    use super::Host;
+    use crate::inbox::{Inbox, Stamp};
+    use crate::net::link::Ambient;
+    use crate::wire::Packet;
+
+    pub(crate) struct Probe {
+        pub(crate) inbox: Inbox,
+        pub(crate) got: Mutex<Vec<(usize, Packet)>>,
+    }
+
+    impl Probe {
+        pub(crate) fn new() -> Probe {
+            Probe {
+                inbox: Inbox::new(0, 1 << 20),
+                got: Mutex::new(Vec::new()),
+            }
+        }
     }
 
     impl Host for Probe {
@@ -178,17 +189,21 @@ mod tests {
             Err("no control here".into())
         }
         fn engine_in(&self, from: usize, p: Packet, _amb: Ambient) -> Result<(), String> {
-            self.data.lock().unwrap().push((from, p.header.kind));
+            crate::sync::lock(&self.got).push((from, p));
             Ok(())
         }
         fn deliver(&self, _p: Packet, _stamp: Option<Stamp>) {}
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::probe::Probe;
+    use super::*;
+    use crate::net::link::Ambient;
 
     fn intake() -> (Arc<Probe>, Intake) {
-        let probe = Arc::new(Probe {
-            inbox: Inbox::new(0, 1 << 20),
-            data: Mutex::new(Vec::new()),
-        });
+        let probe = Arc::new(Probe::new());
         (probe.clone(), Intake::new(probe, 7, 4, 0))
     }
 
@@ -228,7 +243,9 @@ mod tests {
         assert!(probe.inbox.lost_ranks().is_empty());
         assert!(i.dispatch(1, packet(Kind::Control, 7, 1), data).is_err());
         assert_eq!(i.dispatch(1, packet(Kind::P2p, 7, 1), data), Ok(Kind::P2p));
-        assert_eq!(*probe.data.lock().unwrap(), vec![(1, Kind::P2p)]);
+        let got = probe.got.lock().unwrap();
+        let kinds: Vec<(usize, Kind)> = got.iter().map(|(f, p)| (*f, p.header.kind)).collect();
+        assert_eq!(kinds, vec![(1, Kind::P2p)]);
     }
 
     #[test]

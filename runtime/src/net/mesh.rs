@@ -11,19 +11,18 @@
 //! beats when idle and sends the goodbye).
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
-use tokio::io::BufReader;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::runtime::Runtime;
 
 use super::connect::{self, Conn, Listeners, Reach};
 use super::intake::{self, Host, Intake};
-use super::link::{io_err, Ambient, Connected, Joined, Link, Links, SHUTDOWN_FLUSH};
+use super::link::{io_err, Ambient, Connected, Joined, Link, Links};
 use super::quicmesh::{self, QuicLink, QuicSide};
-use super::read::{self, Landing, Rd, ReadFail, Silence, Stop};
+use super::read::{self, Landing, Rd};
 use super::register;
 use super::rings::Rings;
+use super::tcprx::{self, NetPoll, TcpRx};
 use crate::algorithm::Medium;
 use crate::config::{Config, JobEnv, Transport};
 use crate::error::Error;
@@ -31,11 +30,7 @@ use crate::inbox::Inbox;
 use crate::outq::{Half, Out};
 use crate::ring::{self, Segment};
 use crate::shm::{Arena, Shm};
-use crate::wire::{Goodbye, Header, Kind, Packet, Route, ShmDesc, FLAG_SHM};
-
-/// The reader's buffer: many small packets per read system call, while a
-/// payload larger than this is read straight into its own buffer.
-const READ_BUFFER: usize = 16 * 1024;
+use crate::wire::{Goodbye, Header, Kind, Packet, Route};
 
 /// The mesh's links: a writer per connected peer.
 pub(crate) struct Mesh {
@@ -50,6 +45,8 @@ pub(crate) struct Mesh {
     rings: Option<Arc<Rings>>,
     /// How many writers have bytes waiting (`Out::sharing`).
     waiting: Arc<std::sync::atomic::AtomicUsize>,
+    /// What a waiting host polls: the rings and the TCP links.
+    poll: Arc<NetPoll>,
 }
 
 impl Mesh {
@@ -251,14 +248,17 @@ pub(crate) fn join<'a>(
         unix: unix_listener,
         host,
     };
+    let waiting: Arc<std::sync::atomic::AtomicUsize> = Default::default();
+    let poll = Arc::new(NetPoll::new(rings.clone(), waiting.clone()));
     let mesh = Arc::new(Mesh {
         me: job.rank,
         job: job_id,
         inbox: inbox.clone(),
         writers: OnceLock::new(),
         shm,
-        rings: rings.clone(),
-        waiting: Default::default(),
+        rings,
+        waiting,
+        poll: poll.clone(),
     });
     let links = mesh.clone();
     Ok(Joined {
@@ -270,7 +270,7 @@ pub(crate) fn join<'a>(
         topology: cfg.topology.clone(),
         links,
         tasks: Vec::new(),
-        poller: rings.map(|r| r as Arc<dyn crate::drive::Poller>),
+        poller: Some(poll as Arc<dyn crate::drive::Poller>),
         connect: Box::new(move |rt: &Runtime, host: Arc<dyn Host>| {
             // Connect on this thread; the tasks then wait for whoever drives.
             let intake = Intake::new(host, job_id, job.size, job.rank);
@@ -377,9 +377,15 @@ fn open_rings(
     Rings::new(me, own, segs, shm, inbox).map_err(Error::Protocol)
 }
 
+/// A link's read half: a TCP link's is read from any thread (`tcprx`).
+enum Reading {
+    Tcp(tokio::net::tcp::OwnedReadHalf),
+    Task(Rd),
+}
+
 /// A link to one peer as set-up leaves it: its kind, read and write
 /// halves.
-type Opened = (Link, Rd, Half);
+type Opened = (Link, Reading, Half);
 
 /// Connect to every peer, then start the gatekeeper, and a reader and a
 /// writer per peer. Returns the links and the writers' tasks.
@@ -437,16 +443,19 @@ async fn setup(
         .into_iter()
         .zip(quic_links)
         .map(|(c, q)| match (c, q) {
+            (Some(Conn::Tcp(s)), _) => {
+                let (rd, wr) = s.into_split();
+                Some((Link::Tcp, Reading::Tcp(rd), Half::Tcp(wr)))
+            }
             (Some(c), _) => {
-                let kind = match &c {
-                    Conn::Tcp(_) => Link::Tcp,
-                    Conn::Unix(_) if links.rings.is_some() => Link::Ring,
-                    Conn::Unix(_) => Link::Unix,
+                let kind = match links.rings.is_some() {
+                    true => Link::Ring,
+                    false => Link::Unix,
                 };
                 let (rd, half) = c.split();
-                Some((kind, rd, half))
+                Some((kind, Reading::Task(rd), half))
             }
-            (None, Some(QuicLink { rd, half })) => Some((Link::Quic, rd, half)),
+            (None, Some(QuicLink { rd, half })) => Some((Link::Quic, Reading::Task(rd), half)),
             (None, None) => None,
         })
         .collect();
@@ -454,6 +463,7 @@ async fn setup(
     let heartbeat = intake::signal(Kind::Heartbeat, links.job, job.rank);
     let mut writers: Vec<Option<Arc<Out>>> = (0..job.size).map(|_| None).collect();
     let mut writer_tasks = Vec::new();
+    let mut fast = Vec::new();
     for (peer, conn) in conns.into_iter().enumerate() {
         let Some((kind, rd, half)) = conn else {
             continue;
@@ -479,110 +489,37 @@ async fn setup(
         let silence = detect.silence;
         let (links, intake) = (links.clone(), intake.clone());
         let first = cfg.timeout.max(silence);
-        tokio::spawn(reader(peer, rd, links, intake, (silence, first), landing));
+        match rd {
+            Reading::Tcp(rd) => {
+                let rings = links.rings.clone();
+                let rx = Arc::new(TcpRx::new(peer, rd, intake, landing.arena, rings));
+                fast.push(rx.clone());
+                tokio::spawn(tcprx::run(rx, links, (silence, first)));
+            }
+            Reading::Task(rd) => {
+                tokio::spawn(read::reader(
+                    peer,
+                    rd,
+                    links,
+                    intake,
+                    (silence, first),
+                    landing,
+                ));
+            }
+        }
     }
+    // The host polls outside the runtime if every peer is on a ring (its
+    // Unix socket carries only heartbeats, pokes and the goodbye) or on a
+    // TCP link it reads itself.
+    let all = kinds
+        .iter()
+        .enumerate()
+        .all(|(p, k)| p == job.rank || matches!(k, Some(Link::Tcp | Link::Ring)));
+    links.poll.set_tcp(fast, all);
     if let Some(r) = &links.rings {
         r.set_pokers(writers.clone(), heartbeat.clone());
     }
     // Readers forward only once the runtime is driven, after this.
     let _ = links.writers.set(writers);
     Ok((kinds, writer_tasks))
-}
-
-/// Read packets from `peer` until its connection ends.
-async fn reader(
-    peer: usize,
-    rd: Rd,
-    links: Arc<Mesh>,
-    intake: Intake,
-    (failure_timeout, first): (Duration, Duration),
-    landing: Landing,
-) {
-    let mut r = BufReader::with_capacity(READ_BUFFER, rd);
-    // A peer that broke the protocol is cut off like a dead one: its bytes can
-    // no longer be trusted to line up.
-    let violation = |what: String| {
-        let why = format!("protocol violation: {what}");
-        intake.inbox().lost(peer, why)
-    };
-    // Until the peer's first packet (its writer beats at once, but only
-    // when its own mesh is complete), silence counts for the start-up bound.
-    let mut silence = Silence::new(failure_timeout).until_first(first);
-    loop {
-        let check = |h: &_| intake.check(h, Some(peer));
-        let next = read::next_packet(&mut r, &mut silence, check, landing.arena.as_ref()).await;
-        // What the peer put in its ring came before anything its socket says.
-        if let Some(rings) = &links.rings {
-            rings.drain_from(peer);
-        }
-        let (from, packet, flags) = match next {
-            Ok(x) => x,
-            Err(Stop::Violation(what)) => return violation(what),
-            Err(Stop::Read(f)) => {
-                let reason = match f {
-                    ReadFail::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                        "connection closed without goodbye (process died?)".to_string()
-                    }
-                    // A process that ends with bytes unread resets its
-                    // connections (a forgotten `Comm` at exit, say).
-                    ReadFail::Io(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
-                        "connection reset without goodbye (process died?)".to_string()
-                    }
-                    ReadFail::Io(e) => format!("connection failed: {e}"),
-                    ReadFail::Silent if !silence.heard_any() => {
-                        format!(
-                            "nothing from it for {first:?} after connecting (hung in start-up?)"
-                        )
-                    }
-                    ReadFail::Silent => format!(
-                        "no data and no heartbeat for {failure_timeout:?} (hung or unreachable)"
-                    ),
-                };
-                return links.broken(peer, reason);
-            }
-        };
-        let data = |host: &dyn Host, p: Packet| {
-            let p = if flags == FLAG_SHM {
-                open_shm(p, landing.desc.as_ref())?
-            } else {
-                p
-            };
-            host.engine_in(from, p, Ambient::Idle)
-                .map_err(|e| format!("bad packet: {e}"))
-        };
-        match intake.dispatch(from, packet, data) {
-            // No heartbeats follow a goodbye; the close comes soon.
-            Ok(Kind::Bye) => silence.allow(SHUTDOWN_FLUSH.max(failure_timeout)),
-            Ok(_) => {}
-            Err(e) => return violation(e),
-        }
-    }
-}
-
-/// Turn a packet whose payload is a shared-memory descriptor back into one
-/// with the payload itself (pointing into the owner's arena).
-pub(super) fn open_shm(mut p: Packet, shm: Option<&Arc<Shm>>) -> Result<Packet, String> {
-    let h = &mut p.header;
-    let b = match shm {
-        Some(s) => ShmDesc::decode(&p.payload)
-            .map_err(|e| e.to_string())
-            .and_then(|d| s.open_desc(&d))?,
-        None => return Err("a shared-memory descriptor on a link without one".into()),
-    };
-    // The same bound `Header::decode` puts on inline payloads.
-    let fits = h
-        .offset
-        .checked_add(b.len() as u64)
-        .is_some_and(|e| e <= h.msg_len);
-    if !fits {
-        return Err(format!(
-            "shared-memory payload of {} bytes at offset {} of a {}-byte message",
-            b.len(),
-            h.offset,
-            h.msg_len
-        ));
-    }
-    h.payload_len = b.len() as u32;
-    p.payload = b;
-    Ok(p)
 }

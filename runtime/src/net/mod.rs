@@ -36,6 +36,7 @@ mod quicmesh;
 mod read;
 mod register;
 mod rings;
+mod tcprx;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,5 +1,7 @@
 //! Reading from a link: packet framing on a byte stream, the silence timer
-//! that declares a quiet peer lost, and payload reads without extra copies.
+//! that declares a quiet peer lost, payload reads without extra copies, and
+//! the reader task of a mesh link that is not TCP (a Unix-domain socket,
+//! QUIC; TCP links are read by `tcprx`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,10 +9,13 @@ use std::time::Duration;
 use bytes::BufMut;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::link::Link;
+use super::intake::{Host, Intake};
+use super::link::{Ambient, Link, Links};
+use super::mesh::Mesh;
 use crate::bufpool::POOL;
+use crate::outq::SHUTDOWN_FLUSH;
 use crate::shm::Shm;
-use crate::wire::{Header, Packet, Route, HEADER_LEN};
+use crate::wire::{Header, Kind, Packet, Route, ShmDesc, FLAG_SHM, HEADER_LEN};
 
 /// The read half of a connection (TCP or Unix-domain).
 pub(crate) type Rd = Box<dyn AsyncRead + Unpin + Send>;
@@ -208,6 +213,117 @@ pub(crate) async fn next_packet<R: AsyncRead + Unpin>(
         payload,
     };
     Ok((from, packet, flags))
+}
+
+/// Why a peer whose read failed with `f` is lost, `heard_any` saying
+/// whether anything ever came from it, under the silence bound and the
+/// bound before its first packet.
+pub(super) fn lost_reason(
+    f: ReadFail,
+    heard_any: bool,
+    (failure_timeout, first): (Duration, Duration),
+) -> String {
+    match f {
+        ReadFail::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            "connection closed without goodbye (process died?)".to_string()
+        }
+        // A process that ends with bytes unread resets its connections (a
+        // forgotten `Comm` at exit, say).
+        ReadFail::Io(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+            "connection reset without goodbye (process died?)".to_string()
+        }
+        ReadFail::Io(e) => format!("connection failed: {e}"),
+        ReadFail::Silent if !heard_any => {
+            format!("nothing from it for {first:?} after connecting (hung in start-up?)")
+        }
+        ReadFail::Silent => {
+            format!("no data and no heartbeat for {failure_timeout:?} (hung or unreachable)")
+        }
+    }
+}
+
+/// The reader's buffer: many small packets per read system call, while a
+/// payload larger than this is read straight into its own buffer.
+pub(super) const READ_BUFFER: usize = 16 * 1024;
+
+/// Read packets from `peer` until its connection ends.
+pub(super) async fn reader(
+    peer: usize,
+    rd: Rd,
+    links: Arc<Mesh>,
+    intake: Intake,
+    (failure_timeout, first): (Duration, Duration),
+    landing: Landing,
+) {
+    let mut r = tokio::io::BufReader::with_capacity(READ_BUFFER, rd);
+    // A peer that broke the protocol is cut off like a dead one: its bytes can
+    // no longer be trusted to line up.
+    let violation = |what: String| {
+        let why = format!("protocol violation: {what}");
+        intake.inbox().lost(peer, why)
+    };
+    // Until the peer's first packet (its writer beats at once, but only
+    // when its own mesh is complete), silence counts for the start-up bound.
+    let mut silence = Silence::new(failure_timeout).until_first(first);
+    loop {
+        let check = |h: &_| intake.check(h, Some(peer));
+        let next = next_packet(&mut r, &mut silence, check, landing.arena.as_ref()).await;
+        // What the peer put in its ring came before anything its socket says.
+        if let Some(rings) = links.rings() {
+            rings.drain_from(peer);
+        }
+        let (from, packet, flags) = match next {
+            Ok(x) => x,
+            Err(Stop::Violation(what)) => return violation(what),
+            Err(Stop::Read(f)) => {
+                let reason = lost_reason(f, silence.heard_any(), (failure_timeout, first));
+                return links.broken(peer, reason);
+            }
+        };
+        let data = |host: &dyn Host, p: Packet| {
+            let p = if flags == FLAG_SHM {
+                open_shm(p, landing.desc.as_ref())?
+            } else {
+                p
+            };
+            host.engine_in(from, p, Ambient::Idle)
+                .map_err(|e| format!("bad packet: {e}"))
+        };
+        match intake.dispatch(from, packet, data) {
+            // No heartbeats follow a goodbye; the close comes soon.
+            Ok(Kind::Bye) => silence.allow(SHUTDOWN_FLUSH.max(failure_timeout)),
+            Ok(_) => {}
+            Err(e) => return violation(e),
+        }
+    }
+}
+
+/// Turn a packet whose payload is a shared-memory descriptor back into one
+/// with the payload itself (pointing into the owner's arena).
+pub(super) fn open_shm(mut p: Packet, shm: Option<&Arc<Shm>>) -> Result<Packet, String> {
+    let h = &mut p.header;
+    let b = match shm {
+        Some(s) => ShmDesc::decode(&p.payload)
+            .map_err(|e| e.to_string())
+            .and_then(|d| s.open_desc(&d))?,
+        None => return Err("a shared-memory descriptor on a link without one".into()),
+    };
+    // The same bound `Header::decode` puts on inline payloads.
+    let fits = h
+        .offset
+        .checked_add(b.len() as u64)
+        .is_some_and(|e| e <= h.msg_len);
+    if !fits {
+        return Err(format!(
+            "shared-memory payload of {} bytes at offset {} of a {}-byte message",
+            b.len(),
+            h.offset,
+            h.msg_len
+        ));
+    }
+    h.payload_len = b.len() as u32;
+    p.payload = b;
+    Ok(p)
 }
 
 #[cfg(test)]

@@ -303,7 +303,7 @@ impl Rings {
         let mut out = |(p, flags): (Packet, u8)| -> Result<(), String> {
             let data = |host: &dyn super::intake::Host, p: Packet| {
                 let p = if flags == FLAG_SHM {
-                    super::mesh::open_shm(p, shm)?
+                    super::read::open_shm(p, shm)?
                 } else {
                     p
                 };

@@ -229,6 +229,11 @@ impl SlotFill {
         unsafe { std::slice::from_raw_parts_mut(self.dst, self.len) }
     }
 
+    /// The slot's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The filled slot, as bytes that describe themselves to this host.
     pub(crate) fn into_bytes(self) -> Bytes {
         self.bytes

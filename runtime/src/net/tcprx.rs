@@ -1,0 +1,537 @@
+//! The receive side of a TCP link, readable from any thread: the host's
+//! own polling loop reads its sockets directly, as it reads its rings,
+//! instead of waiting for the runtime's epoll to wake a reader task.
+//!
+//! A waiting rank with peers on other hosts used to drive the NI runtime
+//! at every poll: a yield, then `epoll_wait`, the runtime's timers, and,
+//! when a packet had come, the reader task woken, polled, reading, and the
+//! host's future polled again. On the namespace cluster that path cost each
+//! hop several microseconds beyond the kernel's own (README "Performance").
+//! Now the bytes of a TCP link are parsed by a state machine
+//! ([`TcpRx`]) that whoever holds its lock advances with non-blocking
+//! reads until the socket has nothing more: the host, from its polling
+//! loop ([`NetPoll`], outside the runtime, as with the rings), or the
+//! link's task when the runtime's epoll says the socket is readable (the
+//! host is asleep, computing, or away).
+//!
+//! Every advance reads until the socket would block, so a socket is never
+//! left holding bytes that no new edge will announce (tokio's epoll is
+//! edge-triggered); the task's reads go through tokio's `try_io`, which
+//! clears the readiness it saw when the socket is empty. The host's reads
+//! do not touch tokio's readiness; a stale "readable" only costs the task
+//! one read that would block. The host takes the lock with `try_lock`
+//! (if the task holds it, the task reads everything); the task waits for
+//! it, so bytes that come while the host is dispatching are read by one or
+//! the other. Packets are dispatched under the lock, in the order their
+//! bytes came.
+//!
+//! The silence bound (a quiet peer is lost) and the failures the host
+//! meets (the peer's close, a protocol violation) go to the task, which
+//! reports them as the other readers do (`mesh::reader`).
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::io::Interest;
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::sync::Notify;
+
+use super::intake::{Host, Intake};
+use super::link::{Ambient, Links};
+use super::mesh::Mesh;
+use super::read::{lost_reason, open_shm, ReadFail, Stop, READ_BUFFER};
+use super::rings::Rings;
+use crate::bufpool::POOL;
+use crate::drive::Poller;
+use crate::outq::SHUTDOWN_FLUSH;
+use crate::shm::{Shm, SlotFill};
+use crate::sync::lock;
+use crate::wire::{Header, Kind, Packet, Route, FLAG_SHM, HEADER_LEN};
+
+/// "Nothing heard yet" in [`TcpRx::heard_us`].
+const NEVER: u64 = u64::MAX;
+
+/// Where a route or a payload is being read to.
+enum Dest {
+    /// A slot of this rank's arena (a large payload: forwarding it to the
+    /// ranks of this host then costs a descriptor).
+    Slot(SlotFill, usize),
+    /// A buffer of `want` bytes (kept by the pool if large).
+    Heap(Vec<u8>, usize),
+}
+
+impl Dest {
+    /// Room for `n` bytes: an arena slot when there is one and it has room.
+    fn for_payload(n: usize, arena: Option<&Arc<Shm>>) -> Dest {
+        match arena.and_then(|a| a.slot(n)) {
+            Some(slot) => Dest::Slot(slot, 0),
+            None => Dest::Heap(POOL.take(n), n),
+        }
+    }
+
+    fn missing(&self) -> usize {
+        match self {
+            Dest::Slot(s, filled) => s.len() - filled,
+            Dest::Heap(v, want) => want - v.len(),
+        }
+    }
+
+    /// Take what it still misses from the front of `src`; how much.
+    fn take(&mut self, src: &[u8]) -> usize {
+        let n = self.missing().min(src.len());
+        match self {
+            Dest::Slot(s, filled) => {
+                s.buf()[*filled..*filled + n].copy_from_slice(&src[..n]);
+                *filled += n;
+            }
+            Dest::Heap(v, _) => v.extend_from_slice(&src[..n]),
+        }
+        n
+    }
+
+    /// Read what it misses straight from `sock` (no copy through the link's
+    /// buffer).
+    fn read(&mut self, mut sock: &socket2::Socket) -> std::io::Result<usize> {
+        match self {
+            Dest::Slot(s, filled) => {
+                let n = sock.read(&mut s.buf()[*filled..])?;
+                *filled += n;
+                Ok(n)
+            }
+            Dest::Heap(v, want) => {
+                let room = *want - v.len();
+                let spare = &mut v.spare_capacity_mut()[..room];
+                let n = sock.recv(spare)?;
+                // SAFETY: `recv` initialized the first `n` bytes of the
+                // spare capacity.
+                unsafe { v.set_len(v.len() + n) };
+                Ok(n)
+            }
+        }
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Dest::Slot(s, _) => s.into_bytes(),
+            Dest::Heap(v, _) => POOL.freeze(v),
+        }
+    }
+}
+
+/// Where the next bytes of the stream belong.
+enum Part {
+    Header,
+    Route {
+        header: Header,
+        flags: u8,
+        route: Dest,
+    },
+    Payload {
+        header: Header,
+        flags: u8,
+        route: Route,
+        payload: Dest,
+    },
+}
+
+struct RxState {
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    part: Part,
+    /// Why reading stopped, for the task to report (then nothing more is
+    /// read).
+    failed: Option<Stop>,
+    /// The task has taken `failed`: the link is done.
+    done: bool,
+}
+
+/// The receive side of one TCP link (see the module doc).
+pub(crate) struct TcpRx {
+    peer: usize,
+    half: OwnedReadHalf,
+    st: Mutex<RxState>,
+    intake: Intake,
+    arena: Option<Arc<Shm>>,
+    rings: Option<Arc<Rings>>,
+    base: Instant,
+    /// When anything last came (µs since `base`), or `NEVER`.
+    heard_us: AtomicU64,
+    /// The peer said goodbye (its close comes soon: no more heartbeats).
+    bye: AtomicBool,
+    /// The host met a failure: the task is to report it.
+    failed: Notify,
+}
+
+impl TcpRx {
+    pub(super) fn new(
+        peer: usize,
+        half: OwnedReadHalf,
+        intake: Intake,
+        arena: Option<Arc<Shm>>,
+        rings: Option<Arc<Rings>>,
+    ) -> TcpRx {
+        TcpRx {
+            peer,
+            half,
+            st: Mutex::new(RxState {
+                buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
+                start: 0,
+                end: 0,
+                part: Part::Header,
+                failed: None,
+                done: false,
+            }),
+            intake,
+            arena,
+            rings,
+            base: Instant::now(),
+            heard_us: AtomicU64::new(NEVER),
+            bye: AtomicBool::new(false),
+            failed: Notify::new(),
+        }
+    }
+
+    /// Read and dispatch whatever the socket holds, if nobody else is
+    /// (the host's poll); whether a packet was dispatched.
+    pub(crate) fn poll(&self) -> bool {
+        match self.st.try_lock() {
+            Ok(mut st) => self.advance(&mut st),
+            Err(_) => false,
+        }
+    }
+
+    /// Read until the socket would block, dispatching every whole packet;
+    /// a failure is kept for the task (and the task told). Whether a packet
+    /// was dispatched.
+    fn advance(&self, st: &mut RxState) -> bool {
+        if st.failed.is_some() || st.done {
+            return false;
+        }
+        let sock = socket2::SockRef::from(self.half.as_ref());
+        let mut moved = false;
+        let out = loop {
+            match self.parse(st) {
+                Ok(m) => moved |= m,
+                Err(stop) => break Err(stop),
+            }
+            let read = match &mut st.part {
+                Part::Route { route: d, .. } | Part::Payload { payload: d, .. }
+                    if st.start == st.end && d.missing() > READ_BUFFER / 2 =>
+                {
+                    d.read(&sock)
+                }
+                _ => {
+                    if st.start == st.end {
+                        (st.start, st.end) = (0, 0);
+                    } else if st.end == st.buf.len() {
+                        st.buf.copy_within(st.start..st.end, 0);
+                        (st.start, st.end) = (0, st.end - st.start);
+                    }
+                    let end = st.end;
+                    (&*sock).read(&mut st.buf[end..]).inspect(|&n| st.end += n)
+                }
+            };
+            match read {
+                Ok(0) => {
+                    let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+                    break Err(Stop::Read(ReadFail::Io(eof)));
+                }
+                Ok(_) => self.heard(),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(Stop::Read(ReadFail::Io(e))),
+            }
+        };
+        if let Err(stop) = out {
+            st.failed = Some(stop);
+            self.failed.notify_one();
+            return true;
+        }
+        moved
+    }
+
+    fn heard(&self) {
+        let us = self.base.elapsed().as_micros() as u64;
+        self.heard_us.store(us.min(NEVER - 1), Ordering::Release);
+    }
+
+    /// When anything last came, if anything has.
+    fn heard_at(&self) -> Option<Instant> {
+        match self.heard_us.load(Ordering::Acquire) {
+            NEVER => None,
+            us => Some(self.base + Duration::from_micros(us)),
+        }
+    }
+
+    /// Take the whole packets at the front of the buffer; whether any.
+    fn parse(&self, st: &mut RxState) -> Result<bool, Stop> {
+        let mut moved = false;
+        loop {
+            let avail = st.end - st.start;
+            match &mut st.part {
+                Part::Header => {
+                    if avail < HEADER_LEN {
+                        return Ok(moved);
+                    }
+                    let hb = &st.buf[st.start..st.start + HEADER_LEN];
+                    let (header, flags) = Header::decode_flagged(hb)
+                        .map_err(|e| Stop::Violation(format!("malformed header: {e}")))?;
+                    self.intake
+                        .check(&header, Some(self.peer))
+                        .map_err(Stop::Violation)?;
+                    st.start += HEADER_LEN;
+                    let n = header.route_len as usize;
+                    st.part = Part::Route {
+                        header,
+                        flags,
+                        route: Dest::Heap(Vec::with_capacity(n), n),
+                    };
+                }
+                Part::Route { route, .. } if route.missing() > 0 => {
+                    st.start += route.take(&st.buf[st.start..st.end]);
+                    if route.missing() > 0 {
+                        return Ok(moved);
+                    }
+                }
+                Part::Route { .. } => {
+                    let Part::Route {
+                        header,
+                        flags,
+                        route,
+                    } = std::mem::replace(&mut st.part, Part::Header)
+                    else {
+                        unreachable!("matched above")
+                    };
+                    let rb = route.into_bytes();
+                    let route = Route::decode(header.route_kind, &rb)
+                        .map_err(|e| Stop::Violation(format!("malformed route header: {e}")))?;
+                    let n = header.payload_len as usize;
+                    st.part = Part::Payload {
+                        header,
+                        flags,
+                        route,
+                        payload: Dest::for_payload(n, self.arena.as_ref()),
+                    };
+                }
+                Part::Payload { payload, .. } if payload.missing() > 0 => {
+                    st.start += payload.take(&st.buf[st.start..st.end]);
+                    if payload.missing() > 0 {
+                        return Ok(moved);
+                    }
+                }
+                Part::Payload { .. } => {
+                    let Part::Payload {
+                        header,
+                        flags,
+                        route,
+                        payload,
+                    } = std::mem::replace(&mut st.part, Part::Header)
+                    else {
+                        unreachable!("matched above")
+                    };
+                    let packet = Packet {
+                        header,
+                        route,
+                        payload: payload.into_bytes(),
+                    };
+                    self.dispatch(packet, flags)?;
+                    moved = true;
+                }
+            }
+        }
+    }
+
+    /// Hand a whole packet on, as `mesh::reader` does.
+    fn dispatch(&self, packet: Packet, flags: u8) -> Result<(), Stop> {
+        // What the peer put in its ring came before anything its socket
+        // says (a TCP peer has a ring only under unusual set-ups).
+        if let Some(r) = self.rings.as_ref().filter(|r| r.has(self.peer)) {
+            r.drain_from(self.peer);
+        }
+        let from = self.peer;
+        let data = |host: &dyn Host, p: Packet| {
+            let p = if flags == FLAG_SHM {
+                open_shm(p, None)?
+            } else {
+                p
+            };
+            host.engine_in(from, p, Ambient::Idle)
+                .map_err(|e| format!("bad packet: {e}"))
+        };
+        match self.intake.dispatch(from, packet, data) {
+            Ok(Kind::Bye) => self.bye.store(true, Ordering::Release),
+            Ok(_) => {}
+            Err(e) => return Err(Stop::Violation(e)),
+        }
+        Ok(())
+    }
+
+    /// The failure the link met, once (later calls: `None`).
+    fn take_failure(&self) -> Option<Stop> {
+        let mut st = lock(&self.st);
+        let f = st.failed.take();
+        st.done |= f.is_some();
+        f
+    }
+}
+
+/// The link's task: read when the runtime says the socket is readable,
+/// declare the peer lost when it has been silent too long, and report what
+/// the host's reads met. `(failure_timeout, first)`: the silence bound,
+/// and the bound before the peer's first packet.
+pub(super) async fn run(
+    rx: Arc<TcpRx>,
+    links: Arc<Mesh>,
+    (failure_timeout, first): (Duration, Duration),
+) {
+    let peer = rx.peer;
+    loop {
+        let within = match (rx.heard_at(), rx.bye.load(Ordering::Acquire)) {
+            (None, _) => first,
+            (Some(_), false) => failure_timeout,
+            (Some(_), true) => SHUTDOWN_FLUSH.max(failure_timeout),
+        };
+        let due = rx.heard_at().unwrap_or(rx.base) + within;
+        tokio::select! {
+            biased;
+            r = rx.half.readable() => {
+                let read = match r {
+                    Ok(()) => rx.half.as_ref().try_io(Interest::READABLE, || {
+                        let mut st = lock(&rx.st);
+                        rx.advance(&mut st);
+                        match st.failed.is_some() || st.done {
+                            true => Ok(()),
+                            // Empty: tokio forgets the readiness it saw.
+                            false => Err(std::io::ErrorKind::WouldBlock.into()),
+                        }
+                    }),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = read.map_err(|e| (e.kind(), e)) {
+                    match e {
+                        (std::io::ErrorKind::WouldBlock, _) => {}
+                        (_, e) => {
+                            let mut st = lock(&rx.st);
+                            st.failed.get_or_insert(Stop::Read(ReadFail::Io(e)));
+                        }
+                    }
+                }
+            }
+            _ = rx.failed.notified() => {}
+            _ = tokio::time::sleep_until(due.into()) => {
+                let within_now = match rx.heard_at() {
+                    None => first,
+                    Some(_) => within,
+                };
+                let last = rx.heard_at().unwrap_or(rx.base);
+                if Instant::now() >= last + within_now {
+                    let mut st = lock(&rx.st);
+                    st.failed.get_or_insert(Stop::Read(ReadFail::Silent));
+                }
+            }
+        }
+        let Some(stop) = rx.take_failure() else {
+            continue;
+        };
+        let reason = match stop {
+            Stop::Violation(what) => {
+                return rx
+                    .intake
+                    .inbox()
+                    .lost(peer, format!("protocol violation: {what}"));
+            }
+            Stop::Read(f) => lost_reason(f, rx.heard_at().is_some(), (failure_timeout, first)),
+        };
+        return links.broken(peer, reason);
+    }
+}
+
+/// What a waiting host polls besides the runtime: the rings (if any) and
+/// the TCP links' receive sides. With every peer on one of the two, the
+/// host polls outside the runtime ([`Poller::polls_all`]); it still sleeps
+/// in the runtime's epoll (the TCP links wake it there).
+pub(crate) struct NetPoll {
+    rings: Option<Arc<Rings>>,
+    tcp: OnceLock<Vec<Arc<TcpRx>>>,
+    /// Every peer is reached through a ring or a [`TcpRx`].
+    all: AtomicBool,
+    /// How many writers have bytes waiting (they need the runtime).
+    waiting: Arc<AtomicUsize>,
+}
+
+impl NetPoll {
+    pub(super) fn new(rings: Option<Arc<Rings>>, waiting: Arc<AtomicUsize>) -> NetPoll {
+        NetPoll {
+            rings,
+            tcp: OnceLock::new(),
+            all: AtomicBool::new(false),
+            waiting,
+        }
+    }
+
+    /// The TCP links, once connected; `all` if every peer is on a ring or
+    /// one of them.
+    pub(super) fn set_tcp(&self, tcp: Vec<Arc<TcpRx>>, all: bool) {
+        let _ = self.tcp.set(tcp);
+        self.all.store(all, Ordering::Release);
+    }
+}
+
+impl Poller for NetPoll {
+    fn poll(&self) -> bool {
+        let mut moved = self.rings.as_ref().is_some_and(|r| r.poll());
+        for t in self.tcp.get().into_iter().flatten() {
+            moved |= t.poll();
+        }
+        moved
+    }
+
+    fn park(&self, max: Duration) {
+        match &self.rings {
+            Some(r) => r.park(max),
+            // Only the shutdown's flush parks here (a wait sleeps in the
+            // runtime): a short nap, then the runtime runs again.
+            None => std::thread::sleep(max.min(Duration::from_micros(200))),
+        }
+    }
+
+    fn wake(&self) {
+        if let Some(r) = &self.rings {
+            r.wake();
+        }
+    }
+
+    fn crowded(&self) -> bool {
+        self.rings.as_ref().is_some_and(|r| r.crowded())
+    }
+
+    fn in_runtime(&self) -> bool {
+        self.rings.as_ref().is_none_or(|r| r.in_runtime())
+    }
+
+    fn sleep_begin(&self) -> bool {
+        self.rings.as_ref().is_none_or(|r| r.sleep_begin())
+    }
+
+    fn sleep_end(&self) {
+        if let Some(r) = &self.rings {
+            r.sleep_end();
+        }
+    }
+
+    fn polls_all(&self) -> bool {
+        self.all.load(Ordering::Acquire)
+    }
+
+    fn needs_runtime(&self) -> bool {
+        self.waiting.load(Ordering::Acquire) > 0
+    }
+}
+
+#[cfg(test)]
+#[path = "tcprx_tests.rs"]
+mod tests;
