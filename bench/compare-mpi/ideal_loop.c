@@ -9,7 +9,8 @@
  * hands the byte to its host-mates through shared memory) and its
  * two-level barrier (host-mates tell their leader through a flag in shared
  * memory; the leaders tell rank 0 over TCP; rank 0 releases them over TCP;
- * each leader releases its host-mates through a flag). No runtime: every
+ * each leader releases its host-mates through a flag; IDEAL_HUB=h makes
+ * host h's leader the one the leaders tell and that releases them). No runtime: every
  * wait polls its socket (recv MSG_DONTWAIT) or its flag, with sched_yield
  * between polls, as mcast and Open MPI (mpi_yield_when_idle) do. No
  * engine, no headers, no inbox, no timers.
@@ -178,22 +179,21 @@ int main(int argc, char **argv) {
         close(fd);
     }
 
-    /* TCP: rank 0 to each other host's leader. */
+    /* TCP between every two hosts' leaders: leader a connects to each
+     * leader b > a (which listens on port + b) and names its host. */
     int conn[MAX_HOSTS] = {0};
-    if (rank == leader && host != 0) {
-        int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-        setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port + host)};
-        inet_pton(AF_INET, ip[host], &a.sin_addr);
-        if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 1))
-            die("bind/listen");
-        conn[0] = accept(l, NULL, NULL);
-        if (conn[0] < 0)
-            die("accept");
-        nodelay(conn[0]);
-        close(l);
-    } else if (rank == 0) {
-        for (int h = 1; h < hosts; h++) {
+    if (rank == leader) {
+        int l = -1;
+        if (host > 0) {
+            int one = 1;
+            l = socket(AF_INET, SOCK_STREAM, 0);
+            setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port + host)};
+            inet_pton(AF_INET, ip[host], &a.sin_addr);
+            if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, MAX_HOSTS))
+                die("bind/listen");
+        }
+        for (int h = host + 1; h < hosts; h++) {
             struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port + h)};
             inet_pton(AF_INET, ip[h], &a.sin_addr);
             for (;;) {
@@ -206,36 +206,60 @@ int main(int argc, char **argv) {
                 check_deadline("a leader to listen");
                 usleep(1000);
             }
+            char me = (char)host;
+            if (send(conn[h], &me, 1, 0) != 1)
+                die("send");
             nodelay(conn[h]);
         }
+        for (int n = 0; n < host; n++) {
+            int s = accept(l, NULL, NULL);
+            char who;
+            if (s < 0 || recv(s, &who, 1, MSG_WAITALL) != 1 || who < 0 || who >= host)
+                die("accept");
+            conn[(int)who] = s;
+            nodelay(s);
+        }
+        if (l >= 0)
+            close(l);
     }
+    /* The barrier's hub: the leader of host IDEAL_HUB (default 0, rank 0's). */
+    const char *hs = getenv("IDEAL_HUB");
+    int hub = hs ? atoi(hs) : 0;
+    if (hub < 0 || hub >= hosts)
+        hub = 0;
 
     long warm = iters / 10, block = iters / 10;
     double blocks[10];
     double t0 = now_us();
     for (long i = 1; i <= warm + 10 * block; i++) {
         deadline = now_us() + 10e6;
-        if (rank == 0) {
-            for (int h = 1; h < hosts; h++)
-                send_byte(conn[h]);
+        if (rank == leader) {
+            /* The data: rank 0 to every other leader, each leader to its
+             * host-mates. */
+            if (rank == 0)
+                for (int h = 1; h < hosts; h++)
+                    send_byte(conn[h]);
+            else
+                recv_byte(conn[0], "the data");
             if (fl)
                 fl->data = i;
+            /* The barrier: host-mates to their leader, leaders to the hub,
+             * the hub's release back, each leader's to its host-mates. */
             for (int m = 1; m < k; m++)
                 wait_flag(&fl->arrive[m], i, "a host-mate's arrival");
-            for (int h = 1; h < hosts; h++)
-                recv_byte(conn[h], "a leader's arrival");
-            for (int h = 1; h < hosts; h++)
-                send_byte(conn[h]);
+            if (host == hub) {
+                for (int h = 0; h < hosts; h++)
+                    if (h != hub)
+                        recv_byte(conn[h], "a leader's arrival");
+                for (int h = 0; h < hosts; h++)
+                    if (h != hub)
+                        send_byte(conn[h]);
+            } else {
+                send_byte(conn[hub]);
+                recv_byte(conn[hub], "the release");
+            }
             if (fl)
                 fl->release = i;
-        } else if (rank == leader) {
-            recv_byte(conn[0], "the data");
-            fl->data = i;
-            for (int m = 1; m < k; m++)
-                wait_flag(&fl->arrive[m], i, "a host-mate's arrival");
-            send_byte(conn[0]);
-            recv_byte(conn[0], "the release");
-            fl->release = i;
         } else {
             wait_flag(&fl->data, i, "the data");
             fl->arrive[slot] = i;

@@ -32,6 +32,7 @@ mod intake;
 mod lend;
 mod link;
 mod mesh;
+mod netpoll;
 mod quicmesh;
 mod read;
 mod register;

@@ -10,7 +10,7 @@
 //! Now the bytes of a TCP link are parsed by a state machine
 //! ([`TcpRx`]) that whoever holds its lock advances with non-blocking
 //! reads until the socket has nothing more: the host, from its polling
-//! loop ([`NetPoll`], outside the runtime, as with the rings), or the
+//! loop (`netpoll::NetPoll`, outside the runtime, as with the rings), or the
 //! link's task when the runtime's epoll says the socket is readable (the
 //! host is asleep, computing, or away).
 //!
@@ -30,8 +30,8 @@
 //! reports them as the other readers do (`mesh::reader`).
 
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -45,7 +45,6 @@ use super::mesh::Mesh;
 use super::read::{lost_reason, open_shm, ReadFail, Stop, READ_BUFFER};
 use super::rings::Rings;
 use crate::bufpool::POOL;
-use crate::drive::Poller;
 use crate::outq::SHUTDOWN_FLUSH;
 use crate::shm::{Shm, SlotFill};
 use crate::sync::lock;
@@ -193,6 +192,17 @@ impl TcpRx {
             bye: AtomicBool::new(false),
             failed: Notify::new(),
         }
+    }
+
+    /// The socket's descriptor (for the poller's readiness set).
+    pub(crate) fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.half.as_ref().as_raw_fd()
+    }
+
+    /// The link failed and its task has reported it: nothing more to read.
+    pub(crate) fn is_done(&self) -> bool {
+        self.st.try_lock().is_ok_and(|st| st.done)
     }
 
     /// Read and dispatch whatever the socket holds, if nobody else is
@@ -447,88 +457,6 @@ pub(super) async fn run(
             Stop::Read(f) => lost_reason(f, rx.heard_at().is_some(), (failure_timeout, first)),
         };
         return links.broken(peer, reason);
-    }
-}
-
-/// What a waiting host polls besides the runtime: the rings (if any) and
-/// the TCP links' receive sides. With every peer on one of the two, the
-/// host polls outside the runtime ([`Poller::polls_all`]); it still sleeps
-/// in the runtime's epoll (the TCP links wake it there).
-pub(crate) struct NetPoll {
-    rings: Option<Arc<Rings>>,
-    tcp: OnceLock<Vec<Arc<TcpRx>>>,
-    /// Every peer is reached through a ring or a [`TcpRx`].
-    all: AtomicBool,
-    /// How many writers have bytes waiting (they need the runtime).
-    waiting: Arc<AtomicUsize>,
-}
-
-impl NetPoll {
-    pub(super) fn new(rings: Option<Arc<Rings>>, waiting: Arc<AtomicUsize>) -> NetPoll {
-        NetPoll {
-            rings,
-            tcp: OnceLock::new(),
-            all: AtomicBool::new(false),
-            waiting,
-        }
-    }
-
-    /// The TCP links, once connected; `all` if every peer is on a ring or
-    /// one of them.
-    pub(super) fn set_tcp(&self, tcp: Vec<Arc<TcpRx>>, all: bool) {
-        let _ = self.tcp.set(tcp);
-        self.all.store(all, Ordering::Release);
-    }
-}
-
-impl Poller for NetPoll {
-    fn poll(&self) -> bool {
-        let mut moved = self.rings.as_ref().is_some_and(|r| r.poll());
-        for t in self.tcp.get().into_iter().flatten() {
-            moved |= t.poll();
-        }
-        moved
-    }
-
-    fn park(&self, max: Duration) {
-        match &self.rings {
-            Some(r) => r.park(max),
-            // Only the shutdown's flush parks here (a wait sleeps in the
-            // runtime): a short nap, then the runtime runs again.
-            None => std::thread::sleep(max.min(Duration::from_micros(200))),
-        }
-    }
-
-    fn wake(&self) {
-        if let Some(r) = &self.rings {
-            r.wake();
-        }
-    }
-
-    fn crowded(&self) -> bool {
-        self.rings.as_ref().is_some_and(|r| r.crowded())
-    }
-
-    fn in_runtime(&self) -> bool {
-        self.rings.as_ref().is_none_or(|r| r.in_runtime())
-    }
-
-    fn sleep_begin(&self) -> bool {
-        self.rings.as_ref().is_none_or(|r| r.sleep_begin())
-    }
-
-    fn sleep_end(&self) {
-        if let Some(r) = &self.rings {
-            r.sleep_end();
-        }
-    }
-
-    fn polls_all(&self) -> bool {
-        self.all.load(Ordering::Acquire)
-    }
-
-    fn needs_runtime(&self) -> bool {
-        self.waiting.load(Ordering::Acquire) > 0
     }
 }
 
