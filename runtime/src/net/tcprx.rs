@@ -14,9 +14,10 @@
 //! link's task when the runtime's epoll says the socket is readable (the
 //! host is asleep, computing, or away).
 //!
-//! Every advance reads until the socket would block, so a socket is never
-//! left holding bytes that no new edge will announce (tokio's epoll is
-//! edge-triggered); the task's reads go through tokio's `try_io`, which
+//! The task's advance reads until the socket would block, so a socket is
+//! never left holding bytes that no new edge will announce (tokio's epoll
+//! is edge-triggered); the host's stops at a short read (`advance` says
+//! why that is safe). The task's reads go through tokio's `try_io`, which
 //! clears the readiness it saw when the socket is empty. The host's reads
 //! do not touch tokio's readiness; a stale "readable" only costs the task
 //! one read that would block. The host takes the lock with `try_lock`
@@ -27,7 +28,7 @@
 //!
 //! The silence bound (a quiet peer is lost) and the failures the host
 //! meets (the peer's close, a protocol violation) go to the task, which
-//! reports them as the other readers do (`mesh::reader`).
+//! reports them as the other readers do (`read::reader`).
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -209,30 +210,39 @@ impl TcpRx {
     /// (the host's poll); whether a packet was dispatched.
     pub(crate) fn poll(&self) -> bool {
         match self.st.try_lock() {
-            Ok(mut st) => self.advance(&mut st),
+            Ok(mut st) => self.advance(&mut st, false),
             Err(_) => false,
         }
     }
 
-    /// Read until the socket would block, dispatching every whole packet;
-    /// a failure is kept for the task (and the task told). Whether a packet
-    /// was dispatched.
-    fn advance(&self, st: &mut RxState) -> bool {
+    /// Read until the socket would block (`drain`, the task), or until a
+    /// read comes back short (the host), dispatching every whole packet; a
+    /// failure is kept for the task (and the task told). Whether a packet
+    /// was dispatched. The host may leave bytes behind that a short read
+    /// missed: its own epoll set is level-triggered and says so at its next
+    /// poll, and the runtime's edge for them stays queued until the
+    /// runtime's `epoll_wait` takes it, which looks again at the socket
+    /// then (so the task reads them if the host is gone). That saves the
+    /// host the read that would block, a system call on every hop.
+    fn advance(&self, st: &mut RxState, drain: bool) -> bool {
         if st.failed.is_some() || st.done {
             return false;
         }
         let sock = socket2::SockRef::from(self.half.as_ref());
-        let mut moved = false;
+        let (mut moved, mut short) = (false, false);
         let out = loop {
             match self.parse(st) {
                 Ok(m) => moved |= m,
                 Err(stop) => break Err(stop),
             }
-            let read = match &mut st.part {
+            if short {
+                break Ok(());
+            }
+            let (read, asked) = match &mut st.part {
                 Part::Route { route: d, .. } | Part::Payload { payload: d, .. }
                     if st.start == st.end && d.missing() > READ_BUFFER / 2 =>
                 {
-                    d.read(&sock)
+                    (d.read(&sock), d.missing())
                 }
                 _ => {
                     if st.start == st.end {
@@ -242,7 +252,8 @@ impl TcpRx {
                         (st.start, st.end) = (0, st.end - st.start);
                     }
                     let end = st.end;
-                    (&*sock).read(&mut st.buf[end..]).inspect(|&n| st.end += n)
+                    let read = (&*sock).read(&mut st.buf[end..]);
+                    (read.inspect(|&n| st.end += n), st.buf.len() - end)
                 }
             };
             match read {
@@ -250,7 +261,13 @@ impl TcpRx {
                     let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
                     break Err(Stop::Read(ReadFail::Io(eof)));
                 }
-                Ok(_) => self.heard(),
+                Ok(n) => {
+                    self.heard();
+                    // A short read most likely emptied the socket: the host
+                    // takes what it has and does not ask again (its epoll set
+                    // is level-triggered; see `advance`).
+                    short = !drain && n < asked;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => break Err(Stop::Read(ReadFail::Io(e))),
@@ -355,7 +372,7 @@ impl TcpRx {
         }
     }
 
-    /// Hand a whole packet on, as `mesh::reader` does.
+    /// Hand a whole packet on, as `read::reader` does.
     fn dispatch(&self, packet: Packet, flags: u8) -> Result<(), Stop> {
         // What the peer put in its ring came before anything its socket
         // says (a TCP peer has a ring only under unusual set-ups).
@@ -412,7 +429,7 @@ pub(super) async fn run(
                 let read = match r {
                     Ok(()) => rx.half.as_ref().try_io(Interest::READABLE, || {
                         let mut st = lock(&rx.st);
-                        rx.advance(&mut st);
+                        rx.advance(&mut st, true);
                         match st.failed.is_some() || st.done {
                             true => Ok(()),
                             // Empty: tokio forgets the readiness it saw.
