@@ -170,6 +170,10 @@ pub(crate) trait Links: Send + Sync {
     /// was given may be lent to (see `Net::staged`); the others have
     /// nothing to take back.
     fn reclaim(&self, _lo: usize, _hi: usize) {}
+
+    /// The NI has stopped (its runtime and threads are done): let go of
+    /// what would keep the links alive in a cycle through the driver.
+    fn release(&self) {}
 }
 
 /// The other side of the seam: what a transport's readers need from the

@@ -133,6 +133,10 @@ impl Links for Mesh {
             out.reclaim(lo, hi);
         }
     }
+
+    fn release(&self) {
+        self.poll.release();
+    }
 }
 
 /// Bind the listeners (and the shared-memory arena), tell mclaunch's

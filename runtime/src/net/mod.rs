@@ -440,6 +440,7 @@ impl Net {
         if let Some(t) = lock(&self.thread).take() {
             let _ = t.join();
         }
+        self.sh.links.release();
     }
 }
 

@@ -93,6 +93,14 @@ impl NetPoll {
         }
     }
 
+    /// The NI stopped: the TCP links read nothing more and let go of what
+    /// they hold (see [`TcpRx::release`]).
+    pub(super) fn release(&self) {
+        for t in self.tcp.get().map(|(t, _)| t.as_slice()).unwrap_or(&[]) {
+            t.release();
+        }
+    }
+
     /// The TCP links, once connected; `all` if every peer is on a ring or
     /// one of them.
     pub(super) fn set_tcp(&self, tcp: Vec<Arc<TcpRx>>, all: bool) {

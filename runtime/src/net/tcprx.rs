@@ -145,8 +145,10 @@ struct RxState {
     /// Why reading stopped, for the task to report (then nothing more is
     /// read).
     failed: Option<Stop>,
-    /// The task has taken `failed`: the link is done.
+    /// The task has taken `failed`, or the NI stopped: the link is done.
     done: bool,
+    /// Where packets go; `None` once the NI stopped ([`TcpRx::release`]).
+    intake: Option<Intake>,
 }
 
 /// The receive side of one TCP link (see the module doc).
@@ -154,7 +156,6 @@ pub(crate) struct TcpRx {
     peer: usize,
     half: OwnedReadHalf,
     st: Mutex<RxState>,
-    intake: Intake,
     arena: Option<Arc<Shm>>,
     rings: Option<Arc<Rings>>,
     base: Instant,
@@ -184,8 +185,8 @@ impl TcpRx {
                 part: Part::Header,
                 failed: None,
                 done: false,
+                intake: Some(intake),
             }),
-            intake,
             arena,
             rings,
             base: Instant::now(),
@@ -297,6 +298,9 @@ impl TcpRx {
     /// Take the whole packets at the front of the buffer; whether any.
     fn parse(&self, st: &mut RxState) -> Result<bool, Stop> {
         let mut moved = false;
+        let Some(intake) = st.intake.clone() else {
+            return Ok(moved);
+        };
         loop {
             let avail = st.end - st.start;
             match &mut st.part {
@@ -307,7 +311,7 @@ impl TcpRx {
                     let hb = &st.buf[st.start..st.start + HEADER_LEN];
                     let (header, flags) = Header::decode_flagged(hb)
                         .map_err(|e| Stop::Violation(format!("malformed header: {e}")))?;
-                    self.intake
+                    intake
                         .check(&header, Some(self.peer))
                         .map_err(Stop::Violation)?;
                     st.start += HEADER_LEN;
@@ -365,7 +369,7 @@ impl TcpRx {
                         route,
                         payload: payload.into_bytes(),
                     };
-                    self.dispatch(packet, flags)?;
+                    self.dispatch(&intake, packet, flags)?;
                     moved = true;
                 }
             }
@@ -373,7 +377,7 @@ impl TcpRx {
     }
 
     /// Hand a whole packet on, as `read::reader` does.
-    fn dispatch(&self, packet: Packet, flags: u8) -> Result<(), Stop> {
+    fn dispatch(&self, intake: &Intake, packet: Packet, flags: u8) -> Result<(), Stop> {
         // What the peer put in its ring came before anything its socket
         // says (a TCP peer has a ring only under unusual set-ups).
         if let Some(r) = self.rings.as_ref().filter(|r| r.has(self.peer)) {
@@ -389,12 +393,21 @@ impl TcpRx {
             host.engine_in(from, p, Ambient::Idle)
                 .map_err(|e| format!("bad packet: {e}"))
         };
-        match self.intake.dispatch(from, packet, data) {
+        match intake.dispatch(from, packet, data) {
             Ok(Kind::Bye) => self.bye.store(true, Ordering::Release),
             Ok(_) => {}
             Err(e) => return Err(Stop::Violation(e)),
         }
         Ok(())
+    }
+
+    /// The NI stopped: read nothing more, and let go of the intake (it
+    /// holds the driver, which holds the mesh, which holds this link: the
+    /// socket would never close).
+    pub(crate) fn release(&self) {
+        let mut st = lock(&self.st);
+        st.intake = None;
+        st.done = true;
     }
 
     /// The failure the link met, once (later calls: `None`).
@@ -466,10 +479,11 @@ pub(super) async fn run(
         };
         let reason = match stop {
             Stop::Violation(what) => {
-                return rx
-                    .intake
-                    .inbox()
-                    .lost(peer, format!("protocol violation: {what}"));
+                let intake = lock(&rx.st).intake.clone();
+                if let Some(i) = intake {
+                    i.inbox().lost(peer, format!("protocol violation: {what}"));
+                }
+                return;
             }
             Stop::Read(f) => lost_reason(f, rx.heard_at().is_some(), (failure_timeout, first)),
         };
