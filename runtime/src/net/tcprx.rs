@@ -475,6 +475,11 @@ pub(super) async fn run(
             }
         }
         let Some(stop) = rx.take_failure() else {
+            if lock(&rx.st).done {
+                // Released: the NI stopped, and a readable socket would
+                // wake this task again and again.
+                return;
+            }
             continue;
         };
         let reason = match stop {
