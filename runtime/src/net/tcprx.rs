@@ -243,7 +243,8 @@ impl TcpRx {
                 Part::Route { route: d, .. } | Part::Payload { payload: d, .. }
                     if st.start == st.end && d.missing() > READ_BUFFER / 2 =>
                 {
-                    (d.read(&sock), d.missing())
+                    let asked = d.missing();
+                    (d.read(&sock), asked)
                 }
                 _ => {
                     if st.start == st.end {
