@@ -303,10 +303,16 @@ impl TcpRx {
             return Ok(moved);
         };
         loop {
-            let avail = st.end - st.start;
-            match &mut st.part {
+            // The route or payload being read takes what the buffer has.
+            if let Part::Route { route: d, .. } | Part::Payload { payload: d, .. } = &mut st.part {
+                st.start += d.take(&st.buf[st.start..st.end]);
+                if d.missing() > 0 {
+                    return Ok(moved);
+                }
+            }
+            st.part = match std::mem::replace(&mut st.part, Part::Header) {
                 Part::Header => {
-                    if avail < HEADER_LEN {
+                    if st.end - st.start < HEADER_LEN {
                         return Ok(moved);
                     }
                     let hb = &st.buf[st.start..st.start + HEADER_LEN];
@@ -317,54 +323,34 @@ impl TcpRx {
                         .map_err(Stop::Violation)?;
                     st.start += HEADER_LEN;
                     let n = header.route_len as usize;
-                    st.part = Part::Route {
+                    Part::Route {
                         header,
                         flags,
                         route: Dest::Heap(Vec::with_capacity(n), n),
-                    };
-                }
-                Part::Route { route, .. } if route.missing() > 0 => {
-                    st.start += route.take(&st.buf[st.start..st.end]);
-                    if route.missing() > 0 {
-                        return Ok(moved);
                     }
                 }
-                Part::Route { .. } => {
-                    let Part::Route {
-                        header,
-                        flags,
-                        route,
-                    } = std::mem::replace(&mut st.part, Part::Header)
-                    else {
-                        unreachable!("matched above")
-                    };
+                Part::Route {
+                    header,
+                    flags,
+                    route,
+                } => {
                     let rb = route.into_bytes();
                     let route = Route::decode(header.route_kind, &rb)
                         .map_err(|e| Stop::Violation(format!("malformed route header: {e}")))?;
                     let n = header.payload_len as usize;
-                    st.part = Part::Payload {
+                    Part::Payload {
                         header,
                         flags,
                         route,
                         payload: Dest::for_payload(n, self.arena.as_ref()),
-                    };
-                }
-                Part::Payload { payload, .. } if payload.missing() > 0 => {
-                    st.start += payload.take(&st.buf[st.start..st.end]);
-                    if payload.missing() > 0 {
-                        return Ok(moved);
                     }
                 }
-                Part::Payload { .. } => {
-                    let Part::Payload {
-                        header,
-                        flags,
-                        route,
-                        payload,
-                    } = std::mem::replace(&mut st.part, Part::Header)
-                    else {
-                        unreachable!("matched above")
-                    };
+                Part::Payload {
+                    header,
+                    flags,
+                    route,
+                    payload,
+                } => {
                     let packet = Packet {
                         header,
                         route,
@@ -372,8 +358,9 @@ impl TcpRx {
                     };
                     self.dispatch(&intake, packet, flags)?;
                     moved = true;
+                    Part::Header
                 }
-            }
+            };
         }
     }
 
