@@ -146,13 +146,10 @@ impl Comm {
     /// this one's, hence "at least": a slot is one communicator's (ids
     /// are never reused) and its numbers only grow.
     fn flag_exchange(&self, r: &mut Round<'_>, slot: usize) -> Result<(), Error> {
-        let net = self.net()?;
         let peer = 1 - self.rank;
-        let (key, peer_world) = (flag_key(r), self.world(peer));
-        net.signal(peer_world, slot, Flag::Arrive, key);
-        r.wait_flags(&|| peer, &|| {
-            net.flag(peer_world, slot, Flag::Arrive) >= key
-        })
+        let net = self.net()?;
+        net.signal(self.world(peer), slot, Flag::Arrive, flag_key(r));
+        self.flag_arrivals(r, slot, std::iter::once(peer))
     }
 
     /// Wait until every rank of `from` (ranks of this host) has stored this
