@@ -606,8 +606,9 @@ mod tests {
     }
 
     /// Nothing moves: it gives up within the budget, or at once with no
-    /// budget or with the runtime due its turn; with peers on other hosts
-    /// (their packets come through the runtime) it does not poll at all.
+    /// budget; with peers on other hosts (their packets come through the
+    /// runtime) it does not poll at all. With the runtime due its turn, it
+    /// takes that turn on this thread and goes on.
     #[test]
     fn the_host_gives_up_within_the_budget_and_never_with_remote_peers() {
         let (d, p) = drive(usize::MAX, false);
@@ -617,8 +618,11 @@ mod tests {
         assert!(p.polls.load(Ordering::SeqCst) > 0);
         let polled = p.polls.load(Ordering::SeqCst);
         assert!(!d.poll_host(&|| false, Duration::ZERO, Instant::now()));
+        assert_eq!(p.polls.load(Ordering::SeqCst), polled);
         d.turned.store(0, Ordering::Relaxed);
-        assert!(!d.poll_host(&|| true, Duration::from_secs(1), Instant::now()));
+        assert!(d.turn_due());
+        assert!(d.poll_host(&|| true, Duration::from_secs(1), Instant::now()));
+        assert!(!d.turn_due(), "the due turn was taken");
         assert_eq!(p.polls.load(Ordering::SeqCst), polled);
         let (d, p) = drive(1, true);
         assert!(!d.poll_host(&|| true, Duration::from_secs(1), Instant::now()));

@@ -105,7 +105,7 @@ impl Comm {
             return await_release(&mut r, 0);
         }
         if let Some(role) = self.barrier_role() {
-            return self.host_barrier(&mut r, &role);
+            return self.host_barrier(&mut r, role);
         }
         let all: Vec<usize> = (0..self.size).collect();
         dissemination(&mut r, &all, self.rank)
@@ -193,8 +193,15 @@ impl Comm {
     }
 
     /// This rank's part in the two-level barrier, when the communicator
-    /// spans at least two hosts of a known host table.
-    fn barrier_role(&self) -> Option<host_tree::BarrierRole> {
+    /// spans at least two hosts of a known host table: found once (the
+    /// members and their hosts are fixed for the communicator's life).
+    fn barrier_role(&self) -> Option<&host_tree::BarrierRole> {
+        self.barrier_role
+            .get_or_init(|| self.find_barrier_role())
+            .as_ref()
+    }
+
+    fn find_barrier_role(&self) -> Option<host_tree::BarrierRole> {
         let table = self.hosts()?;
         if !matches!(self.medium(), Medium::Hosts { .. }) {
             return None;

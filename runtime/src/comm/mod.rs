@@ -94,6 +94,9 @@ pub struct Comm {
     last_model: Cell<Option<ModelLatency>>,
     /// The thread its non-blocking calls run on, once one started.
     progress: RefCell<Option<request::Progress>>,
+    /// This rank's part in the two-level barrier, found at the first
+    /// barrier (`None` inside: not across hosts).
+    barrier_role: std::cell::OnceCell<Option<mcast_algorithms::hosts::BarrierRole>>,
 }
 
 /// Largest value `bcast_value` accepts.
@@ -158,6 +161,7 @@ impl Comm {
             sends: RefCell::new(HashMap::default()),
             last_model: Cell::new(None),
             progress: RefCell::new(None),
+            barrier_role: Default::default(),
         })
     }
 

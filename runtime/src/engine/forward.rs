@@ -91,7 +91,7 @@ impl NiEngine {
                     return Err(EngineError::BadRank(bad.rank as usize));
                 }
                 if !self.forwards.contains_key(&key) {
-                    let children = self.list_children(*tree, members)?.into();
+                    let children = self.list_plan(*tree, super::tree::Plan::Received, members)?;
                     self.start_forward(key, h.pkt_count, children);
                 }
             }

@@ -39,6 +39,7 @@ mod tests;
 mod tree;
 
 use forward::{Forward, MsgKey};
+use tree::{ListKey, Plan};
 
 /// The NI forwarding discipline [Sivaram 1998, §4.2, Fig 6]; `MCAST_FORWARDING`.
 /// The same type as the unit-step model's (`mcast_algorithms::Forwarding`).
@@ -102,6 +103,9 @@ pub struct NiEngine {
     /// The children of a chain tree's node, by (shape, root, lo, hi): the
     /// same few every call of a loop, split once (see `bcast_children`).
     chain_plans: HashMap<(Shape, u32, u32, u32), Children>,
+    /// The children of a list-route tree's node (or source), by the tree
+    /// and the list it plans over (see `NiEngine::list_plan`).
+    list_plans: HashMap<ListKey, Children>,
     actions: VecDeque<Action>,
     stats: EngineStats,
 }
@@ -131,6 +135,7 @@ impl NiEngine {
             hosts: None,
             forwards: HashMap::default(),
             chain_plans: HashMap::default(),
+            list_plans: HashMap::default(),
             actions: VecDeque::new(),
             stats: EngineStats::default(),
         }
@@ -278,8 +283,7 @@ impl NiEngine {
                         ordinal: 0,
                     })
                     .collect();
-                let chain = self.source_members(tree, &others)?;
-                self.list_children(tree, &chain)?.into()
+                self.list_plan(tree, Plan::Source, &others)?
             }
         };
         let packets = self.packetize(self.header(Kind::Bcast, seq, root, data.len()), &data);
@@ -367,8 +371,7 @@ impl NiEngine {
                 return Err(EngineError::BadRank(d.rank as usize));
             }
         }
-        let chain = self.source_members(tree, dests)?;
-        let children = self.list_children(tree, &chain)?.into();
+        let children = self.list_plan(tree, Plan::Source, dests)?;
         let packets = self.packetize(self.header(kind, seq, self.rank, data.len()), &data);
         self.emit_source(packets, children);
         Ok(())

@@ -377,3 +377,64 @@ fn one_packet_point_to_point_is_the_posted_packet_without_actions() {
     assert_eq!(fast.p2p_in(&bcast), Ok(false));
     assert_eq!(fast.stats(), before, "not counted: packet_in takes it");
 }
+
+/// Every send of one host-aware bcast through `engines` (rank, child,
+/// route), in action order.
+fn sends_of(
+    engines: &mut [NiEngine],
+    root: usize,
+    seq: u64,
+    tree: TreeKind,
+) -> Vec<(usize, usize, Route)> {
+    engines[root]
+        .post_bcast(seq, Bytes::from_static(b"xy"), tree)
+        .unwrap();
+    let mut sends = Vec::new();
+    let mut queue: VecDeque<(usize, Action)> = VecDeque::new();
+    while let Some(a) = engines[root].poll_action() {
+        queue.push_back((root, a));
+    }
+    while let Some((at, a)) = queue.pop_front() {
+        if let Action::Send { to, packet } = a {
+            sends.push((at, to, packet.route.clone()));
+            engines[to].packet_in(at, packet).unwrap();
+            while let Some(b) = engines[to].poll_action() {
+                queue.push_back((to, b));
+            }
+        }
+    }
+    sends
+}
+
+/// A list plan is made once and kept (`NiEngine::list_plan`): the bcasts
+/// after the first, from the same root, send exactly what it sent, and
+/// another root or another tree gets its own plan, not a kept one.
+#[test]
+fn kept_list_plans_are_the_plans() {
+    let hosts: Vec<u32> = vec![0, 1, 2, 0, 1, 2, 0, 1, 2];
+    let mut engines: Vec<NiEngine> = (0..9)
+        .map(|r| {
+            NiEngine::new(r, 9, 9, Forwarding::Fpfs, 100).with_hosts(Some(Arc::from(&hosts[..])))
+        })
+        .collect();
+    for (root, k) in [(0, 1), (4, 1), (0, 2), (7, 3)] {
+        let tree = TreeKind::Hosts { k };
+        // A fresh set of engines plans from scratch.
+        let mut fresh: Vec<NiEngine> = (0..9)
+            .map(|r| {
+                NiEngine::new(r, 9, 9, Forwarding::Fpfs, 100)
+                    .with_hosts(Some(Arc::from(&hosts[..])))
+            })
+            .collect();
+        let want = sends_of(&mut fresh, root, 1, tree);
+        assert_eq!(want.len(), 8, "root {root} k {k}: one send per other rank");
+        for seq in 10..13 {
+            assert_eq!(
+                sends_of(&mut engines, root, seq, tree),
+                want,
+                "root {root} k {k}"
+            );
+        }
+    }
+    assert!(engines.iter().any(|e| !e.list_plans.is_empty()));
+}

@@ -11,8 +11,25 @@ use super::{Children, EngineError, NiEngine};
 use crate::tree_kind::{TopoTree, TreeKind};
 use crate::wire::{Member, Route};
 
-/// Chain plans an engine keeps (see `NiEngine::bcast_children`).
+/// Chain plans an engine keeps (see `NiEngine::bcast_children`), and list
+/// plans (`NiEngine::list_plan`).
 const PLANS_KEPT: usize = 256;
+
+/// Longest list whose plan is kept: a plan's size grows with its list, and
+/// a long list's message is rarely small enough for planning to show.
+const LIST_KEPT: usize = 64;
+
+/// What a list plan is made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Plan {
+    /// The source's destinations, in chain order, without the source.
+    Source,
+    /// The list route a node received (itself first).
+    Received,
+}
+
+/// A kept list plan's key: the tree, what the list is, and the list.
+pub(super) type ListKey = (TreeKind, Plan, Vec<Member>);
 
 impl NiEngine {
     /// The children of the node at chain position `lo` (responsible for
@@ -50,6 +67,41 @@ impl NiEngine {
             self.chain_plans.clear();
         }
         self.chain_plans.insert(key, children.clone());
+        Ok(children)
+    }
+
+    /// The children of this rank in `tree` over `list`: at the source
+    /// (`Plan::Source`, `list` its destinations) or at a node that received
+    /// `list` as its route. Planned once per (tree, list) and kept, as
+    /// [`NiEngine::bcast_children`] keeps chain plans: a loop of calls
+    /// plans over the same lists every time, and a host-aware tree's plan
+    /// (the host chain, its k-binomial split) cost about 2 µs a call at
+    /// the source of a 3 × 2 bcast, on the critical path. The plan is a
+    /// function of the tree, the list and facts fixed for the engine's
+    /// life (rank, host table, topology).
+    pub(super) fn list_plan(
+        &mut self,
+        tree: TreeKind,
+        plan: Plan,
+        list: &[Member],
+    ) -> Result<Children, EngineError> {
+        let key = (tree, plan, list.to_vec());
+        if let Some(c) = self.list_plans.get(&key) {
+            return Ok(c.clone());
+        }
+        let children: Children = match plan {
+            Plan::Source => {
+                let chain = self.source_members(tree, list)?;
+                self.list_children(tree, &chain)?.into()
+            }
+            Plan::Received => self.list_children(tree, list)?.into(),
+        };
+        if list.len() <= LIST_KEPT {
+            if self.list_plans.len() >= PLANS_KEPT {
+                self.list_plans.clear();
+            }
+            self.list_plans.insert(key, children.clone());
+        }
         Ok(children)
     }
 

@@ -8,7 +8,7 @@ use super::{u16_at, u32_at, WireError};
 use crate::tree_kind::{shape_code, shape_of_code, tree_code, tree_of_code, BadTree, TreeKind};
 
 /// One entry of a list route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Member {
     pub rank: u32,
     pub ordinal: u32,
