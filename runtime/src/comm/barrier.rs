@@ -196,7 +196,8 @@ impl Comm {
     /// spans at least two hosts of a known host table: found once (the
     /// members and their hosts are fixed for the communicator's life).
     fn barrier_role(&self) -> Option<&host_tree::BarrierRole> {
-        self.barrier_role
+        self.found
+            .barrier_role
             .get_or_init(|| self.find_barrier_role())
             .as_ref()
     }

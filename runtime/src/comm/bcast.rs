@@ -63,7 +63,7 @@ impl Comm {
         let net = self.net()?;
         let m = packet_count(len, self.packet_bytes());
         let algo = self.algorithm_for(algo, self.size, len);
-        let medium = self.medium_among(0..self.size);
+        let medium = self.medium_all();
         let topo = self.cfg.topology.as_ref();
         let resolved = algo.resolve_for(self.size, m, topo, medium)?;
         if let Resolved::Worm(w) = resolved {

@@ -153,7 +153,7 @@ impl Comm {
             sends: Default::default(),
             last_model: Default::default(),
             progress: Default::default(),
-            barrier_role: Default::default(),
+            found: Default::default(),
         }
     }
 

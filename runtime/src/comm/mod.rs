@@ -94,9 +94,20 @@ pub struct Comm {
     last_model: Cell<Option<ModelLatency>>,
     /// The thread its non-blocking calls run on, once one started.
     progress: RefCell<Option<request::Progress>>,
-    /// This rank's part in the two-level barrier, found at the first
-    /// barrier (`None` inside: not across hosts).
+    /// What this rank's calls on it ask every time, found at the first.
+    found: Found,
+}
+
+/// Facts of a communicator found at their first use: its members and their
+/// hosts are fixed for its life, and a loop of calls asks the same every
+/// time.
+#[derive(Default)]
+struct Found {
+    /// This rank's part in the two-level barrier (`None` inside: not
+    /// across hosts).
     barrier_role: std::cell::OnceCell<Option<mcast_algorithms::hosts::BarrierRole>>,
+    /// The medium of a call among every rank.
+    medium_all: std::cell::OnceCell<Medium>,
 }
 
 /// Largest value `bcast_value` accepts.
@@ -161,7 +172,7 @@ impl Comm {
             sends: RefCell::new(HashMap::default()),
             last_model: Cell::new(None),
             progress: RefCell::new(None),
-            barrier_role: Default::default(),
+            found: Found::default(),
         })
     }
 
@@ -252,6 +263,15 @@ impl Comm {
     /// the job runs over sockets.
     fn hosts(&self) -> Option<&[u32]> {
         self.net.as_ref().and_then(|n| n.hosts.as_deref())
+    }
+
+    /// The medium of a call among every rank of this communicator (found
+    /// once: [`Comm::medium_among`]).
+    fn medium_all(&self) -> Medium {
+        *self
+            .found
+            .medium_all
+            .get_or_init(|| self.medium_among(0..self.size))
     }
 
     /// The medium of a call among `ranks` of this communicator (the source
