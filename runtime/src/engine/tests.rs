@@ -437,4 +437,19 @@ fn kept_list_plans_are_the_plans() {
         }
     }
     assert!(engines.iter().any(|e| !e.list_plans.is_empty()));
+    // A multicast's list carries its ordinals, new every call: not kept.
+    let kept = engines[0].list_plans.len();
+    let dests: Vec<Member> = [1, 2, 4]
+        .iter()
+        .map(|&rank| Member { rank, ordinal: 3 })
+        .collect();
+    engines[0]
+        .post_multicast(
+            20,
+            &dests,
+            Bytes::from_static(b"m"),
+            TreeKind::Hosts { k: 1 },
+        )
+        .unwrap();
+    assert_eq!(engines[0].list_plans.len(), kept);
 }

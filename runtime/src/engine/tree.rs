@@ -78,15 +78,19 @@ impl NiEngine {
     /// (the host chain, its k-binomial split) cost about 2 µs a call at
     /// the source of a 3 × 2 bcast, on the critical path. The plan is a
     /// function of the tree, the list and facts fixed for the engine's
-    /// life (rank, host table, topology).
+    /// life (rank, host table, topology). Kept only for lists of at most
+    /// `LIST_KEPT` whose ordinals are all 0 (a bcast's): a multicast's
+    /// ordinals count the multicasts each destination has had, so its
+    /// list is a new one every call.
     pub(super) fn list_plan(
         &mut self,
         tree: TreeKind,
         plan: Plan,
         list: &[Member],
     ) -> Result<Children, EngineError> {
-        let key = (tree, plan, list.to_vec());
-        if let Some(c) = self.list_plans.get(&key) {
+        let keep = list.len() <= LIST_KEPT && list.iter().all(|m| m.ordinal == 0);
+        let key = keep.then(|| (tree, plan, list.to_vec()));
+        if let Some(c) = key.as_ref().and_then(|k| self.list_plans.get(k)) {
             return Ok(c.clone());
         }
         let children: Children = match plan {
@@ -96,7 +100,7 @@ impl NiEngine {
             }
             Plan::Received => self.list_children(tree, list)?.into(),
         };
-        if list.len() <= LIST_KEPT {
+        if let Some(key) = key {
             if self.list_plans.len() >= PLANS_KEPT {
                 self.list_plans.clear();
             }
