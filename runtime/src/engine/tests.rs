@@ -27,12 +27,28 @@ fn run_tree(
     len: usize,
     pkt: usize,
 ) -> Vec<Vec<Packet>> {
-    let mut engines: Vec<NiEngine> = (0..size)
-        .map(|r| NiEngine::new(r, size, 9, fw, pkt).with_hosts(hosts.map(Arc::from)))
-        .collect();
+    let mut engines = engines_on(size, hosts, fw, pkt);
     let data: Bytes = (0..len).map(|i| (i % 251) as u8).collect::<Vec<_>>().into();
     engines[root].post_bcast(5, data, tree).unwrap();
-    let mut got = vec![Vec::new(); size];
+    flood(&mut engines, root).0
+}
+
+/// Engines for ranks `0..size`, knowing the host of every rank.
+fn engines_on(size: usize, hosts: Option<&[u32]>, fw: Forwarding, pkt: usize) -> Vec<NiEngine> {
+    (0..size)
+        .map(|r| NiEngine::new(r, size, 9, fw, pkt).with_hosts(hosts.map(Arc::from)))
+        .collect()
+}
+
+/// One send of [`flood`]: sender, child, the route the child received.
+type Sent = (usize, usize, Route);
+
+/// Carry what `root` posted through `engines` with instantaneous delivery,
+/// in action order: the deliveries per rank, and every send (sender,
+/// child, route) in order.
+fn flood(engines: &mut [NiEngine], root: usize) -> (Vec<Vec<Packet>>, Vec<Sent>) {
+    let mut got = vec![Vec::new(); engines.len()];
+    let mut sends = Vec::new();
     let mut queue: VecDeque<(usize, Action)> = VecDeque::new();
     while let Some(a) = engines[root].poll_action() {
         queue.push_back((root, a));
@@ -40,6 +56,7 @@ fn run_tree(
     while let Some((at, a)) = queue.pop_front() {
         match a {
             Action::Send { to, packet } => {
+                sends.push((at, to, packet.route.clone()));
                 engines[to].packet_in(at, packet).unwrap();
                 while let Some(b) = engines[to].poll_action() {
                     queue.push_back((to, b));
@@ -48,7 +65,7 @@ fn run_tree(
             Action::Deliver(p) => got[at].push(p),
         }
     }
-    got
+    (got, sends)
 }
 
 #[test]
@@ -378,32 +395,13 @@ fn one_packet_point_to_point_is_the_posted_packet_without_actions() {
     assert_eq!(fast.stats(), before, "not counted: packet_in takes it");
 }
 
-/// Every send of one host-aware bcast through `engines` (rank, child,
+/// Every send of one bcast from `root` through `engines` (sender, child,
 /// route), in action order.
-fn sends_of(
-    engines: &mut [NiEngine],
-    root: usize,
-    seq: u64,
-    tree: TreeKind,
-) -> Vec<(usize, usize, Route)> {
+fn sends_of(engines: &mut [NiEngine], root: usize, seq: u64, tree: TreeKind) -> Vec<Sent> {
     engines[root]
         .post_bcast(seq, Bytes::from_static(b"xy"), tree)
         .unwrap();
-    let mut sends = Vec::new();
-    let mut queue: VecDeque<(usize, Action)> = VecDeque::new();
-    while let Some(a) = engines[root].poll_action() {
-        queue.push_back((root, a));
-    }
-    while let Some((at, a)) = queue.pop_front() {
-        if let Action::Send { to, packet } = a {
-            sends.push((at, to, packet.route.clone()));
-            engines[to].packet_in(at, packet).unwrap();
-            while let Some(b) = engines[to].poll_action() {
-                queue.push_back((to, b));
-            }
-        }
-    }
-    sends
+    flood(engines, root).1
 }
 
 /// A list plan is made once and kept (`NiEngine::list_plan`): the bcasts
@@ -412,20 +410,11 @@ fn sends_of(
 #[test]
 fn kept_list_plans_are_the_plans() {
     let hosts: Vec<u32> = vec![0, 1, 2, 0, 1, 2, 0, 1, 2];
-    let mut engines: Vec<NiEngine> = (0..9)
-        .map(|r| {
-            NiEngine::new(r, 9, 9, Forwarding::Fpfs, 100).with_hosts(Some(Arc::from(&hosts[..])))
-        })
-        .collect();
+    let mut engines = engines_on(9, Some(&hosts), Forwarding::Fpfs, 100);
     for (root, k) in [(0, 1), (4, 1), (0, 2), (7, 3)] {
         let tree = TreeKind::Hosts { k };
         // A fresh set of engines plans from scratch.
-        let mut fresh: Vec<NiEngine> = (0..9)
-            .map(|r| {
-                NiEngine::new(r, 9, 9, Forwarding::Fpfs, 100)
-                    .with_hosts(Some(Arc::from(&hosts[..])))
-            })
-            .collect();
+        let mut fresh = engines_on(9, Some(&hosts), Forwarding::Fpfs, 100);
         let want = sends_of(&mut fresh, root, 1, tree);
         assert_eq!(want.len(), 8, "root {root} k {k}: one send per other rank");
         for seq in 10..13 {
