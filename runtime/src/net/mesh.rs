@@ -136,6 +136,9 @@ impl Links for Mesh {
 
     fn release(&self) {
         self.poll.release();
+        if let Some(r) = &self.rings {
+            r.release();
+        }
     }
 }
 

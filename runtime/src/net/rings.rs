@@ -41,14 +41,15 @@ pub(crate) struct Rings {
     /// Each peer's segment (`None` for this rank).
     segs: Vec<Option<Arc<Segment>>>,
     tx: Vec<Option<Mutex<Tx>>>,
-    rx: Mutex<Vec<Rx>>,
+    /// The inbound rings' read state, and where their packets go (set
+    /// once the mesh is connected, let go when the NI stops).
+    rx: Mutex<Inbound>,
     /// Peers whose rings are given up (lost, or broke the protocol).
     dead: Vec<AtomicBool>,
     /// Peers with bytes waiting for room in their ring.
     pending: AtomicUsize,
     /// The bell's value when the inbound rings were last drained.
     seen: AtomicU32,
-    intake: OnceLock<Intake>,
     shm: Option<Arc<Shm>>,
     inbox: Arc<Inbox>,
     /// More ranks on this host than cores: yield the CPU at every poll.
@@ -87,10 +88,12 @@ impl Rings {
             own,
             segs,
             tx,
-            rx: Mutex::new((0..n).map(|_| Rx::default()).collect()),
+            rx: Mutex::new(Inbound {
+                rings: (0..n).map(|_| Rx::default()).collect(),
+                intake: None,
+            }),
             dead: (0..n).map(|_| AtomicBool::new(false)).collect(),
             pending: AtomicUsize::new(0),
-            intake: OnceLock::new(),
             shm,
             inbox,
             crowded: local > cores,
@@ -101,7 +104,14 @@ impl Rings {
 
     /// Where packets go once the mesh is connected.
     pub(crate) fn set_intake(&self, intake: Intake) {
-        let _ = self.intake.set(intake);
+        lock(&self.rx).intake = Some(intake);
+    }
+
+    /// The NI stopped: the rings read nothing more and let go of the
+    /// intake, which holds the mesh that holds them (a cycle that kept a
+    /// job's sockets and runtime after it ended).
+    pub(crate) fn release(&self) {
+        lock(&self.rx).intake = None;
     }
 
     /// How to poke a peer that sleeps in its runtime: a heartbeat on its
@@ -291,8 +301,8 @@ impl Rings {
         }
     }
 
-    fn drain_one(&self, rx: &mut [Rx], from: usize) -> bool {
-        let (Some(intake), Some(r)) = (self.intake.get(), rx.get_mut(from)) else {
+    fn drain_one(&self, rx: &mut Inbound, from: usize) -> bool {
+        let (Some(intake), Some(r)) = (rx.intake.as_ref(), rx.rings.get_mut(from)) else {
             return false;
         };
         if self.segs.get(from).is_none_or(|s| s.is_none()) || self.is_dead(from) {
@@ -334,6 +344,12 @@ impl Rings {
     }
 }
 
+/// The inbound side of the rings: each peer's read state and the intake.
+struct Inbound {
+    rings: Vec<Rx>,
+    intake: Option<Intake>,
+}
+
 impl Poller for Rings {
     fn poll(&self) -> bool {
         let mut progress = false;
@@ -348,7 +364,7 @@ impl Poller for Rings {
             return progress;
         };
         self.seen.store(bell, Ordering::Release);
-        for from in 0..rx.len() {
+        for from in 0..rx.rings.len() {
             if from != self.me {
                 self.drain_one(&mut rx, from);
             }
