@@ -193,7 +193,13 @@ impl Inbox {
                     st = self.lock();
                     continue;
                 }
-                d.run(self.until_pulse(d, pulse, wake - now, spin));
+                // The runtime gets what is left of the spin and of the
+                // wait, not all of it again: the polling above spent it.
+                let now = Instant::now();
+                if now < wake {
+                    let spin = spin_until.saturating_duration_since(now);
+                    d.run(self.until_pulse(d, pulse, wake - now, spin));
+                }
                 st = self.lock();
                 continue;
             }
