@@ -39,6 +39,7 @@ fn one_job(transport: Transport) {
             assert!(buf == want, "rank {}: the bcast's bytes", comm.rank());
             let mut small = [comm.rank() as u8; 8];
             comm.bcast(1, &mut small)?;
+            assert_eq!(small, [1; 8], "rank {}: the second bcast", comm.rank());
             comm.barrier()
         },
     );
@@ -46,8 +47,8 @@ fn one_job(transport: Transport) {
 
 #[test]
 fn jobs_give_their_descriptors_back() {
-    // The first jobs open what lives as long as the process (the logger,
-    // tokio's and the allocator's globals).
+    // The first jobs open what lives as long as the process (globals made
+    // on first use).
     for t in [Transport::Auto, Transport::Tcp] {
         one_job(t);
     }
@@ -57,8 +58,9 @@ fn jobs_give_their_descriptors_back() {
             one_job(t);
         }
     }
-    // Each rank's NI thread ends before its `Comm` drop returns; wait a
-    // little for anything that lets go later, bounded.
+    // Each rank's NI thread ends before its `Comm` drop returns, but the
+    // test's rendezvous thread may still hold its sockets: look again
+    // until the count is down, for at most 10 s.
     let end = Instant::now() + Duration::from_secs(10);
     let mut now = open_fds();
     while now.len() > before && Instant::now() < end {
