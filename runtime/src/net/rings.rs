@@ -108,8 +108,9 @@ impl Rings {
     }
 
     /// The NI stopped: the rings read nothing more and let go of the
-    /// intake, which holds the mesh that holds them (a cycle that kept a
-    /// job's sockets and runtime after it ended).
+    /// intake, which holds the NI's shared state, which holds the mesh
+    /// that holds them (a cycle that kept a job's sockets and runtime
+    /// after it ended).
     pub(crate) fn release(&self) {
         lock(&self.rx).intake = None;
     }
