@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # sh -c '..."$1"...' sh ARG: expanded by that sh
-# up.sh N [--rate RATE] [--cc NAME] [--mtu BYTES]: a test cluster of N hosts h1..hN on this machine.
+# up.sh N [--rate RATE] [--cc NAME] [--mtu BYTES] [--cpus SPEC]: a test cluster of N hosts h1..hN on this machine.
 # Each host is a network namespace mc-hI (10.77.0.I) behind the bridge mcbr0
 # (10.77.0.254), with its own sshd and slurmd, both in a UTS namespace whose
 # hostname is hI. One munged and slurmctld (as "mcctl") run in the root
@@ -10,7 +10,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$here/common.sh"
 
-usage() { echo "usage: $0 N [--rate RATE] [--cc NAME] [--mtu BYTES]   (N hosts, 1..250; RATE e.g. 100mbit for tc tbf; NAME a TCP congestion control, default cubic; BYTES the links' MTU, 576..65535, default 1500; 9000 for jumbo frames)" >&2; exit 2; }
+usage() { echo "usage: $0 N [--rate RATE] [--cc NAME] [--mtu BYTES] [--cpus SPEC]   (N hosts, 1..250; RATE e.g. 100mbit for tc tbf; NAME a TCP congestion control, default cubic; BYTES the links' MTU, 576..65535, default 1500; 9000 for jumbo frames; SPEC the CPUs each host's processes run on: 'split' to share this machine's CPUs out among the hosts, or one taskset list per host joined by ':', e.g. 0:1:0-1; default: every host runs on every CPU)" >&2; exit 2; }
 made=0
 die() {
   echo "up.sh: $*" >&2
@@ -22,6 +22,7 @@ n=""
 rate=""
 cc=cubic
 mtu=1500
+cpus=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rate) [[ $# -ge 2 ]] || usage; rate=$2; shift 2 ;;
@@ -30,6 +31,8 @@ while [[ $# -gt 0 ]]; do
     --cc=*) cc=${1#--cc=}; shift ;;
     --mtu) [[ $# -ge 2 ]] || usage; mtu=$2; shift 2 ;;
     --mtu=*) mtu=${1#--mtu=}; shift ;;
+    --cpus) [[ $# -ge 2 ]] || usage; cpus=$2; shift 2 ;;
+    --cpus=*) cpus=${1#--cpus=}; shift ;;
     -h|--help) usage ;;
     *) [[ -z $n ]] || usage; n=$1; shift ;;
   esac
@@ -41,6 +44,38 @@ for c in ip tc unshare nsenter sshd ssh ssh-keygen munged munge unmunge slurmctl
   command -v "$c" >/dev/null || die "missing '$c': run bench/cluster/deps.sh"
 done
 sshd_bin=$(command -v sshd)
+
+# CPUs per host (--cpus): host_cpus[I-1] is hI's taskset list, empty for
+# every CPU. Its sshd and slurmd start with that affinity, and every process
+# they start (mclaunch's proxies and ranks, Open MPI's orted and ranks,
+# srun's tasks) inherits it, so a host's processes compete for the host's
+# CPUs only, as on a real cluster, instead of every host's for all of them.
+host_cpus=()
+if [[ -n $cpus ]]; then
+  mine=()
+  while read -r c; do mine+=("$c"); done < <(taskset -c -p $$ | sed 's/.*: //' | tr ',' '\n' |
+    awk -F- '{ if (NF == 2) for (c = $1; c <= $2; c++) print c; else print $1 }')
+  [[ ${#mine[@]} -gt 0 ]] || die "cannot read this shell's CPUs (taskset -p $$)"
+  if [[ $cpus == split ]]; then
+    # n <= CPUs: each host a block of CPUs/n of its own; more hosts than
+    # CPUs: host I on CPU (I-1) mod CPUs.
+    per=$(( ${#mine[@]} / n ))
+    for ((i = 0; i < n; i++)); do
+      if ((per >= 1)); then
+        host_cpus+=("$(IFS=,; echo "${mine[*]:i*per:per}")")
+      else
+        host_cpus+=("${mine[i % ${#mine[@]}]}")
+      fi
+    done
+  else
+    IFS=: read -r -a host_cpus <<<"$cpus"
+    [[ ${#host_cpus[@]} -eq $n ]] || die "--cpus '$cpus' names ${#host_cpus[@]} CPU lists for $n hosts (one per host, joined by ':')"
+    for l in "${host_cpus[@]}"; do
+      [[ $l =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] && taskset -c "$l" true 2>/dev/null \
+        || die "--cpus: '$l' is not a CPU list this machine can run on (e.g. 0, 0-1, 0,2)"
+    done
+  fi
+fi
 cat_bin=$(command -v cat)
 
 # tbf needs a bucket of at least rate/HZ bytes; take ~4 ms of traffic, >= 32 KiB.
@@ -71,6 +106,9 @@ mkdir -p "$D"
 chmod 0755 "$D"
 echo "mcast test cluster made by bench/cluster/up.sh; remove with down.sh" >"$D/.mcast-cluster"
 echo "$mtu" >"$D/mtu"
+if [[ ${#host_cpus[@]} -gt 0 ]]; then
+  for ((i = 1; i <= n; i++)); do echo "h$i ${host_cpus[i-1]}"; done >"$D/cpus"
+fi
 mkdir -p "$D/ssh" "$D/munge" "$D/slurm/ctld" "$D/log"
 chmod 0700 "$D/ssh"
 hosts=()
@@ -139,8 +177,9 @@ CFG
 # exec`: it remounts /sys, hiding /sys/fs/cgroup, and slurmd 22.05 will not
 # start without a cgroup mount even with proctrack/linuxproc and task/none.
 in_host() {
-  local i=$1; shift
-  nsenter --net="/run/netns/$MC_NS_PREFIX$i" \
+  local i=$1 pin=(); shift
+  [[ -z ${host_cpus[i-1]:-} ]] || pin=(taskset -c "${host_cpus[i-1]}")
+  "${pin[@]}" nsenter --net="/run/netns/$MC_NS_PREFIX$i" \
     unshare --uts --mount --propagation slave -- \
     sh -c 'mount --bind "$1" /etc/resolv.conf && hostname "$2" && shift 2 && exec "$@"' \
     sh "$D/resolv.conf" "h$i" "$@"
@@ -302,12 +341,17 @@ while :; do
   sleep 0.3
 done
 
+cpu_note="every host on every CPU (--cpus to share them out)"
+if [[ ${#host_cpus[@]} -gt 0 ]]; then
+  cpu_note=$(for ((i = 1; i <= n; i++)); do printf 'h%d on %s  ' "$i" "${host_cpus[i-1]}"; done)
+fi
 cat <<MSG
 mcast test cluster up: $n hosts ${hosts[*]}${rate:+, tbf $rate each way per host}, TCP $cc, MTU $mtu
   bridge $MC_BR $MC_NET.254/24 (root namespace, slurmctld as $MC_CTL_NAME)
   hosts  ${hosts[0]}=$MC_NET.1 .. h$n=$MC_NET.$n (namespaces $MC_NS_PREFIX{1..$n}), names in /etc/hosts
   ssh    ssh -F $D/ssh_config h1 hostname
   slurm  . $D/env.sh; srun -N$n hostname     (partition mc, 2 CPUs/node)
+  cpus   $cpu_note
   files  $D/{ssh_config,hostfile,env.sh,log/}
   stop   $here/down.sh
 MSG
