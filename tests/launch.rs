@@ -173,6 +173,74 @@ fn mcbench_json_under_mclaunch() {
     }
 }
 
+/// `mcbench --timeline DIR`: one file per rank, a row per timed iteration
+/// and size, and (the ranks share this machine's clock) what a bcast and a
+/// barrier promise holds in the rows: no receiver has the data before the
+/// root called its bcast, and no rank leaves a barrier before every rank
+/// entered it.
+#[test]
+fn mcbench_timeline_rows_obey_the_barrier() {
+    let dir = std::env::temp_dir().join(format!("mcast-timeline-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = Command::new(mclaunch());
+    cmd.args(["-n", "4", "--timeout", "60"])
+        .arg(bin("mcbench"))
+        .args([
+            "-m",
+            "1:4096",
+            "-i",
+            "50",
+            "-x",
+            "2",
+            "--json",
+            "--timeline",
+        ])
+        .arg(&dir);
+    let out = run_bounded(cmd, Duration::from_secs(90));
+    let (_, se) = text(&out);
+    let files: Vec<Result<String, _>> = (0..4)
+        .map(|rank| std::fs::read_to_string(dir.join(format!("rank-{rank}.tsv"))))
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{se}");
+    // rows[rank][(size, iteration)] = [bcast call, bcast done, barrier call, barrier done]
+    let mut rows = Vec::new();
+    for (rank, f) in files.into_iter().enumerate() {
+        let f = f.expect("every rank wrote its timeline");
+        let mut lines = f.lines();
+        assert!(
+            lines.next().unwrap().starts_with("size\titeration\t"),
+            "{f}"
+        );
+        let mut m = std::collections::BTreeMap::new();
+        for l in lines {
+            let v: Vec<u64> = l.split('\t').map(|x| x.parse().unwrap()).collect();
+            assert_eq!(v.len(), 6, "{l}");
+            assert!(
+                v[2] <= v[3] && v[3] <= v[4] && v[4] <= v[5],
+                "rank {rank}: {l}"
+            );
+            m.insert((v[0], v[1]), [v[2], v[3], v[4], v[5]]);
+        }
+        assert_eq!(m.len(), 13 * 50, "rank {rank}: 13 sizes of 50 iterations");
+        rows.push(m);
+    }
+    for key in rows[0].keys() {
+        let at = |r: usize| rows[r][key];
+        let last_in = (0..4).map(|r| at(r)[2]).max().unwrap();
+        for r in 0..4 {
+            assert!(
+                at(r)[3] >= last_in,
+                "{key:?}: rank {r} left the barrier before all entered"
+            );
+            assert!(
+                at(r)[1] >= at(0)[0],
+                "{key:?}: rank {r} had the data before the root sent it"
+            );
+        }
+    }
+}
+
 /// Two ranks of one host hold the barrier as an exchange of flags: each
 /// stores its arrival in the other's segment and waits for the other's. A
 /// rank that leaves first may store its next arrival over this one before

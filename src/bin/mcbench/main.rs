@@ -14,6 +14,7 @@
 
 mod coll;
 mod soak;
+mod timeline;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -88,6 +89,14 @@ struct Args {
     /// barrier).
     #[arg(long)]
     throughput: bool,
+    /// Write each rank's timeline of the bcast benchmark to
+    /// DIR/rank-<R>.tsv: for each timed iteration (the first 10,000 of
+    /// each size), when it called and left the bcast and the barrier
+    /// (CLOCK_MONOTONIC ns: comparable between ranks of one machine only,
+    /// e.g. the namespace test cluster). `bench/timeline.py DIR` lines
+    /// the ranks up.
+    #[arg(long, value_name = "DIR")]
+    timeline: Option<std::path::PathBuf>,
 }
 
 #[derive(Serialize, Debug)]
@@ -374,6 +383,10 @@ fn run(args: Args) -> Result<()> {
     });
     let mut rows = Vec::new();
     let mut buf = vec![0u8; *sizes.last().unwrap_or(&0)];
+    let mut tl = match &args.timeline {
+        Some(dir) => Some(timeline::Timeline::create(dir, rank)?),
+        None => None,
+    };
     for &size in &sizes {
         let large = size >= LARGE_MESSAGE;
         let iters = args
@@ -406,9 +419,11 @@ fn run(args: Args) -> Result<()> {
             if rank == args.root {
                 fill(buf, size, i);
             }
+            let called = tl.as_ref().map(|_| timeline::now_ns());
             let t0 = Instant::now();
             comm.bcast_with(args.root, buf, args.algo)?;
             let dt = t0.elapsed().as_secs_f64();
+            let done = tl.as_ref().map(|_| timeline::now_ns());
             if i >= warmup {
                 total += dt;
                 if let Some(m) = comm.last_model_latency() {
@@ -421,7 +436,16 @@ fn run(args: Args) -> Result<()> {
                     bail!("rank {rank}: wrong byte at offset {at} of a {size}-byte bcast (iteration {i})");
                 }
             }
+            let entered = tl.as_ref().map(|_| timeline::now_ns());
             comm.barrier()?;
+            if let (Some(t), Some(a), Some(b), Some(c)) = (tl.as_mut(), called, done, entered) {
+                if i >= warmup {
+                    t.push([a, b, c, timeline::now_ns()]);
+                }
+            }
+        }
+        if let Some(t) = tl.as_mut() {
+            t.flush_size(size)?;
         }
         let cycle_us = cycle_start.elapsed().as_secs_f64() * 1e6 / iters as f64;
         let mine = total * 1e6 / iters as f64;
