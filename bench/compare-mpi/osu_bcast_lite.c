@@ -16,15 +16,30 @@
  * below 8 KiB, 100 / 10 from 8 KiB.
  *
  * Usage: mpirun -n N osu_bcast_lite [-m [MIN:]MAX] [-i ITERS] [-x WARMUP]
- *                                   [-r ROOT] [--json]
+ *                                   [-r ROOT] [--json] [--timeline DIR]
+ *
+ * --timeline DIR (an existing directory): each rank writes DIR/rank-<R>.tsv,
+ * when it called and left MPI_Bcast and MPI_Barrier in each timed iteration
+ * (the first 10,000 of each size), CLOCK_MONOTONIC ns, in the format of
+ * `mcbench --timeline`; bench/timeline.py lines the ranks up.
  */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define LARGE_MESSAGE 8192
+/* --timeline: timed iterations kept per size, as mcbench --timeline. */
+#define TIMELINE_KEPT 10000
+
+/* CLOCK_MONOTONIC now, ns (mcbench --timeline's clock). */
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* The byte at i of iteration iter's message of size bytes: mcbench's fill(). */
 static unsigned char seed_of(size_t size, size_t iter) {
@@ -60,7 +75,7 @@ static long check(const unsigned char *buf, size_t size, size_t iter) {
 static void usage(int rank) {
     if (rank == 0)
         fprintf(stderr, "usage: osu_bcast_lite [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] "
-                        "[-r ROOT] [--json]\n");
+                        "[-r ROOT] [--json] [--timeline DIR]\n");
 }
 
 int main(int argc, char **argv) {
@@ -72,9 +87,12 @@ int main(int argc, char **argv) {
     size_t lo = 1, hi = 4194304;
     long iters_opt = -1, warm_opt = -1;
     int root = 0, json = 0;
+    const char *timeline = NULL;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--json")) {
             json = 1;
+        } else if (a + 1 < argc && !strcmp(argv[a], "--timeline")) {
+            timeline = argv[++a];
         } else if (a + 1 < argc && !strcmp(argv[a], "-m")) {
             char *colon = strchr(argv[++a], ':');
             if (colon) {
@@ -106,6 +124,21 @@ int main(int argc, char **argv) {
         fprintf(stderr, "rank %d: cannot allocate %zu bytes\n", rank, hi);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    /* --timeline DIR: DIR/rank-<R>.tsv in mcbench --timeline's format
+     * (bench/timeline.py reads both). DIR must exist. */
+    FILE *tl = NULL;
+    uint64_t (*tl_rows)[4] = NULL;
+    if (timeline) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank-%d.tsv", timeline, rank);
+        tl = fopen(path, "w");
+        tl_rows = malloc(sizeof *tl_rows * TIMELINE_KEPT);
+        if (!tl || !tl_rows) {
+            fprintf(stderr, "rank %d: cannot write %s\n", rank, path);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        fprintf(tl, "size\titeration\tbcast_call_ns\tbcast_done_ns\tbarrier_call_ns\tbarrier_done_ns\n");
+    }
 
     if (rank == 0) {
         if (json)
@@ -129,9 +162,11 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < warmup + iters; i++) {
             if (i == warmup) cycle0 = MPI_Wtime();
             if (rank == root) fill(buf, size, i);
+            uint64_t called = tl ? now_ns() : 0;
             double t0 = MPI_Wtime();
             MPI_Bcast(buf, (int)size, MPI_CHAR, root, MPI_COMM_WORLD);
             double dt = MPI_Wtime() - t0;
+            uint64_t done = tl ? now_ns() : 0;
             if (i >= warmup) total += dt;
             if (rank != root) {
                 long at = check(buf, size, i);
@@ -141,7 +176,19 @@ int main(int argc, char **argv) {
                     MPI_Abort(MPI_COMM_WORLD, 1);
                 }
             }
+            uint64_t entered = tl ? now_ns() : 0;
             MPI_Barrier(MPI_COMM_WORLD);
+            if (tl && i >= warmup && i - warmup < TIMELINE_KEPT) {
+                uint64_t *r = tl_rows[i - warmup];
+                r[0] = called, r[1] = done, r[2] = entered, r[3] = now_ns();
+            }
+        }
+        if (tl) {
+            for (size_t j = 0; j < iters && j < TIMELINE_KEPT; j++)
+                fprintf(tl, "%zu\t%zu\t%llu\t%llu\t%llu\t%llu\n", size, j,
+                        (unsigned long long)tl_rows[j][0], (unsigned long long)tl_rows[j][1],
+                        (unsigned long long)tl_rows[j][2], (unsigned long long)tl_rows[j][3]);
+            fflush(tl);
         }
         double cycle = (MPI_Wtime() - cycle0) * 1e6 / (double)iters;
         double mine = total * 1e6 / (double)iters, mn, mx, sum;
@@ -163,6 +210,8 @@ int main(int argc, char **argv) {
     }
     if (rank == 0 && json) printf("\n  ]\n}\n");
     free(buf);
+    if (tl) fclose(tl);
+    free(tl_rows);
     MPI_Finalize();
     return 0;
 }
