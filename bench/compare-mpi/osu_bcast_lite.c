@@ -183,6 +183,8 @@ int main(int argc, char **argv) {
                 r[0] = called, r[1] = done, r[2] = entered, r[3] = now_ns();
             }
         }
+        double cycle = (MPI_Wtime() - cycle0) * 1e6 / (double)iters;
+        /* After the clock stopped: writing is not part of the iteration. */
         if (tl) {
             for (size_t j = 0; j < iters && j < TIMELINE_KEPT; j++)
                 fprintf(tl, "%zu\t%zu\t%llu\t%llu\t%llu\t%llu\n", size, j,
@@ -190,7 +192,6 @@ int main(int argc, char **argv) {
                         (unsigned long long)tl_rows[j][2], (unsigned long long)tl_rows[j][3]);
             fflush(tl);
         }
-        double cycle = (MPI_Wtime() - cycle0) * 1e6 / (double)iters;
         double mine = total * 1e6 / (double)iters, mn, mx, sum;
         MPI_Reduce(&mine, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
         MPI_Reduce(&mine, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);

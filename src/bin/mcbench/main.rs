@@ -444,10 +444,11 @@ fn run(args: Args) -> Result<()> {
                 }
             }
         }
+        let cycle_us = cycle_start.elapsed().as_secs_f64() * 1e6 / iters as f64;
+        // After the clock stopped: writing is not part of the iteration.
         if let Some(t) = tl.as_mut() {
             t.flush_size(size)?;
         }
-        let cycle_us = cycle_start.elapsed().as_secs_f64() * 1e6 / iters as f64;
         let mine = total * 1e6 / iters as f64;
         let mine_model = if modelled > 0 {
             model / modelled as f64
