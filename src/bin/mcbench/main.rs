@@ -387,6 +387,9 @@ fn run(args: Args) -> Result<()> {
         Some(dir) => Some(timeline::Timeline::create(dir, rank)?),
         None => None,
     };
+    // A clock reading for the timeline, none without one.
+    let timed = tl.is_some();
+    let stamp = || if timed { timeline::now_ns() } else { 0 };
     for &size in &sizes {
         let large = size >= LARGE_MESSAGE;
         let iters = args
@@ -419,11 +422,11 @@ fn run(args: Args) -> Result<()> {
             if rank == args.root {
                 fill(buf, size, i);
             }
-            let called = tl.as_ref().map(|_| timeline::now_ns());
+            let called = stamp();
             let t0 = Instant::now();
             comm.bcast_with(args.root, buf, args.algo)?;
             let dt = t0.elapsed().as_secs_f64();
-            let done = tl.as_ref().map(|_| timeline::now_ns());
+            let done = stamp();
             if i >= warmup {
                 total += dt;
                 if let Some(m) = comm.last_model_latency() {
@@ -436,12 +439,10 @@ fn run(args: Args) -> Result<()> {
                     bail!("rank {rank}: wrong byte at offset {at} of a {size}-byte bcast (iteration {i})");
                 }
             }
-            let entered = tl.as_ref().map(|_| timeline::now_ns());
+            let entered = stamp();
             comm.barrier()?;
-            if let (Some(t), Some(a), Some(b), Some(c)) = (tl.as_mut(), called, done, entered) {
-                if i >= warmup {
-                    t.push([a, b, c, timeline::now_ns()]);
-                }
+            if let Some(t) = tl.as_mut().filter(|_| i >= warmup) {
+                t.push([called, done, entered, stamp()]);
             }
         }
         let cycle_us = cycle_start.elapsed().as_secs_f64() * 1e6 / iters as f64;
