@@ -198,13 +198,15 @@ fn selftest_with_links(c: &Cluster, opts: &[&str], links: &str) {
 /// descriptor into its arena, not as bytes through their ring: with rank
 /// 0 the only bcast root and every other message below the 16 KiB
 /// shared-memory threshold, the other hosts' leaders (ranks 2 and 4) send
-/// descriptors only for payloads they landed from the network.
+/// descriptors only for payloads they landed from the network. The
+/// 4,194,311 bytes go in the large packets of a job across hosts (1 MiB,
+/// the last ragged), and every rank checks every byte.
 fn leaders_forward_other_hosts_data_as_descriptors(c: &Cluster) {
     let args = [
         "--roots",
         "1",
         "--sizes",
-        "1,1048576",
+        "1,1048576,4194311",
         "--multicast-rounds",
         "0",
     ];

@@ -12,7 +12,6 @@ use super::elem::{from_bytes, to_bytes, Element};
 use super::{Comm, ModelLatency, MAX_VALUE_BYTES};
 use crate::algorithm::{bcast_waits_for, Resolved, TreeKind};
 use crate::control::Fingerprint;
-use crate::engine::packet_count;
 use crate::inbox::{message_cost, Post};
 use crate::net::Cmd;
 use crate::wire::{Kind, Member};
@@ -61,7 +60,7 @@ impl Comm {
         trees_only: bool,
     ) -> Result<Resolved, Error> {
         let net = self.net()?;
-        let m = packet_count(len, self.packet_bytes());
+        let m = self.packet_count(len);
         let algo = self.algorithm_for(algo, self.size, len);
         let medium = self.medium_all();
         let topo = self.cfg.topology.as_ref();
@@ -94,7 +93,7 @@ impl Comm {
         let net = self.net()?;
         // Room at every rank first (flow control): the root never runs
         // more than a window ahead of the slowest rank.
-        let cost = message_cost(buf.len(), packet_count(buf.len(), self.packet_bytes()));
+        let cost = message_cost(buf.len(), self.packet_count(buf.len()));
         let op = || fp.op_name(seq);
         let others = self.others();
         let post = match &others {

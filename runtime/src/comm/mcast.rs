@@ -8,7 +8,6 @@ use bytes::Bytes;
 
 use super::{Comm, Received};
 use crate::algorithm::Resolved;
-use crate::engine::packet_count;
 use crate::inbox::{message_cost, Post, Stamp};
 use crate::net::Cmd;
 use crate::wire::{comm_base, Kind, Member};
@@ -60,7 +59,7 @@ impl Comm {
         let algo = self.algorithm_for(algo, chain.len() + 1, data.len());
         let resolved = algo.resolve_for(
             chain.len() + 1,
-            packet_count(data.len(), self.packet_bytes()),
+            self.packet_count(data.len()),
             self.cfg.topology.as_ref(),
             self.medium_among(chain.iter().copied().chain([self.rank])),
         )?;
@@ -82,7 +81,7 @@ impl Comm {
         // Room at every destination first (flow control): a destination
         // that does not receive stalls its sources, and nothing is sent if
         // this fails.
-        let cost = message_cost(data.len(), packet_count(data.len(), self.packet_bytes()));
+        let cost = message_cost(data.len(), self.packet_count(data.len()));
         let op = || crate::control::numbered("multicast", seq);
         self.inbox.reserve(
             Post::Multicast { dests: &chain },

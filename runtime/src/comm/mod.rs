@@ -137,7 +137,10 @@ impl Comm {
             }
         };
         if let Some(n) = &net {
-            inbox.set_flow(size, pair_window(cfg.flow_bytes, size, n.packet_bytes));
+            inbox.set_flow(
+                size,
+                pair_window(cfg.flow_bytes, size, n.packets.for_len(usize::MAX)),
+            );
             if cfg.spread {
                 if let Some((index, _)) = n.host_place().filter(|&(_, all)| all > 1) {
                     let cpu = crate::placement::spread(index);
@@ -242,7 +245,24 @@ impl Comm {
     /// What a message of `len` bytes counts against [`Comm::flow_window`]:
     /// its bytes plus a fixed overhead per packet.
     pub fn flow_cost(&self, len: usize) -> u64 {
-        crate::inbox::message_cost(len, crate::engine::packet_count(len, self.packet_bytes()))
+        crate::inbox::message_cost(len, self.packet_count(len))
+    }
+
+    /// Number of packets a message of `len` bytes is cut into in this job
+    /// (every rank counts the same: see [`crate::engine::PacketSize`]).
+    pub fn packet_count(&self, len: usize) -> usize {
+        self.packets().count(len)
+    }
+
+    /// How this job cuts its messages into packets: [`Comm::packet_bytes`]
+    /// each, except that across hosts with several ranks on some
+    /// (`Medium::Hosts`) a message of at least twice
+    /// `Config::hosts_large_packet_bytes` goes in packets of that.
+    pub fn packets(&self) -> crate::engine::PacketSize {
+        self.net.as_ref().map_or_else(
+            || crate::engine::PacketSize::uniform(self.cfg.packet_bytes),
+            |n| n.packets,
+        )
     }
 
     /// Payload bytes per packet in this job: `MCAST_SHM_PACKET_BYTES` when
@@ -250,7 +270,7 @@ impl Comm {
     pub fn packet_bytes(&self) -> usize {
         self.net
             .as_ref()
-            .map_or(self.cfg.packet_bytes, |n| n.packet_bytes)
+            .map_or(self.cfg.packet_bytes, |n| n.packets.base())
     }
 
     /// What carries this job's packets (the same on every rank): shared

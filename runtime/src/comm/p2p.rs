@@ -11,7 +11,6 @@ use bytes::Bytes;
 use super::elem::Element;
 use super::Comm;
 use crate::control::Fingerprint;
-use crate::engine::packet_count;
 use crate::fasthash::HashMap;
 use crate::inbox::{message_cost, Post, Stall, TAG_BYTES};
 use crate::net::Cmd;
@@ -80,7 +79,7 @@ impl<'a> Round<'a> {
         let net = c.net()?;
         let index = self.sent.get(&to).copied().unwrap_or(0);
         let seq = self.seq;
-        let cost = message_cost(buf.len(), packet_count(buf.len(), c.packet_bytes()));
+        let cost = message_cost(buf.len(), c.packet_count(buf.len()));
         let op = || self.fp.op_name(seq);
         c.inbox
             .reserve(Post::Coll { seq, dest: &to }, cost, c.cfg.timeout, &op)?;
@@ -170,7 +169,7 @@ impl Comm {
         let mut buf = Vec::with_capacity(TAG_BYTES + data.len());
         buf.extend_from_slice(&tag.to_le_bytes());
         buf.extend_from_slice(data);
-        let cost = message_cost(buf.len(), packet_count(buf.len(), self.packet_bytes()));
+        let cost = message_cost(buf.len(), self.packet_count(buf.len()));
         let n = self.sends.borrow().get(&dest).copied().unwrap_or(0);
         let op = || format!("send #{n} to rank {local}");
         self.inbox

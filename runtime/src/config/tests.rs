@@ -237,3 +237,24 @@ fn two_ranks_over_the_network_take_large_packets() {
         assert_eq!(c.network_packet_bytes(n), 4096, "{n}");
     }
 }
+
+#[test]
+fn large_messages_across_hosts_take_large_packets() {
+    let c = cfg(&[]).unwrap();
+    assert_eq!(c.hosts_large_packet_bytes, DEFAULT_HOSTS_LARGE_PACKET_BYTES);
+    let p = c.hosts_packets();
+    assert_eq!(p.base(), DEFAULT_HOSTS_PACKET_BYTES);
+    let large = DEFAULT_HOSTS_LARGE_PACKET_BYTES;
+    assert_eq!(p.large(), Some((large, 2 * large)));
+    assert_eq!(p.for_len(2 * large - 1), DEFAULT_HOSTS_PACKET_BYTES);
+    assert_eq!(p.for_len(2 * large), large);
+    assert_eq!(p.count(4 << 20), 4);
+    // An explicit packet size holds for every message.
+    let c = cfg(&[(ENV_PACKET_BYTES, "262144")]).unwrap();
+    assert_eq!(c.hosts_large_packet_bytes, 0);
+    assert_eq!(
+        c.hosts_packets(),
+        crate::engine::PacketSize::uniform(262144)
+    );
+    assert_eq!(c.hosts_packets().count(4 << 20), 16);
+}

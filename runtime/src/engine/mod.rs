@@ -94,7 +94,7 @@ pub struct NiEngine {
     size: usize,
     job: u32,
     forwarding: Forwarding,
-    packet_bytes: usize,
+    packets: PacketSize,
     /// The logical topology (rank i = node i) for topology-aware trees.
     topology: Option<Arc<Topology>>,
     /// The host of every rank (an index), for host-aware trees.
@@ -116,6 +116,65 @@ pub fn packet_count(len: usize, packet_bytes: usize) -> usize {
     len.div_ceil(packet_bytes.max(1)).max(1)
 }
 
+/// How a job cuts its messages into packets: `base` payload bytes per
+/// packet, except that a message of at least `large_from` bytes is cut into
+/// packets of `large` bytes. Every rank derives the same from the job's
+/// facts, and a message's packet size is a function of its length alone,
+/// so every rank counts the same packets for it (trees are planned, and
+/// flow control charged, by that count); headers carry it anyway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacketSize {
+    base: usize,
+    large: usize,
+    large_from: usize,
+}
+
+impl PacketSize {
+    /// `bytes` per packet whatever the message's length.
+    pub fn uniform(bytes: usize) -> PacketSize {
+        let b = bytes.max(1);
+        PacketSize {
+            base: b,
+            large: b,
+            large_from: usize::MAX,
+        }
+    }
+
+    /// Messages of at least `from` bytes in packets of `large` bytes.
+    pub fn with_large(self, large: usize, from: usize) -> PacketSize {
+        PacketSize {
+            large: large.max(1),
+            large_from: from,
+            ..self
+        }
+    }
+
+    /// Payload bytes per packet of messages that are not large.
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    /// The large packets' size and the length from which a message takes
+    /// them, if messages are not all cut alike.
+    pub fn large(&self) -> Option<(usize, usize)> {
+        (self.large_from != usize::MAX).then_some((self.large, self.large_from))
+    }
+
+    /// Payload bytes per packet of a message of `len` bytes.
+    pub fn for_len(&self, len: usize) -> usize {
+        if len >= self.large_from {
+            self.large
+        } else {
+            self.base
+        }
+    }
+
+    /// Number of packets a message of `len` bytes is cut into.
+    pub fn count(&self, len: usize) -> usize {
+        packet_count(len, self.for_len(len))
+    }
+}
+
 impl NiEngine {
     /// An engine for `rank` of `size`, tagging packets with `job`.
     pub fn new(
@@ -130,7 +189,7 @@ impl NiEngine {
             size,
             job,
             forwarding,
-            packet_bytes: packet_bytes.max(1),
+            packets: PacketSize::uniform(packet_bytes),
             topology: None,
             hosts: None,
             forwards: HashMap::default(),
@@ -152,6 +211,14 @@ impl NiEngine {
     /// host-aware trees); every rank of the job must be given the same table.
     pub fn with_hosts(mut self, hosts: Option<Arc<[u32]>>) -> NiEngine {
         self.hosts = hosts;
+        self
+    }
+
+    /// Cut messages as `packets` says (by default, every message in
+    /// packets of the `packet_bytes` given to [`NiEngine::new`]); every
+    /// rank of the job must be given the same.
+    pub fn with_packets(mut self, packets: PacketSize) -> NiEngine {
+        self.packets = packets;
         self
     }
 
@@ -209,11 +276,12 @@ impl NiEngine {
 
     /// Cut `data` into packets carrying `base`'s header fields.
     fn packetize(&self, base: Header, data: &Bytes) -> Packets {
-        let count = packet_count(data.len(), self.packet_bytes);
+        let bytes = self.packets.for_len(data.len());
+        let count = packet_count(data.len(), bytes);
         (0..count)
             .map(|i| {
-                let start = i * self.packet_bytes;
-                let end = (start + self.packet_bytes).min(data.len());
+                let start = i * bytes;
+                let end = (start + bytes).min(data.len());
                 let mut h = base;
                 h.offset = start as u64;
                 h.pkt_idx = i as u32;
@@ -305,7 +373,7 @@ impl NiEngine {
         len: usize,
         shape: Shape,
     ) -> Result<Option<(Header, Children)>, EngineError> {
-        if self.size <= 1 || packet_count(len, self.packet_bytes) != 1 {
+        if self.size <= 1 || self.packets.count(len) != 1 {
             return Ok(None);
         }
         shape.validate()?;
@@ -413,7 +481,7 @@ impl NiEngine {
         data: &Bytes,
     ) -> Result<Option<Packet>, EngineError> {
         self.check_p2p(kind, to, index)?;
-        if packet_count(data.len(), self.packet_bytes) != 1 {
+        if self.packets.count(data.len()) != 1 {
             return Ok(None);
         }
         let mut header = self.header(kind, seq, index as usize, data.len());

@@ -247,6 +247,52 @@ fn host_aware_bcast_reaches_everyone_once_and_crosses_each_host_once() {
         .is_err());
 }
 
+/// A job that cuts large messages into larger packets: the size a message
+/// takes is a function of its length alone, the engine cuts it so, and
+/// every receiver gets every byte, the last packet ragged.
+#[test]
+fn large_messages_go_in_large_packets() {
+    let sizing = PacketSize::uniform(300).with_large(1000, 2000);
+    assert_eq!(sizing.large(), Some((1000, 2000)));
+    assert_eq!(PacketSize::uniform(300).large(), None);
+    assert_eq!(PacketSize::uniform(0).for_len(5), 1);
+    for (len, bytes, count) in [
+        (0, 300, 1),
+        (1, 300, 1),
+        (1999, 300, 7),
+        (2000, 1000, 2),
+        (2001, 1000, 3),
+        (4000, 1000, 4),
+    ] {
+        assert_eq!(sizing.for_len(len), bytes, "{len}");
+        assert_eq!(sizing.count(len), count, "{len}");
+    }
+    let hosts: Vec<u32> = vec![0, 0, 1, 1, 2, 2];
+    for len in [1999, 2000, 2501] {
+        let mut engines: Vec<NiEngine> = engines_on(6, Some(&hosts), Forwarding::Fpfs, 300)
+            .into_iter()
+            .map(|e| e.with_packets(sizing))
+            .collect();
+        let data: Bytes = (0..len).map(|i| (i % 251) as u8).collect::<Vec<_>>().into();
+        engines[0]
+            .post_bcast(5, data.clone(), TreeKind::Hosts { k: 1 })
+            .unwrap();
+        let got = flood(&mut engines, 0).0;
+        for (r, ps) in got.iter().enumerate().skip(1) {
+            let mut whole = vec![0u8; len];
+            for p in ps {
+                let h = p.header;
+                assert_eq!(h.pkt_count as usize, sizing.count(len), "{len} {r}");
+                assert_eq!(h.offset as usize, h.pkt_idx as usize * sizing.for_len(len));
+                whole[h.offset as usize..h.offset as usize + p.payload.len()]
+                    .copy_from_slice(&p.payload);
+            }
+            assert_eq!(ps.len(), sizing.count(len), "{len} {r}");
+            assert_eq!(&whole[..], &data[..], "{len} {r}");
+        }
+    }
+}
+
 /// The root's plan for one small packet (what `Net::bcast_inline` writes
 /// into the rings) is exactly what `post_bcast` emits: the same header and,
 /// child by child in the same order, the same route.

@@ -350,7 +350,7 @@ pub(crate) fn join<'a>(
         .await
         .map_err(|e| Error::Stopped(format!("rendezvous task: {e}")))?
     })?;
-    let packet_bytes = welcome.packet_bytes as usize;
+    let packets = crate::engine::PacketSize::uniform(welcome.packet_bytes as usize);
     // Topology-aware trees map rank i to node i of a direct fabric.
     let topology = cfg
         .topology
@@ -365,7 +365,7 @@ pub(crate) fn join<'a>(
         job: job_id,
         medium: Medium::Network,
         hosts: None,
-        packet_bytes,
+        packets,
         data_addr: addr.to_string(),
         topology,
         links,

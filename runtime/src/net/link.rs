@@ -206,8 +206,8 @@ pub(crate) struct Joined<'a> {
     pub(crate) medium: Medium,
     /// The host of every rank (an index), when known (a socket mesh).
     pub(crate) hosts: Option<Arc<[u32]>>,
-    /// Payload bytes per packet.
-    pub(crate) packet_bytes: usize,
+    /// How messages are cut into packets.
+    pub(crate) packets: crate::engine::PacketSize,
     /// The address this rank is reached at (for `Comm::data_addr`).
     pub(crate) data_addr: String,
     /// The topology topology-aware trees map ranks onto.

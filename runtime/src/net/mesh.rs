@@ -26,6 +26,7 @@ use super::rings::Rings;
 use super::tcprx::{self, TcpRx};
 use crate::algorithm::Medium;
 use crate::config::{Config, JobEnv, Transport};
+use crate::engine::PacketSize;
 use crate::error::Error;
 use crate::inbox::Inbox;
 use crate::outq::{Half, Out};
@@ -229,10 +230,10 @@ pub(crate) fn join<'a>(
     } else {
         Medium::Network
     };
-    let packet_bytes = match medium {
-        Medium::SharedMemory => cfg.shm_packet_bytes,
-        Medium::Hosts { .. } => cfg.hosts_packet_bytes,
-        Medium::Network => cfg.network_packet_bytes(addrs.len()),
+    let packets = match medium {
+        Medium::SharedMemory => PacketSize::uniform(cfg.shm_packet_bytes),
+        Medium::Hosts { .. } => cfg.hosts_packets(),
+        Medium::Network => PacketSize::uniform(cfg.network_packet_bytes(addrs.len())),
     };
     let shm = match arena {
         Some((own, _)) => Some(Arc::new(open_arenas(job.rank, own, &addrs, mine)?)),
@@ -273,7 +274,7 @@ pub(crate) fn join<'a>(
         job: job_id,
         medium,
         hosts: Some(hosts.into()),
-        packet_bytes,
+        packets,
         data_addr,
         topology: cfg.topology.clone(),
         links,

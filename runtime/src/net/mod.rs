@@ -108,8 +108,9 @@ pub(crate) struct Net {
     pub(crate) medium: Medium,
     /// The host of every rank (an index), when known.
     pub(crate) hosts: Option<Arc<[u32]>>,
-    /// Payload bytes per packet (the shared-memory size in shared memory).
-    pub(crate) packet_bytes: usize,
+    /// How messages are cut into packets (the shared-memory size in
+    /// shared memory; across hosts, large messages in larger packets).
+    pub(crate) packets: crate::engine::PacketSize,
     /// `ip:port` this rank accepts peer connections on.
     pub(crate) data_addr: String,
     sh: Arc<Shared>,
@@ -147,8 +148,9 @@ impl Net {
                     job.size,
                     joined.job,
                     cfg.forwarding,
-                    joined.packet_bytes,
+                    joined.packets.base(),
                 )
+                .with_packets(joined.packets)
                 .with_topology(joined.topology.map(Arc::new))
                 .with_hosts(joined.hosts.clone()),
             ),
@@ -171,7 +173,7 @@ impl Net {
                 links,
                 medium: joined.medium,
                 hosts: joined.hosts,
-                packet_bytes: joined.packet_bytes,
+                packets: joined.packets,
                 data_addr: joined.data_addr,
                 sh,
                 drive,
@@ -270,10 +272,9 @@ impl Net {
         }
         let mut fill = stage.as_mut().and_then(Staging::filling);
         let links = &self.sh.links;
-        let pb = self.packet_bytes;
         let amb = match &cmd {
             Cmd::Bcast { data, .. } | Cmd::Multicast { data, .. } | Cmd::P2p { data, .. } => {
-                links.post(crate::engine::packet_count(data.len(), pb))
+                links.post(self.packets.count(data.len()))
             }
             _ => Ambient::Idle,
         };

@@ -134,6 +134,13 @@ struct Report {
     algorithm: String,
     forwarding: String,
     packet_bytes: usize,
+    /// Payload bytes per packet of a large message, where large messages
+    /// are cut in larger packets (across hosts: `mcast::engine::PacketSize`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    large_packet_bytes: Option<usize>,
+    /// The length from which a message is large.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    large_from_bytes: Option<usize>,
     /// `--coll`'s element type and reduction operator (absent for bcast).
     #[serde(skip_serializing_if = "Option::is_none")]
     element: Option<&'static str>,
@@ -257,7 +264,7 @@ fn check(buf: &[u8], size: usize, iter: usize) -> Option<usize> {
 /// this communicator (`None` for a topology-aware tree).
 fn tree_depth(comm: &Comm, algo: Algorithm, size: usize) -> Option<usize> {
     let n = comm.size();
-    let m = size.div_ceil(comm.packet_bytes()).max(1);
+    let m = comm.packet_count(size);
     let tree = comm
         .algorithm_for(algo, n, size)
         .resolve_for(n, m, comm.config().topology.as_ref(), comm.medium())
@@ -323,6 +330,7 @@ fn run(args: Args) -> Result<()> {
         cfg.packet_bytes = p;
         cfg.shm_packet_bytes = p;
         cfg.hosts_packet_bytes = p;
+        cfg.hosts_large_packet_bytes = 0;
     }
     let comm = Comm::with_config(cfg)?;
     let hosts = host_map(&comm)?;
@@ -512,8 +520,16 @@ fn run(args: Args) -> Result<()> {
         } else {
             println!("# mcast Broadcast Latency Test (osu_bcast method)");
             println!(
-                "# ranks: {}, root: {}, algorithm: {}, forwarding: {}, packet: {} B",
-                report.ranks, report.root, report.algorithm, report.forwarding, report.packet_bytes
+                "# ranks: {}, root: {}, algorithm: {}, forwarding: {}, packet: {} B{}",
+                report.ranks,
+                report.root,
+                report.algorithm,
+                report.forwarding,
+                report.packet_bytes,
+                match (report.large_packet_bytes, report.large_from_bytes) {
+                    (Some(b), Some(from)) => format!(" ({b} B from {from} B)"),
+                    _ => String::new(),
+                }
             );
             println!("{}", hosts_line(&report.hosts));
             if let Some(f) = &report.fabric {
@@ -551,6 +567,8 @@ fn report_of(comm: &Comm, root: usize, algorithm: String, hosts: Vec<HostRanks>)
         algorithm,
         forwarding: comm.config().forwarding.to_string(),
         packet_bytes: comm.packet_bytes(),
+        large_packet_bytes: comm.packets().large().map(|l| l.0),
+        large_from_bytes: comm.packets().large().map(|l| l.1),
         element: None,
         op: None,
         medium: match comm.medium() {
@@ -656,13 +674,13 @@ fn throughput(comm: &Comm, size: usize, messages: usize, json: bool) -> Result<(
             bytes_per_s: f64,
             packets_per_s: f64,
         }
-        let packets = n * messages * mcast::engine::packet_count(size, comm.packet_bytes());
+        let packets = n * messages * comm.packet_count(size);
         let t = Tput {
             benchmark: "throughput",
             ranks: n,
             message_bytes: size,
             messages_per_rank: messages,
-            packet_bytes: comm.packet_bytes(),
+            packet_bytes: comm.packets().for_len(size),
             fabric: comm.fabric(),
             seconds: secs,
             bytes_per_s: bytes / secs,
