@@ -548,6 +548,16 @@ def main():
     return main_bcast(a, [t for t in OMPI_TRANSPORTS if t in transports])
 
 
+def packet_text(rep):
+    """mcbench's packet size as the tables name it: `262144`, or `262144 B
+    (1048576 B from 2097152 B)` where large messages go in larger packets."""
+    base = rep.get("packet_bytes", 65536)
+    large, start = rep.get("large_packet_bytes"), rep.get("large_from_bytes")
+    if large and start:
+        return f"{base} B ({large} B from {start} B)"
+    return f"{base} B"
+
+
 def mcast_transport_text(rep):
     """What mcast's ranks talked over, from mcbench's report (see
     MCAST_TRANSPORT_BY_MEDIUM)."""
@@ -608,7 +618,7 @@ def main_bcast(a, transports):
         sys.exit(f"sizes or iteration counts differ between the programs: {bad}")
 
     mc_raw = [r for r in raw if r["impl"] == "mcast"]
-    packet = mc_raw[0].get("packet_bytes", 65536)
+    packet = packet_text(mc_raw[0])
     mediums = sorted({r.get("medium", "?") for r in mc_raw})
     mc_transport = " / ".join(sorted({mcast_transport_text(r) for r in mc_raw}))
     shm = shm_btl()
@@ -677,7 +687,7 @@ def main_bcast(a, transports):
                   if l.startswith("Model name")), platform.processor()),
         open_mpi=ompi_ver[0] if ompi_ver else "?", mcast_commit=build_label(a), mcbench=MCBENCH,
         mcast_algorithm=mc_raw[0].get("algorithm", "?"),
-        mcast_packet_bytes=packet, mcast_medium=mediums, mcast_transport=mc_transport, mcast_env=mc_env,
+        mcast_packets=packet, mcast_medium=mediums, mcast_transport=mc_transport, mcast_env=mc_env,
         series=keys, ompi_transports=transports,
         open_mpi_transport={k: ompi_transport[k] for k in ompi_keys},
         mpirun_options={k: " ".join(opts[k]) for k in ompi_keys},
@@ -697,7 +707,7 @@ def main_bcast(a, transports):
              f"* command: `{meta['command']}`" + ("  (**--quick: development numbers**)" if a.quick else ""),
              f"* machine: {meta['nproc']} CPUs ({meta['cpu']}), kernel {meta['kernel']}",
              f"* mcast {meta['mcast_commit']}: `{MCBENCH} -n N --json -m 1:{a.max_size}"
-             + (" -i 50 -x 5" if a.quick else "") + f"`; algorithm {meta['mcast_algorithm']}, packet {packet} B, "
+             + (" -i 50 -x 5" if a.quick else "") + f"`; algorithm {meta['mcast_algorithm']}, packet {packet}, "
              f"medium {', '.join(f'`{m}`' for m in mediums)} (as mcbench reports it)"
              + (", environment " + " ".join(f"{k}={v}" for k, v in sorted(mc_env.items())) if mc_env else ""),
              f"* {meta['open_mpi']}: `osu_bcast_lite` (`MPI_Bcast`) under"]
@@ -1156,7 +1166,7 @@ def main_hosts(a):
     mc_env = {k: v for k, v in os.environ.items() if k.startswith("MCAST_") and not k.startswith("MCAST_CLUSTER")
               and k != "MCAST_LAUNCH_AGENT"}
     first = {k: next(r for r in raw if r["series"] == k) for k in HOST_SERIES}
-    packet = first["auto"].get("packet_bytes")
+    packet = packet_text(first["auto"])
     loads = [x for r in raw for x in (r["loadavg_before"][0], r["loadavg_after"][0])]
     mcast_transport = ("TCP between hosts; Unix-domain sockets within a host, payloads of 16 KiB and more "
                        "through shared memory (MCAST_TRANSPORT=auto, MCAST_SHM_BYTES default)")
@@ -1177,7 +1187,7 @@ def main_hosts(a):
         mcast_commit=build_label(a), mcbench=MCBENCH, mclaunch=MCLAUNCH,
         mcast_algorithms={k: first[k].get("algorithm") for k in ("auto", "kbin")},
         mcast_medium=first["auto"].get("medium"), mcast_forwarding=first["auto"].get("forwarding"),
-        mcast_packet_bytes=packet, mcast_env=mc_env, mcast_transport=mcast_transport,
+        mcast_packets=packet, mcast_env=mc_env, mcast_transport=mcast_transport,
         quick=a.quick, rounds=a.rounds,
         seconds_total=round(t_end - t_start, 1), seconds_measuring=round(t_end - t_measure, 1),
         loadavg=[dict(round=r["round"], series=r["series"], before=r["loadavg_before"],
@@ -1199,7 +1209,7 @@ def main_hosts(a):
              f"* machine running the driver: {meta['nproc']} CPUs ({meta['cpu']}), kernel {meta['kernel']}",
              f"* mcast {meta['mcast_commit']}: `{mlcmd} [-x MCAST_ALGORITHM=kbinomial] {MCBENCH} --json "
              f"[--algo kbinomial] -m 1:{a.max_size}`; "
-             f"medium `{meta['mcast_medium']}`, forwarding {meta['mcast_forwarding']}, packet {packet} B"
+             f"medium `{meta['mcast_medium']}`, forwarding {meta['mcast_forwarding']}, packet {packet}"
              + (", environment " + " ".join(f"{k}={v}" for k, v in sorted(mc_env.items())) if mc_env
                 else ", every other setting default"),
              f"* mcast transports: {mcast_transport}",
