@@ -137,10 +137,7 @@ impl Comm {
             }
         };
         if let Some(n) = &net {
-            inbox.set_flow(
-                size,
-                pair_window(cfg.flow_bytes, size, n.packets.for_len(usize::MAX)),
-            );
+            inbox.set_flow(size, pair_window(cfg.flow_bytes, size, n.packets.largest()));
             if cfg.spread {
                 if let Some((index, _)) = n.host_place().filter(|&(_, all)| all > 1) {
                     let cpu = crate::placement::spread(index);

@@ -241,10 +241,11 @@ pub struct Config {
     /// the job's medium is `Medium::Hosts` (0: every message in packets of
     /// `hosts_packet_bytes`): [`DEFAULT_HOSTS_LARGE_PACKET_BYTES`], or 0
     /// when `MCAST_PACKET_BYTES` sets every packet size. At 3 hosts × 2
-    /// ranks, 1 MiB packets against 256 KiB took 0.75–0.83 of the time of
-    /// the 2 and 4 MiB bcast and 0.85–0.88 of bcast + barrier (10
-    /// interleaved rounds), but 1.07–1.11 at 1 MiB (one packet, nothing
-    /// pipelined), hence "at least twice" (README "Clusters").
+    /// ranks, 1 MiB packets against 256 KiB took 0.75–0.90 of the time of
+    /// the 2 and 4 MiB bcast and 0.83–0.95 of bcast + barrier (three runs
+    /// of 6–10 interleaved rounds), but 1.07–1.11 at 1 MiB (one packet,
+    /// nothing pipelined), hence "at least twice" (README "Measured across
+    /// hosts").
     pub hosts_large_packet_bytes: usize,
     /// Bytes per shared-memory ring (`None`: by the job's size; `Some(0)`:
     /// no rings).

@@ -160,6 +160,11 @@ impl PacketSize {
         (self.large_from != usize::MAX).then_some((self.large, self.large_from))
     }
 
+    /// The largest payload any packet carries.
+    pub fn largest(&self) -> usize {
+        self.base.max(self.large)
+    }
+
     /// Payload bytes per packet of a message of `len` bytes.
     pub fn for_len(&self, len: usize) -> usize {
         if len >= self.large_from {

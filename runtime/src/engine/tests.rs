@@ -256,6 +256,8 @@ fn large_messages_go_in_large_packets() {
     assert_eq!(sizing.large(), Some((1000, 2000)));
     assert_eq!(PacketSize::uniform(300).large(), None);
     assert_eq!(PacketSize::uniform(0).for_len(5), 1);
+    assert_eq!(sizing.largest(), 1000);
+    assert_eq!(PacketSize::uniform(300).largest(), 300);
     for (len, bytes, count) in [
         (0, 300, 1),
         (1, 300, 1),
