@@ -263,11 +263,10 @@ impl Comm {
     }
 
     /// Payload bytes per packet in this job: `MCAST_SHM_PACKET_BYTES` when
-    /// its medium is shared memory, `MCAST_PACKET_BYTES` otherwise.
+    /// its medium is shared memory, `MCAST_PACKET_BYTES` otherwise (a
+    /// large message across hosts may take larger ones: [`Comm::packets`]).
     pub fn packet_bytes(&self) -> usize {
-        self.net
-            .as_ref()
-            .map_or(self.cfg.packet_bytes, |n| n.packets.base())
+        self.packets().base()
     }
 
     /// What carries this job's packets (the same on every rank): shared
