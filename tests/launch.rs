@@ -201,8 +201,45 @@ fn mcbench_timeline_rows_obey_the_barrier() {
     let files: Vec<Result<String, _>> = (0..4)
         .map(|rank| std::fs::read_to_string(dir.join(format!("rank-{rank}.tsv"))))
         .collect();
+    let pids: Vec<Option<u32>> = (0..4)
+        .map(|rank| {
+            let f = std::fs::read_to_string(dir.join(format!("rank-{rank}.pid"))).ok()?;
+            f.trim().parse().ok()
+        })
+        .collect();
+    // `bench/timeline.py --sched`, on a scheduler trace made up from these
+    // rows: where each rank ran, iteration by iteration.
+    let layouts = pids
+        .iter()
+        .all(Option::is_some)
+        .then(|| sched_layouts(&dir, &pids.iter().flatten().copied().collect::<Vec<_>>()));
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "{se}");
+    let mut distinct = pids.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(
+        pids.iter().all(|p| p.is_some_and(|p| p > 0)) && distinct.len() == 4,
+        "every rank wrote its own process id: {pids:?}"
+    );
+    let layouts = layouts.expect("pids were read");
+    // Iterations 0-24 in the first layout; 25 begins with the second
+    // layout's switches while the first's last runs still hold the CPUs
+    // (ranks 1 and 3 each on both), so it counts as moved; 26-48 in the
+    // second (49 iterations end at the 50th's bcast call).
+    let count = |key: &str| {
+        layouts
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| rest.split_whitespace().next()?.parse::<usize>().ok())
+    };
+    for (key, want) in [
+        ("CPU 0: 0 1 | CPU 1: 2 3 ", 25),
+        ("(a rank moved between CPUs) ", 1),
+        ("CPU 0: 0 2 | CPU 1: 1 3 ", 23),
+    ] {
+        assert_eq!(count(key), Some(want), "{key:?} in\n{layouts}");
+    }
     // rows[rank][(size, iteration)] = [bcast call, bcast done, barrier call, barrier done]
     let mut rows = Vec::new();
     for (rank, f) in files.into_iter().enumerate() {
@@ -239,6 +276,52 @@ fn mcbench_timeline_rows_obey_the_barrier() {
             );
         }
     }
+}
+
+/// Write a `perf script` trace of `sched:sched_switch` for the 1-byte rows
+/// of the timeline in `dir` (ranks `pids`, by rank): in the first 25
+/// iterations ranks 0 and 1 run on CPU 0 and ranks 2 and 3 on CPU 1, then
+/// ranks 0 and 2 on CPU 0 and 1 and 3 on CPU 1. Returns what
+/// `bench/timeline.py DIR --sched TRACE --size 1` prints.
+fn sched_layouts(dir: &std::path::Path, pids: &[u32]) -> String {
+    let root = std::fs::read_to_string(dir.join("rank-0.tsv")).unwrap_or_default();
+    let mut trace = String::new();
+    for l in root.lines().skip(1) {
+        let v: Vec<u64> = l.split('\t').filter_map(|x| x.parse().ok()).collect();
+        if v.len() != 6 || v[0] != 1 {
+            continue;
+        }
+        let on: [[usize; 2]; 2] = if v[1] < 25 {
+            [[0, 1], [2, 3]]
+        } else {
+            [[0, 2], [1, 3]]
+        };
+        for (cpu, ranks) in on.iter().enumerate() {
+            for (k, &r) in ranks.iter().enumerate() {
+                let t = v[2] + 100 * (k as u64 + 1);
+                trace += &format!(
+                    "  mcbench [{cpu:03}] {}.{:09}: sched:sched_switch: prev_comm=x prev_pid=1 \
+                     prev_prio=120 prev_state=R ==> next_comm=mcbench next_pid={} next_prio=120\n",
+                    t / 1_000_000_000,
+                    t % 1_000_000_000,
+                    pids[r]
+                );
+            }
+        }
+    }
+    let path = dir.join("sched.txt");
+    std::fs::write(&path, trace).expect("write the trace");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/timeline.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(script)
+        .arg(dir)
+        .arg("--sched")
+        .arg(&path)
+        .args(["--size", "1"]);
+    let out = run_bounded(cmd, Duration::from_secs(60));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "timeline.py: {se}");
+    so
 }
 
 /// Two ranks of one host hold the barrier as an exchange of flags: each

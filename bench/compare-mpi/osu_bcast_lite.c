@@ -26,6 +26,7 @@
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -138,6 +139,13 @@ int main(int argc, char **argv) {
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
         fprintf(tl, "size\titeration\tbcast_call_ns\tbcast_done_ns\tbarrier_call_ns\tbarrier_done_ns\n");
+        /* DIR/rank-<R>.pid: this rank's process id, for timeline.py --sched. */
+        snprintf(path, sizeof path, "%s/rank-%d.pid", timeline, rank);
+        FILE *pf = fopen(path, "w");
+        if (!pf || fprintf(pf, "%ld\n", (long)getpid()) < 0 || fclose(pf) != 0) {
+            fprintf(stderr, "rank %d: cannot write %s\n", rank, path);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
     }
 
     if (rank == 0) {

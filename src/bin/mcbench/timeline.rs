@@ -38,10 +38,15 @@ pub fn now_ns() -> u64 {
 }
 
 impl Timeline {
-    /// Create `DIR/rank-<rank>.tsv` (and DIR), with its header line.
+    /// Create `DIR/rank-<rank>.tsv` (and DIR), with its header line, and
+    /// `DIR/rank-<rank>.pid`, this process's id (`bench/timeline.py
+    /// --sched` finds the rank's thread in a scheduler trace by it).
     pub fn create(dir: &Path, rank: usize) -> Result<Self> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the timeline directory {}", dir.display()))?;
+        let pid_path = dir.join(format!("rank-{rank}.pid"));
+        std::fs::write(&pid_path, format!("{}\n", std::process::id()))
+            .with_context(|| format!("writing {}", pid_path.display()))?;
         let path = dir.join(format!("rank-{rank}.tsv"));
         let f = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
         let mut out = BufWriter::new(f);
