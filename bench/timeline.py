@@ -22,15 +22,16 @@ the ranks ran: for each iteration at the root, which CPU each rank's main
 thread ran on, and the iteration times grouped by that layout. Make the
 trace with perf on the CLOCK_MONOTONIC clock, around the benchmark run:
 
-    perf record -a -e sched:sched_switch --clockid monotonic -o /tmp/sched.data -- sleep 20 &
-    mclaunch ... mcbench -m 1:1 -i 10000 --timeline /tmp/tl
+    perf record -a -e sched:sched_switch --clockid monotonic -o /tmp/sched.data -- \
+        mclaunch ... mcbench -m 1:1 -i 10000 --timeline /tmp/tl
     perf script -i /tmp/sched.data -F cpu,time,event,trace > /tmp/sched.txt
     python3 bench/timeline.py /tmp/tl --sched /tmp/sched.txt
 
 Both benchmarks write DIR/rank-<R>.pid beside each timeline, the rank's
-process id, which is its main thread's id in the trace. perf itself (its
-buffer flushes) shows up among the other tasks; an iteration where other
-tasks ran for more than 20 µs is counted apart.
+process id, which is its main thread's id in the trace. Every other task
+counts as "other", the ranks' own helper threads and perf's buffer
+flushes included; an iteration where other tasks ran for more than 20 µs
+is counted apart, as is one where a rank ran on more than one CPU.
 """
 import argparse
 import bisect
@@ -103,7 +104,7 @@ def report(ranks, size, root):
 
 
 SWITCH = re.compile(
-    r"\[(\d+)\]\s+(\d+\.\d+):\s+sched:sched_switch:.*\bprev_pid=(\d+)\b.*==>.*\bnext_comm=(.*?) next_pid=(\d+)\b")
+    r"\[(\d+)\]\s+(\d+\.\d+):\s+sched:sched_switch:.*==>.*\bnext_comm=(.*?) next_pid=(\d+)\b")
 
 # Other tasks that ran longer than this in an iteration set it apart.
 DISTURBED_US = 20.0
@@ -137,7 +138,7 @@ def load_sched(path):
             if cpu in cur:
                 start, pid, comm = cur[cpu]
                 runs[cpu].append((start, t, pid, comm))
-            cur[cpu] = (t, int(m.group(5)), m.group(4))
+            cur[cpu] = (t, int(m.group(4)), m.group(3))
     if not n:
         sys.exit(f"{path}: no sched:sched_switch lines (see --help for how to make the trace)")
     return {c: ([r[0] for r in rs], rs) for c, rs in runs.items()}
