@@ -244,8 +244,8 @@ pub struct Config {
     /// ranks, 1 MiB packets against 256 KiB took 0.75–0.90 of the time of
     /// the 2 and 4 MiB bcast and 0.83–0.95 of bcast + barrier (three runs
     /// of 6–10 interleaved rounds), but 1.07–1.11 at 1 MiB (one packet,
-    /// nothing pipelined), hence "at least twice" (README "Measured across
-    /// hosts").
+    /// nothing pipelined), hence "at least twice"
+    /// (`bench/results/compare-mpi-hosts/LOG.md`, *Fewer, larger packets*).
     pub hosts_large_packet_bytes: usize,
     /// Bytes per shared-memory ring (`None`: by the job's size; `Some(0)`:
     /// no rings).
