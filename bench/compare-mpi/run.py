@@ -467,10 +467,12 @@ def main():
     ap.add_argument("--no-build", action="store_true", help="skip cargo build (still compiles the C programs)")
     ap.add_argument("--no-install", action="store_true", help="do not apt-get install Open MPI")
     ap.add_argument("--bind", choices=["none", "core"], default="none",
-                    help="one host: leave both sides' ranks to the scheduler (none, the default: "
-                         "Open MPI's own choice when oversubscribed) or bind each rank to a CPU in "
-                         "turn on both sides (core: MCAST_BIND_TO=core for mclaunch, "
-                         "--bind-to core:overload-allowed for mpirun)")
+                    help="leave both sides' ranks to the scheduler (none, the default: Open MPI's "
+                         "own choice when oversubscribed, and its effective one for more than 2 "
+                         "ranks on a one-socket host) or bind each rank to a CPU in turn on both "
+                         "sides (core). One host: MCAST_BIND_TO=core for mclaunch, --bind-to "
+                         "core:overload-allowed for mpirun. Hosts mode: mclaunch --bind-to core "
+                         "and mpirun --bind-to core, each host's ranks over that host's CPUs")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per benchmark run")
     ap.add_argument("--coll", default="bcast",
                     help="collectives, comma-separated, from " + ",".join(COLLS) + " (default bcast: "
@@ -501,12 +503,14 @@ def main():
                     "one host or --hosts) with mcsim plot, measuring nothing")
     a = ap.parse_args()
     if a.bind == "core":
-        if a.hosts or a.coll != "bcast":
-            sys.exit("--bind core is for the one-host bcast comparison")
+        if a.coll != "bcast":
+            sys.exit("--bind core is for the bcast comparisons")
         BIND = "core"
-        # mcbench -n N starts mclaunch, which takes --bind-to from here; the
-        # table's header lists it among mcast's MCAST_* settings.
-        os.environ["MCAST_BIND_TO"] = "core"
+        if not a.hosts:
+            # mcbench -n N starts mclaunch, which takes --bind-to from here;
+            # the table's header lists it among mcast's MCAST_* settings.
+            # (Hosts mode passes --bind-to on both command lines instead.)
+            os.environ["MCAST_BIND_TO"] = "core"
     if a.replot:
         if a.bin_dir:
             MCSIM = os.path.join(os.path.abspath(a.bin_dir), "mcsim")
@@ -1041,8 +1045,11 @@ def hosts_cmds(a, hostfile, agent, cidr, n):
     common = ["-m", f"1:{a.max_size}"] + (["-i", "50", "-x", "5"] if a.quick else [])
     ml = [MCLAUNCH, "--hostfile", hostfile, "--launch-agent", " ".join(agent), "-n", str(n)]
     ml += (["--if", cidr] if cidr else []) + ["-x", "RUST_LOG=off"]
+    # --bind core: each host's ranks bound to its CPUs in turn, both sides
+    # (a host's ranks never outnumber its slots here, so no overload).
+    ml += ["--bind-to", "core"] if BIND == "core" else []
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    mpi_opts = ["--hostfile", hostfile, "--bind-to", "none",
+    mpi_opts = ["--hostfile", hostfile, "--bind-to", BIND,
                 "--mca", "plm_rsh_agent", " ".join(agent),
                 "--mca", "pml", "ob1", "--mca", "btl", a.ompi_btl]
     if cidr:
@@ -1188,7 +1195,7 @@ def main_hosts(a):
         mcast_algorithms={k: first[k].get("algorithm") for k in ("auto", "kbin")},
         mcast_medium=first["auto"].get("medium"), mcast_forwarding=first["auto"].get("forwarding"),
         mcast_packets=packet, mcast_env=mc_env, mcast_transport=mcast_transport,
-        quick=a.quick, rounds=a.rounds,
+        quick=a.quick, rounds=a.rounds, binding=BIND,
         seconds_total=round(t_end - t_start, 1), seconds_measuring=round(t_end - t_measure, 1),
         loadavg=[dict(round=r["round"], series=r["series"], before=r["loadavg_before"],
                       after=r["loadavg_after"], seconds=r["seconds"]) for r in raw],
@@ -1199,7 +1206,8 @@ def main_hosts(a):
     hosts_s = ", ".join(f"{h} ({sl} slots)" for h, sl in hosts)
     plot_hosts(out_abs, summary, meta, shm)
 
-    mlcmd = f"mclaunch --hostfile {hostfile} --launch-agent \"{agent_s}\" -n {n} --if {cidr} -x RUST_LOG=off"
+    mlcmd = (f"mclaunch --hostfile {hostfile} --launch-agent \"{agent_s}\" -n {n} --if {cidr} -x RUST_LOG=off"
+             + (" --bind-to core" if BIND == "core" else ""))
     lines = [f"# mcast vs Open MPI broadcast across hosts ({meta['date_utc']})", "",
              f"* command: `{meta['command']}`" + ("  (**--quick: 50 timed / 5 warm-up iterations at every "
                                                   "size**)" if a.quick else ""),
@@ -1215,6 +1223,9 @@ def main_hosts(a):
              f"* mcast transports: {mcast_transport}",
              f"* {meta['open_mpi']}: `mpirun {meta['mpirun_options']} -n {n} {OSU} --json -m 1:{a.max_size}`",
              f"* Open MPI transports: {ompi_transport}",
+             f"* binding: " + ("each rank bound to one CPU of its host, in turn, on both sides "
+                              "(`--bind-to core` for mclaunch and mpirun)" if BIND == "core" else
+                              "none on either side (`--bind-to none` for mpirun; mclaunch's default)"),
              f"* method: osu_bcast (warm-up, timed bcast + untimed barrier, per-rank average, "
              f"average over ranks); medians over {a.rounds} interleaved rounds, the order rotating "
              f"(auto kbinomial OMPI, kbinomial OMPI auto, OMPI auto kbinomial, ...)",
