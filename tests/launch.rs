@@ -209,6 +209,7 @@ fn mcbench_timeline_rows_obey_the_barrier() {
         .collect();
     // `bench/timeline.py --sched`, on a scheduler trace made up from these
     // rows: where each rank ran, iteration by iteration.
+    // Run before the directory goes, asserted after.
     let layouts = pids
         .iter()
         .all(Option::is_some)
@@ -222,7 +223,9 @@ fn mcbench_timeline_rows_obey_the_barrier() {
         pids.iter().all(|p| p.is_some_and(|p| p > 0)) && distinct.len() == 4,
         "every rank wrote its own process id: {pids:?}"
     );
-    let layouts = layouts.expect("pids were read");
+    let layouts = layouts
+        .expect("pids were read")
+        .unwrap_or_else(|e| panic!("timeline.py: {e}"));
     // Iterations 0-24 in the first layout; 25 begins with the second
     // layout's switches while the first's last runs still hold the CPUs
     // (ranks 1 and 3 each on both), so it counts as moved; 26-48 in the
@@ -282,8 +285,9 @@ fn mcbench_timeline_rows_obey_the_barrier() {
 /// of the timeline in `dir` (ranks `pids`, by rank): in the first 25
 /// iterations ranks 0 and 1 run on CPU 0 and ranks 2 and 3 on CPU 1, then
 /// ranks 0 and 2 on CPU 0 and 1 and 3 on CPU 1. Returns what
-/// `bench/timeline.py DIR --sched TRACE --size 1` prints.
-fn sched_layouts(dir: &std::path::Path, pids: &[u32]) -> String {
+/// `bench/timeline.py DIR --sched TRACE --size 1` prints, or why it failed
+/// (the caller asserts once the directory is removed).
+fn sched_layouts(dir: &std::path::Path, pids: &[u32]) -> Result<String, String> {
     let root = std::fs::read_to_string(dir.join("rank-0.tsv")).unwrap_or_default();
     let mut trace = String::new();
     for l in root.lines().skip(1) {
@@ -310,7 +314,7 @@ fn sched_layouts(dir: &std::path::Path, pids: &[u32]) -> String {
         }
     }
     let path = dir.join("sched.txt");
-    std::fs::write(&path, trace).expect("write the trace");
+    std::fs::write(&path, trace).map_err(|e| format!("writing the trace: {e}"))?;
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/timeline.py");
     let mut cmd = Command::new("python3");
     cmd.arg(script)
@@ -320,8 +324,10 @@ fn sched_layouts(dir: &std::path::Path, pids: &[u32]) -> String {
         .args(["--size", "1"]);
     let out = run_bounded(cmd, Duration::from_secs(60));
     let (so, se) = text(&out);
-    assert!(out.status.success(), "timeline.py: {se}");
-    so
+    if !out.status.success() {
+        return Err(se);
+    }
+    Ok(so)
 }
 
 /// Two ranks of one host hold the barrier as an exchange of flags: each

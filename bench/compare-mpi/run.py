@@ -1040,14 +1040,19 @@ def read_loadavg():
         return [round(x, 2) for x in os.getloadavg()]
 
 
+def mclaunch_bind():
+    """mclaunch's binding option in hosts mode: with --bind core, each host's
+    ranks bound to its CPUs in turn, as mpirun --bind-to core binds Open MPI's
+    (a host's ranks never outnumber its slots there, so no overload)."""
+    return ["--bind-to", "core"] if BIND == "core" else []
+
+
 def hosts_cmds(a, hostfile, agent, cidr, n):
     """The three commands of a round, by series."""
     common = ["-m", f"1:{a.max_size}"] + (["-i", "50", "-x", "5"] if a.quick else [])
     ml = [MCLAUNCH, "--hostfile", hostfile, "--launch-agent", " ".join(agent), "-n", str(n)]
     ml += (["--if", cidr] if cidr else []) + ["-x", "RUST_LOG=off"]
-    # --bind core: each host's ranks bound to its CPUs in turn, both sides
-    # (a host's ranks never outnumber its slots here, so no overload).
-    ml += ["--bind-to", "core"] if BIND == "core" else []
+    ml += mclaunch_bind()
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     mpi_opts = ["--hostfile", hostfile, "--bind-to", BIND,
                 "--mca", "plm_rsh_agent", " ".join(agent),
@@ -1206,8 +1211,8 @@ def main_hosts(a):
     hosts_s = ", ".join(f"{h} ({sl} slots)" for h, sl in hosts)
     plot_hosts(out_abs, summary, meta, shm)
 
-    mlcmd = (f"mclaunch --hostfile {hostfile} --launch-agent \"{agent_s}\" -n {n} --if {cidr} -x RUST_LOG=off"
-             + (" --bind-to core" if BIND == "core" else ""))
+    mlcmd = " ".join([f"mclaunch --hostfile {hostfile} --launch-agent \"{agent_s}\" -n {n} --if {cidr} "
+                      "-x RUST_LOG=off"] + mclaunch_bind())
     lines = [f"# mcast vs Open MPI broadcast across hosts ({meta['date_utc']})", "",
              f"* command: `{meta['command']}`" + ("  (**--quick: 50 timed / 5 warm-up iterations at every "
                                                   "size**)" if a.quick else ""),
