@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{marked_on, netns_pids, Cluster};
-use common::{bin, mclaunch, run_bounded, text};
+use common::{bin, check_timeline, mclaunch, run_bounded, text};
 
 const HOSTS: [&str; 3] = ["h1", "h2", "h3"];
 const LIMIT: Duration = Duration::from_secs(120);
@@ -272,6 +272,31 @@ fn collectives_across_hosts(c: &Cluster) {
             let line = format!("rank {r} of 6 ok: barrier lost rank {dead}");
             assert!(so.contains(&line), "no {line:?}\n{so}\n{se}");
         }
+    }
+}
+
+/// The two-level barrier holds across hosts: in `mcbench --timeline`
+/// rows (the namespaces share this machine's clock), no rank leaves a
+/// barrier before every rank entered it, iteration by iteration, from 1
+/// byte (the hosts' second ranks often in last, so they speak for their
+/// hosts) to 64 KiB; mapped by slot (leaders 0, 2 and 4) and by node
+/// (leaders 0, 1 and 2).
+fn barrier_holds_across_hosts(c: &Cluster) {
+    for map in ["slot", "node"] {
+        let dir = std::env::temp_dir().join(format!(
+            "mcast-cluster-timeline-{}-{map}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let d = dir.to_string_lossy().into_owned();
+        let args = ["-m", "1:65536", "-i", "100", "-x", "2", "--timeline", &d];
+        let out = run_bounded(job_with(c, &["--map-by", map], "mcbench", &args), LIMIT);
+        // 17 sizes of 100 iterations.
+        let checked = check_timeline(&dir, 6, 17 * 100);
+        let _ = std::fs::remove_dir_all(&dir);
+        let (so, se) = text(&out);
+        assert!(out.status.success(), "--map-by {map}\n{so}\n{se}");
+        checked.unwrap_or_else(|e| panic!("--map-by {map}: {e}"));
     }
 }
 
@@ -596,6 +621,7 @@ fn mclaunch_across_namespace_hosts() {
     hostfile_runs_selftest_on_every_host(&c);
     leaders_forward_other_hosts_data_as_descriptors(&c);
     collectives_across_hosts(&c);
+    barrier_holds_across_hosts(&c);
     bind_to_core_on_every_host(&c);
     a_killed_remote_rank_is_named(&c);
     signals_leave_nothing_on_any_host(&c);

@@ -5,7 +5,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{bin, mclaunch, run_bounded, text};
+use common::{bin, check_timeline, mclaunch, run_bounded, text};
 
 /// Run `mclaunch -n N [mclaunch options] mcast-selftest [selftest options]`
 /// with small packets, and check every rank reported success.
@@ -198,9 +198,7 @@ fn mcbench_timeline_rows_obey_the_barrier() {
         .arg(&dir);
     let out = run_bounded(cmd, Duration::from_secs(90));
     let (_, se) = text(&out);
-    let files: Vec<Result<String, _>> = (0..4)
-        .map(|rank| std::fs::read_to_string(dir.join(format!("rank-{rank}.tsv"))))
-        .collect();
+    let checked = check_timeline(&dir, 4, 13 * 50);
     let pids: Vec<Option<u32>> = (0..4)
         .map(|rank| {
             let f = std::fs::read_to_string(dir.join(format!("rank-{rank}.pid"))).ok()?;
@@ -243,42 +241,8 @@ fn mcbench_timeline_rows_obey_the_barrier() {
     ] {
         assert_eq!(count(key), Some(want), "{key:?} in\n{layouts}");
     }
-    // rows[rank][(size, iteration)] = [bcast call, bcast done, barrier call, barrier done]
-    let mut rows = Vec::new();
-    for (rank, f) in files.into_iter().enumerate() {
-        let f = f.expect("every rank wrote its timeline");
-        let mut lines = f.lines();
-        assert!(
-            lines.next().unwrap().starts_with("size\titeration\t"),
-            "{f}"
-        );
-        let mut m = std::collections::BTreeMap::new();
-        for l in lines {
-            let v: Vec<u64> = l.split('\t').map(|x| x.parse().unwrap()).collect();
-            assert_eq!(v.len(), 6, "{l}");
-            assert!(
-                v[2] <= v[3] && v[3] <= v[4] && v[4] <= v[5],
-                "rank {rank}: {l}"
-            );
-            m.insert((v[0], v[1]), [v[2], v[3], v[4], v[5]]);
-        }
-        assert_eq!(m.len(), 13 * 50, "rank {rank}: 13 sizes of 50 iterations");
-        rows.push(m);
-    }
-    for key in rows[0].keys() {
-        let at = |r: usize| rows[r][key];
-        let last_in = (0..4).map(|r| at(r)[2]).max().unwrap();
-        for r in 0..4 {
-            assert!(
-                at(r)[3] >= last_in,
-                "{key:?}: rank {r} left the barrier before all entered"
-            );
-            assert!(
-                at(r)[1] >= at(0)[0],
-                "{key:?}: rank {r} had the data before the root sent it"
-            );
-        }
-    }
+    // 13 sizes of 50 iterations.
+    checked.unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Write a `perf script` trace of `sched:sched_switch` for the 1-byte rows

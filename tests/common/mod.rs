@@ -80,3 +80,57 @@ pub fn text(out: &Output) -> (String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Check what `mcbench --timeline` wrote to `dir` for `ranks` ranks, each
+/// `rows` rows: every row in order (bcast call ≤ done ≤ barrier call ≤
+/// done), no rank out of a barrier before every rank entered it, and no
+/// receiver with the data before the root (rank 0) called its bcast. The
+/// ranks must share one clock (one machine, or namespaces of one). Errors
+/// are returned, so that the caller can remove `dir` before it asserts.
+pub fn check_timeline(dir: &std::path::Path, ranks: usize, rows: usize) -> Result<(), String> {
+    // by_rank[rank][(size, iteration)] = [bcast call, bcast done, barrier call, barrier done]
+    let mut by_rank = Vec::new();
+    for rank in 0..ranks {
+        let path = dir.join(format!("rank-{rank}.tsv"));
+        let f = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut lines = f.lines();
+        if !lines
+            .next()
+            .is_some_and(|h| h.starts_with("size\titeration\t"))
+        {
+            return Err(format!("rank {rank}: no timeline header in\n{f}"));
+        }
+        let mut m = std::collections::BTreeMap::new();
+        for l in lines {
+            let v: Vec<u64> = l.split('\t').filter_map(|x| x.parse().ok()).collect();
+            if v.len() != 6 || !(v[2] <= v[3] && v[3] <= v[4] && v[4] <= v[5]) {
+                return Err(format!("rank {rank}: bad row {l:?}"));
+            }
+            m.insert((v[0], v[1]), [v[2], v[3], v[4], v[5]]);
+        }
+        if m.len() != rows {
+            return Err(format!("rank {rank}: {} rows, expected {rows}", m.len()));
+        }
+        by_rank.push(m);
+    }
+    for key in by_rank[0].keys() {
+        let mut at = Vec::with_capacity(ranks);
+        for (r, m) in by_rank.iter().enumerate() {
+            at.push(*m.get(key).ok_or(format!("rank {r} has no row {key:?}"))?);
+        }
+        let last_in = at.iter().map(|a| a[2]).max().unwrap_or(0);
+        for (r, a) in at.iter().enumerate() {
+            if a[3] < last_in {
+                return Err(format!(
+                    "{key:?}: rank {r} left the barrier before all entered"
+                ));
+            }
+            if a[1] < at[0][0] {
+                return Err(format!(
+                    "{key:?}: rank {r} had the data before the root sent it"
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -430,3 +430,53 @@ fn calls_keep_each_communicators_recent_history() {
     assert_eq!(c.last(3), Some(sub + 1_000));
     assert!(!c.contains(sub + 501));
 }
+
+/// `take_coll_any` takes the message of whichever candidate sent one (its
+/// place among the candidates), counts each sender's messages apart, and
+/// times out naming the call when none has.
+#[test]
+fn a_collective_message_from_any_of_several_ranks() {
+    let fp = Fingerprint::barrier();
+    let body = [&fp.to_bytes()[..], &[1u8, 0, 0, 0][..]].concat();
+    let ib = Inbox::new(0, 1 << 20);
+    ib.begin(0, fp).unwrap();
+    let what = || {
+        (
+            "barrier #0".to_string(),
+            "waiting for one of rank 2, rank 3".to_string(),
+        )
+    };
+    let t = Duration::from_millis(50);
+    // Rank 3's first message: the second candidate.
+    assert!(ib
+        .deliver([ppkt(Kind::P2p, 3, 0, 0, &body, 0, body.len(), 0, 1)])
+        .is_empty());
+    let (i, got) = ib
+        .take_coll_any(0, &[(2, 0), (3, 0)], t, &what, &mut None)
+        .unwrap();
+    assert_eq!((i, &got[..]), (1, &[1u8, 0, 0, 0][..]));
+    // Taken once: nothing more from either.
+    match ib.take_coll_any(0, &[(2, 0), (3, 0)], t, &what, &mut None) {
+        Err(Error::Timeout { op, detail, .. }) => {
+            assert_eq!(op, "barrier #0");
+            assert!(detail.contains("one of rank 2, rank 3"), "{detail}");
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    // Rank 2's first and rank 3's second: the first candidate that has
+    // one is taken.
+    assert!(ib
+        .deliver([
+            ppkt(Kind::P2p, 3, 0, 1, &body, 0, body.len(), 0, 1),
+            ppkt(Kind::P2p, 2, 0, 0, &body, 0, body.len(), 0, 1),
+        ])
+        .is_empty());
+    let (i, _) = ib
+        .take_coll_any(0, &[(2, 0), (3, 1)], t, &what, &mut None)
+        .unwrap();
+    assert_eq!(i, 0);
+    let (i, _) = ib
+        .take_coll_any(0, &[(2, 1), (3, 1)], t, &what, &mut None)
+        .unwrap();
+    assert_eq!(i, 1);
+}
