@@ -278,8 +278,7 @@ fn collectives_across_hosts(c: &Cluster) {
 /// The two-level barrier holds across hosts: in `mcbench --timeline`
 /// rows (the namespaces share this machine's clock), no rank leaves a
 /// barrier before every rank entered it, iteration by iteration, from 1
-/// byte (the hosts' second ranks often in last, so they speak for their
-/// hosts) to 64 KiB; mapped by slot (leaders 0, 2 and 4) and by node
+/// byte to 64 KiB; mapped by slot (leaders 0, 2 and 4) and by node
 /// (leaders 0, 1 and 2).
 fn barrier_holds_across_hosts(c: &Cluster) {
     for map in ["slot", "node"] {

@@ -117,20 +117,6 @@ pub struct BarrierRole {
     pub locals: Vec<usize>,
     /// Every host's leader, ascending: rank 0 first.
     pub leaders: Vec<usize>,
-    /// Every host's ranks, ascending, in the order of `leaders` (so
-    /// `members[i][0] == leaders[i]`).
-    pub members: Vec<Vec<usize>>,
-}
-
-impl BarrierRole {
-    /// The ranks of this rank's host, ascending (this rank among them).
-    pub fn host(&self) -> &[usize] {
-        self.leaders
-            .iter()
-            .position(|&l| l == self.leader)
-            .and_then(|i| self.members.get(i))
-            .map_or(&[], Vec::as_slice)
-    }
 }
 
 /// Rank `me`'s [`BarrierRole`] among ranks `0..n` placed by `host_of`.
@@ -148,22 +134,10 @@ pub fn barrier_role(n: usize, me: usize, host_of: impl Fn(usize) -> u32) -> Barr
     };
     let mut leaders: Vec<usize> = first.into_values().collect();
     leaders.sort_unstable();
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); leaders.len()];
-    let place: std::collections::HashMap<u32, usize> = leaders
-        .iter()
-        .enumerate()
-        .map(|(i, &l)| (host_of(l), i))
-        .collect();
-    for r in 0..n {
-        if let Some(&i) = place.get(&host_of(r)) {
-            members[i].push(r);
-        }
-    }
     BarrierRole {
         leader,
         locals,
         leaders,
-        members,
     }
 }
 
@@ -274,18 +248,11 @@ mod tests {
         assert_eq!(r.leaders, vec![0, 2, 4]);
         let r = barrier_role(6, 5, by_two);
         assert_eq!((r.leader, r.locals.len()), (4, 0));
-        assert_eq!(r.members, vec![vec![0, 1], vec![2, 3], vec![4, 5]]);
-        assert_eq!(r.host(), &[4, 5]);
         // Mapped by node (round-robin over 3 hosts): 0,3 / 1,4 / 2,5.
         let by_node = |r: usize| (r % 3) as u32;
         assert_eq!(barrier_role(6, 0, by_node).locals, vec![3]);
         assert_eq!(barrier_role(6, 4, by_node).leader, 1);
         assert_eq!(barrier_role(6, 4, by_node).leaders, vec![0, 1, 2]);
-        assert_eq!(
-            barrier_role(6, 4, by_node).members,
-            vec![vec![0, 3], vec![1, 4], vec![2, 5]]
-        );
-        assert_eq!(barrier_role(6, 4, by_node).host(), &[1, 4]);
         // Every rank is a leader or has exactly one, on its host; every
         // non-leader is among its leader's locals exactly once.
         for n in 1..30 {
@@ -301,16 +268,6 @@ mod tests {
                         let l = &roles[role.leader];
                         assert_eq!(l.locals.iter().filter(|&&x| x == me).count(), 1);
                     }
-                }
-                for (me, role) in roles.iter().enumerate() {
-                    // Its host: its leader first, every rank of that host
-                    // and no other, itself among them.
-                    let host = role.host();
-                    assert_eq!(host.first(), Some(&role.leader));
-                    assert!(host.contains(&me));
-                    assert!(host.windows(2).all(|w| w[0] < w[1]));
-                    assert_eq!(host.len(), (0..n).filter(|&r| h(r) == h(me)).count());
-                    assert_eq!(role.members.len(), role.leaders.len());
                 }
                 let covered: usize = roles.iter().map(|r| r.locals.len()).sum();
                 assert_eq!(covered + roles[0].leaders.len(), n);

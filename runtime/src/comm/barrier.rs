@@ -214,41 +214,27 @@ impl Comm {
         Some(host_tree::barrier_role(self.size, self.rank, host_of))
     }
 
-    /// The two-level barrier across hosts. The ranks of each host gather
-    /// first, then one rank per host meets the others over the network,
-    /// then each host is released.
-    ///
-    /// * Within a host, where the communicator has a flag slot (leader
-    ///   and ranks of one host agree: rings are per host), through shared
-    ///   memory; else as messages to the host's leader.
-    /// * Among the hosts: with at most `FLAT_LEADERS` hosts, the linear
-    ///   barrier through rank 0, which releases the other hosts first,
-    ///   then its own; with more, the dissemination barrier over the
-    ///   leaders; with two, the dissemination barrier too, which between
-    ///   two is the exchange (each leader sends the other one message
-    ///   and waits for the other's, as Open MPI's two-process barrier
-    ///   does): one network hop where the linear barrier takes two (an
-    ///   arrival, then a release), for the same one message each way.
-    /// * Across the network: one message from each other host to rank
-    ///   0's and one back, where the dissemination barrier over every
-    ///   rank sends ⌈log2 n⌉ per rank, most of them between hosts (15
-    ///   against 4 over 3 hosts of 2).
-    ///
-    /// In the linear barrier, a host other than rank 0's whose ranks
-    /// gather on flags is spoken for by whichever of its ranks arrives
-    /// last ([`Comm::gather_last`]), not by its leader, and rank 0 answers
-    /// whoever spoke: the last rank in is running, where the leader,
-    /// told by a flag, had to get a CPU again before it could send (on
-    /// the namespace cluster, where 6 ranks share 2 vCPUs, the hosts'
-    /// second ranks were last in about 3 barriers of 4).
+    /// The two-level barrier across hosts. A rank tells its host's leader
+    /// that it arrived and waits for its release. A leader collects its
+    /// host's arrivals, then holds the barrier among the leaders: with at
+    /// most `FLAT_LEADERS` hosts the linear one through rank 0 (which
+    /// leads its host), which releases the other leaders first, then its
+    /// own host; with more, the dissemination barrier over the leaders;
+    /// with two, the dissemination barrier too, which between two is the
+    /// exchange (each leader sends the other one message and waits for
+    /// the other's, as Open MPI's two-process barrier does): one network
+    /// hop where the linear barrier takes two (an arrival, then a
+    /// release), for the same one message each way. Then it releases its
+    /// host. Within a host the arrivals and releases
+    /// go through barrier flags where the communicator has a flag slot
+    /// (leader and ranks of one host agree: rings are per host), else as
+    /// messages. Across the network: one message from each other host to
+    /// rank 0's and one back, where the dissemination barrier over every
+    /// rank sends ⌈log2 n⌉ per rank, most of them between hosts (15
+    /// against 4 over 3 hosts of 2).
     fn host_barrier(&self, r: &mut Round<'_>, role: &host_tree::BarrierRole) -> Result<(), Error> {
         const FLAT_LEADERS: usize = 8;
         let flags = self.flag_slot();
-        let hub = role.leaders[0];
-        let linear = (3..=FLAT_LEADERS).contains(&role.leaders.len());
-        if let (true, Some(slot)) = (linear && role.leader != hub, flags) {
-            return self.gather_last(r, slot, role, hub);
-        }
         if role.leader != self.rank {
             return match flags {
                 Some(slot) => self.flag_await(r, slot, role.leader),
@@ -260,77 +246,28 @@ impl Comm {
             Some(slot) => self.flag_arrivals(r, slot, locals())?,
             None => arrivals(r, locals())?,
         }
-        if !linear {
+        let others = || {
+            role.leaders
+                .iter()
+                .copied()
+                .filter(|&l| l != role.leaders[0])
+        };
+        if role.leaders.len() == 2 || role.leaders.len() > FLAT_LEADERS {
             let me = role
                 .leaders
                 .iter()
                 .position(|&l| l == self.rank)
                 .unwrap_or(0);
             dissemination(r, &role.leaders, me)?;
-        } else if self.rank == hub {
-            // Each other host's arrival, from whichever of its ranks
-            // speaks for it; the release goes back to that rank.
-            let mut speakers = Vec::with_capacity(role.members.len());
-            for host in role.members.iter().skip(1) {
-                let (from, got) = r.recv_any(host)?;
-                check_barrier(r, from, &got, &ARRIVE)?;
-                speakers.push(from);
-            }
-            releases(r, speakers)?;
+        } else if self.rank == role.leaders[0] {
+            arrivals(r, others())?;
+            releases(r, others())?;
         } else {
-            await_release(r, hub)?;
+            await_release(r, role.leaders[0])?;
         }
         match flags {
             Some(slot) => self.flag_releases(r, slot, locals()),
             None => releases(r, locals()),
         }
-    }
-
-    /// A rank of a host other than `hub`'s in the linear two-level
-    /// barrier, its host gathering on flag slot `slot`: it adds one to
-    /// the host's gather count (in its leader's segment). The rank that
-    /// completes the count (every rank of the host has arrived) tells
-    /// `hub`, waits for its release and releases the others through
-    /// their flags; the others wait for a release flag from any rank of
-    /// their host. Every barrier of the communicator adds exactly the
-    /// host's size to the count, and no rank adds for the next one
-    /// before the last has added for this one (it is released only
-    /// after), so the count's multiples of the host's size mark the
-    /// last arrivals.
-    fn gather_last(
-        &self,
-        r: &mut Round<'_>,
-        slot: usize,
-        role: &host_tree::BarrierRole,
-        hub: usize,
-    ) -> Result<(), Error> {
-        let net = self.net()?;
-        let host = role.host();
-        let size = host.len().max(1) as u64;
-        let leader = self.world(role.leader);
-        let before = net.gather(leader, slot, 1).ok_or_else(|| {
-            Error::Protocol(format!(
-                "barrier #{}: no shared-memory segment of rank {}, this rank's host leader",
-                r.seq, role.leader
-            ))
-        })?;
-        let mates = || host.iter().copied().filter(|&m| m != self.rank);
-        if (before + 1) % size == 0 {
-            await_release(r, hub)?;
-            return self.flag_releases(r, slot, mates());
-        }
-        let key = flag_key(r);
-        // Whom a timeout names: a rank of this host while the count is
-        // short of it, else rank 0.
-        let waiting_for = || {
-            let now = net.gather(leader, slot, 0).unwrap_or(0);
-            match now % size {
-                0 => hub,
-                _ => mates().next().unwrap_or(hub),
-            }
-        };
-        r.wait_flags(&waiting_for, &|| {
-            mates().any(|m| net.flag(self.world(m), slot, Flag::Release) >= key)
-        })
     }
 }

@@ -110,34 +110,6 @@ impl<'a> Round<'a> {
         Ok(data)
     }
 
-    /// Receive the next message of this call from whichever rank of `from`
-    /// (ranks of the communicator) sends one: that rank and the message.
-    pub(super) fn recv_any(&mut self, from: &[usize]) -> Result<(usize, Bytes), Error> {
-        let c = self.comm;
-        let want: Vec<(usize, u32)> = from
-            .iter()
-            .map(|&l| {
-                let w = c.world(l);
-                (w, self.got.get(&w).copied().unwrap_or(0))
-            })
-            .collect();
-        let (seq, fp) = (self.seq, self.fp);
-        let what = || {
-            let names: Vec<String> = from.iter().map(|&l| who(c, l)).collect();
-            (
-                fp.op_name(seq),
-                format!("waiting for one of {}", names.join(", ")),
-            )
-        };
-        let (i, data) = c
-            .inbox
-            .take_coll_any(seq, &want, c.cfg.timeout, &what, &mut self.stall)?;
-        let (w, index) = want[i];
-        self.got.insert(w, index + 1);
-        c.net()?.return_credits();
-        Ok((from[i], data))
-    }
-
     /// Wait until `done` holds (barrier flags in shared memory), failing
     /// as [`Round::recv`] does: a lost member, a mismatch, the timeout
     /// (naming `waiting_for`, a rank of the communicator).

@@ -253,31 +253,6 @@ impl Inbox {
         })
     }
 
-    /// Host side: [`Inbox::take_coll`] from whichever of `from` (world
-    /// rank, message number) has sent it: the sender's place in `from`
-    /// and the message (the first of `from` if several have).
-    pub fn take_coll_any(
-        &self,
-        seq: u64,
-        from: &[(usize, u32)],
-        timeout: Duration,
-        what: &dyn Fn() -> (String, String),
-        stall: &mut Option<Stall<'_>>,
-    ) -> Result<(usize, Bytes), Error> {
-        self.wait(timeout, State::progress, what, stall, |st| {
-            if let Some(e) = st.collective_blocked(seq) {
-                return Err(e);
-            }
-            for (i, &(f, index)) in from.iter().enumerate() {
-                if let Some((data, cost)) = st.p2p.coll_ready.remove(&(seq, f, index)) {
-                    st.flow.took(Class::Coll, f, cost);
-                    return data.map(|d| Some((i, d)));
-                }
-            }
-            Ok(None)
-        })
-    }
-
     /// Host side: a message this rank sends itself (`Comm::send` to its
     /// own rank, number `me`): released at once, after this rank's earlier
     /// ones to itself, at no flow-control cost (it never leaves the process).

@@ -239,14 +239,6 @@ impl Net {
         }
     }
 
-    /// Add `add` to the gather count of communicator slot `slot` in
-    /// world rank `owner`'s ring segment (a rank of this host, or this
-    /// rank): the count before, `None` without rings to it. (Adding 0
-    /// reads it.)
-    pub(crate) fn gather(&self, owner: usize, slot: usize, add: u64) -> Option<u64> {
-        self.sh.links.rings()?.gather(owner, slot, add)
-    }
-
     /// The value world rank `from` last stored in this rank's barrier flag
     /// `which` of slot `slot` (0 without rings).
     pub(crate) fn flag(&self, from: usize, slot: usize, which: Flag) -> u64 {

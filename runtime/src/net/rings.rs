@@ -211,19 +211,6 @@ impl Rings {
         }
     }
 
-    /// Add `add` to the gather count of slot `slot` in `owner`'s segment
-    /// (this rank's or a host peer's): the count before, `None` without
-    /// that segment.
-    pub(crate) fn gather(&self, owner: usize, slot: usize, add: u64) -> Option<u64> {
-        let seg = if owner == self.me {
-            &self.own
-        } else {
-            self.segs.get(owner)?.as_ref()?
-        };
-        seg.gather(owner, slot)
-            .map(|w| w.fetch_add(add, Ordering::AcqRel))
-    }
-
     /// The value `from` last stored in barrier flag `which` of slot `slot`
     /// in this rank's segment (0 if never, or out of range).
     pub(crate) fn flag(&self, from: usize, slot: usize, which: Flag) -> u64 {

@@ -12,8 +12,7 @@
 //!            then u32, those asleep in the runtime (line)       ]
 //!          flags: per sender s, `FLAG_SLOTS` lines (line s·16 + c:
 //!            sender s's barrier flags for communicator slot c:
-//!            arrive: u64, release: u64; in the owner's own line,
-//!            a third u64, the slot's gather count)
+//!            arrive: u64, release: u64)
 //!          ring 0, ring 1, ..., ring n-1      (ring s: sender s)
 //! ring:    [ tail: u64, written by the sender (own line)        ]
 //!          [ head: u64, written by the owner (own line)         ]
@@ -52,14 +51,6 @@
 //! `comm::group`) never share a line. A flag is only compared with the
 //! number the reader expects, so a peer that writes anything can at worst
 //! stall a barrier (which then times out), never corrupt memory.
-//!
-//! Gather count: across hosts, the ranks of a host find which of them
-//! arrived last at a two-level barrier by each adding one to a count in
-//! their leader's segment (the third word of the leader's own line, which
-//! no sender writes flags to); the one that completes the host's count
-//! speaks for the host (`Comm::barrier`). Every rank of the host writes
-//! it, as any peer may write its own flags: a wrong count can make a
-//! barrier stall or end early for that job, never reach memory.
 //!
 //! Nothing a peer writes is trusted: indices are checked against the ring's
 //! size (a head or tail that moves backwards or past the other is a
@@ -294,16 +285,6 @@ impl Segment {
         }
         let line = SEG_HEAD + (s * FLAG_SLOTS + slot) * LINE;
         Some(self.word64(line + 8 * (which as usize)))
-    }
-
-    /// The gather count of communicator slot `slot` in a segment owned by
-    /// `owner` (see the module doc; `None` if either is out of range).
-    pub fn gather(&self, owner: usize, slot: usize) -> Option<&AtomicU64> {
-        if owner >= self.ranks || slot >= FLAG_SLOTS {
-            return None;
-        }
-        let line = SEG_HEAD + (owner * FLAG_SLOTS + slot) * LINE;
-        Some(self.word64(line + 16))
     }
 
     pub(super) fn tail(&self, s: usize) -> &AtomicU64 {
