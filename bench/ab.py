@@ -16,6 +16,13 @@ the medians over the rounds of mcbench's two figures, the timed bcast
 clock per iteration, `cycle_us`), the ratio B / A of each (below 1: B
 faster), and every round's bcast + barrier, so a bimodal cell shows.
 
+With --pin LAYOUT both sides run rank r on CPU LAYOUT[r]
+(compare-mpi/pin.sh): on the namespace cluster, whose hosts share this
+machine's CPUs, the kernel's placement of the ranks otherwise decides much of
+a small message's time and changes within a run; one placement at a time
+shows a change to the runtime with far less noise (try several layouts:
+bench/compare-mpi/layouts.py lists some).
+
 Standard library only. Medians of interleaved rounds from one run are the
 figures to quote on this shared, noisy machine (README "Performance").
 """
@@ -28,11 +35,17 @@ import subprocess
 import sys
 
 
-def run(bin_dir, env, sizes, iters, mclaunch_args, timeout):
-    """One mcbench run: {size: (avg_us, cycle_us)}."""
+PIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compare-mpi", "pin.sh")
+
+
+def run(bin_dir, env, sizes, iters, mclaunch_args, timeout, pin=None):
+    """One mcbench run: {size: (avg_us, cycle_us)}; with `pin`, a layout for
+    compare-mpi/pin.sh (rank r on CPU pin[r])."""
     cmd = [os.path.join(bin_dir, "mclaunch"), *mclaunch_args]
     for kv in env:
         cmd += ["-x", kv]
+    if pin:
+        cmd += ["-x", f"PIN_LAYOUT={pin}", PIN]
     cmd += [os.path.join(bin_dir, "mcbench"), "-m", sizes, "--json"]
     if iters:
         cmd += ["-i", str(iters)]
@@ -58,6 +71,10 @@ def main():
                     help="sizes, as mcbench -m (SIZE or MIN:MAX; default 1:4194304)")
     ap.add_argument("-i", type=int, help="timed iterations (mcbench -i; default mcbench's)")
     ap.add_argument("--rounds", type=int, default=6, help="interleaved rounds (default 6)")
+    ap.add_argument("--pin", metavar="LAYOUT", default=None,
+                    help="run rank r on CPU LAYOUT[r] on both sides (e.g. 0,1,0,1,0,1; "
+                    "compare-mpi/pin.sh): one placement instead of the kernel's, far less noise "
+                    "on the namespace cluster, whose hosts share this machine's CPUs")
     ap.add_argument("--timeout", type=float, default=600, help="seconds allowed per run")
     ap.add_argument("mclaunch_args", nargs="*",
                     help="after --: more mclaunch arguments (hosts, transport, ...)")
@@ -75,11 +92,12 @@ def main():
     for r in range(a.rounds):
         for name in ("A", "B") if r % 2 == 0 else ("B", "A"):
             d, env = sides[name]
-            res[name].append(run(d, env, sizes, a.i, extra, a.timeout))
+            res[name].append(run(d, env, sizes, a.i, extra, a.timeout, a.pin))
             print(f"round {r + 1}/{a.rounds}: {name} done", file=sys.stderr)
     print(f"A: {a.a} {' '.join(a.a_env)}".rstrip())
     print(f"B: {a.b} {' '.join(a.b_env)}".rstrip())
     print(f"mclaunch {' '.join(extra)}; mcbench -m {sizes}" + (f" -i {a.i}" if a.i else "")
+          + (f"; pinned to CPUs {a.pin} (rank order)" if a.pin else "")
           + f"; medians of {a.rounds} interleaved rounds, µs")
     print()
     print("| size | timed A | timed B | B / A | bcast + barrier A | B | B / A | rounds A | rounds B |")
