@@ -19,9 +19,11 @@ faster), and every round's bcast + barrier, so a bimodal cell shows.
 With --pin LAYOUT both sides run rank r on CPU LAYOUT[r]
 (compare-mpi/pin.sh): on the namespace cluster, whose hosts share this
 machine's CPUs, the kernel's placement of the ranks otherwise decides much of
-a small message's time and changes within a run; one placement at a time
-shows a change to the runtime with far less noise (try several layouts:
-bench/compare-mpi/layouts.py lists some).
+a small message's time and changes within a run (the same build's bcast +
+barrier moved up to 2x between unpinned runs on 2026-12-02, about 15%
+between pinned ones); one placement at a time, over several layouts
+(bench/compare-mpi/layouts.py lists some), shows a change to the runtime
+with less noise.
 
 Standard library only. Medians of interleaved rounds from one run are the
 figures to quote on this shared, noisy machine (README "Performance").
@@ -73,7 +75,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=6, help="interleaved rounds (default 6)")
     ap.add_argument("--pin", metavar="LAYOUT", default=None,
                     help="run rank r on CPU LAYOUT[r] on both sides (e.g. 0,1,0,1,0,1; "
-                    "compare-mpi/pin.sh): one placement instead of the kernel's, far less noise "
+                    "compare-mpi/pin.sh): one placement instead of the kernel's, less noise "
                     "on the namespace cluster, whose hosts share this machine's CPUs")
     ap.add_argument("--timeout", type=float, default=600, help="seconds allowed per run")
     ap.add_argument("mclaunch_args", nargs="*",
