@@ -91,7 +91,7 @@ def main():
         cidr = cmp.route_network(addr) if addr else None
         if cidr is None:
             sys.exit(f"cannot tell which network reaches {hosts[0][0]}: give --if CIDR")
-    cmp.ensure_openmpi(False)
+    cmp.ensure_openmpi(True)  # as run.py --hosts does: apt-get install if missing
     cmp.build(False, only_bcast=True)
     for exe in (cmp.MCLAUNCH, cmp.MCBENCH, cmp.OSU):
         if not os.access(exe, os.X_OK):
@@ -142,6 +142,7 @@ def main():
         "",
         f"* command: `python3 bench/compare-mpi/layouts.py --hosts {a.hosts} --launch-agent "
         f"'{agent_s}' --rounds {a.rounds} --max-size {a.max_size}"
+        + (f" --if {a.iface}" if a.iface else "")
         + (f" --layouts {' '.join(a.layouts)}" if a.layouts else "") + "`",
         f"* hosts: {hosts_s}; {n} ranks mapped by slot; network {cidr}",
         f"* mcast: `{' '.join(shlex.quote(x) for x in pinned(*base['mcast'], 'LAYOUT'))}`",
@@ -159,17 +160,18 @@ def main():
         "| Open MPI | ratio |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
+    def span(vals, fmt="{:.0f}"):
+        return f"{fmt.format(min(vals))}–{fmt.format(max(vals))}"
+
     for lay in layouts:
         mine = [r for r in rows if r[0] == lay]
-
-        def span(vals, fmt="{:.0f}"):
-            return f"{fmt.format(min(vals))}–{fmt.format(max(vals))}"
         cyc = [r[3] / r[5] for r in mine]
         alone = [r[2] / r[4] for r in mine]
         lines.append(
             f"| `{lay}` | {by_cpu(lay)} | {span([r[3] for r in mine])} | {span([r[5] for r in mine])} "
             f"| {span(cyc, '{:.2f}')} | {span([r[2] for r in mine], '{:.1f}')} "
             f"| {span([r[4] for r in mine], '{:.1f}')} | {span(alone, '{:.2f}')} |")
+    summary = len(lines)
     lines += ["", "Every size (µs, medians over rounds):", "",
               "| layout | size | mcast timed | Open MPI timed | mcast bcast + barrier | Open MPI bcast + barrier "
               "| ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
@@ -177,7 +179,7 @@ def main():
         lines.append(f"| `{lay}` | {cmp.fmt_size(s)} | {ma:.1f} | {oa:.1f} | {mc:.1f} | {oc:.1f} | {mc / oc:.2f} |")
     with open(os.path.join(out, "layouts.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    print("\n".join(lines[: 14 + len(layouts)]))
+    print("\n".join(lines[:summary]))
     cmp.log(f"wrote {os.path.join(out, 'layouts.md')} and {os.path.join(out, 'layouts.csv')}")
 
 
