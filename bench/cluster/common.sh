@@ -22,6 +22,20 @@ case $MC_DIR in
   *) echo "MCAST_CLUSTER_DIR must be an absolute path (got '$MC_DIR')" >&2; exit 2 ;;
 esac
 
+# The cpu cgroup up.sh --sched flat puts the cluster in (a path under
+# /sys/fs/cgroup; its name is the state dir's), or nothing when this machine
+# has no cpu controller to make one with: cgroup v1's cpu hierarchy, or
+# cgroup v2's with the cpu controller available at the root.
+mc_cpu_cgroup() {
+  local name
+  name=$(basename "$MC_DIR")
+  if [[ -f /sys/fs/cgroup/cpu/cgroup.procs && -f /sys/fs/cgroup/cpu/cpu.shares ]]; then
+    echo "/sys/fs/cgroup/cpu/$name"
+  elif grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+    echo "/sys/fs/cgroup/$name"
+  fi
+}
+
 # The namespaces that exist now, one name a line.
 mc_list_ns() {
   ip netns list 2>/dev/null | awk -v p="$MC_NS_PREFIX" 'index($1, p) == 1 && substr($1, length(p) + 1) ~ /^[0-9]+$/ { print $1 }'

@@ -45,6 +45,10 @@ mapfile -t nss < <(mc_list_ns)
 for ns in "${nss[@]}"; do
   while IFS= read -r p; do [[ -n $p ]] && pids+=("$p"); done < <(ip netns pids "$ns" 2>/dev/null || true)
 done
+# 3a. Everything in the cluster's cpu cgroup (up.sh --sched flat).
+if [[ -f $MC_DIR/.mcast-cluster && -s $MC_DIR/cgroup && -r $(cat "$MC_DIR/cgroup")/cgroup.procs ]]; then
+  while IFS= read -r p; do [[ -n $p && $p -ne $$ ]] && pids+=("$p"); done <"$(cat "$MC_DIR/cgroup")/cgroup.procs"
+fi
 
 if [[ ${#pids[@]} -gt 0 ]]; then
   say
@@ -71,6 +75,15 @@ if [[ ${#pids[@]} -gt 0 ]]; then
     fi
     sleep 0.1
   done
+fi
+
+# 3b. The cpu cgroup of --sched flat, empty now.
+if [[ -f $MC_DIR/.mcast-cluster && -s $MC_DIR/cgroup ]]; then
+  cg=$(cat "$MC_DIR/cgroup")
+  if [[ -d $cg ]]; then
+    say
+    rmdir "$cg" 2>/dev/null || echo "down.sh: cannot remove the cgroup $cg (processes in it: $(tr '\n' ' ' <"$cg/cgroup.procs" 2>/dev/null))" >&2
+  fi
 fi
 
 # 4. Namespaces (their eth0 ends go with them), root-side veths, the bridge.

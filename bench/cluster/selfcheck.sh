@@ -56,6 +56,20 @@ for ((i = 1; i <= N; i++)); do
 done
 ok "ssh hI hostname = hI for $N hosts"
 
+# Scheduling (up.sh --sched flat, the default): a session on a host and a
+# Slurm task run in the cluster's one cpu cgroup, not in autogroups of their own.
+cg=""
+if [[ -s $D/cgroup ]]; then
+  cg=$(cat "$D/cgroup")
+  [[ -d $cg ]] || fail "$D/cgroup names $cg, which does not exist"
+  got=$(s h2 cat /proc/self/cgroup) || fail "ssh h2 cat /proc/self/cgroup"
+  grep -Eq "^[0-9]+:([^:]*,)?cpu(,[^:]*)?:/$(basename "$cg")\$|^0::/$(basename "$cg")\$" <<<"$got" \
+    || fail "a session on h2 is not in the cgroup $cg: $got"
+  ok "a session on h2 runs in the cluster's cpu cgroup $cg"
+else
+  echo "selfcheck: skip cgroup check (no cpu cgroup controller: up.sh fell back to autogroups)"
+fi
+
 # Names resolve in the root namespace and on a host, quickly (no DNS wait).
 t1=$SECONDS
 got=$(getent hosts h2 | awk '{ print $1 }')
@@ -135,6 +149,7 @@ done
 ! ip link show "$MC_BR" >/dev/null 2>&1 || fail "bridge $MC_BR left"
 ! grep -Fq "$MC_HOSTS_BEGIN" /etc/hosts || fail "/etc/hosts block left"
 [[ ! -e $D ]] || fail "$D left"
+[[ -z $cg || ! -e $cg ]] || fail "cgroup $cg left"
 ! pgrep -f -- "$D/" >/dev/null || fail "processes mentioning $D left: $(pgrep -af -- "$D/")"
-ok "down.sh: ${#daemons[@]} daemons gone, no namespaces, bridge, hosts block or state dir"
+ok "down.sh: ${#daemons[@]} daemons gone, no namespaces, bridge, hosts block, cgroup or state dir"
 echo "selfcheck: all passed in $((SECONDS - t0)) s"

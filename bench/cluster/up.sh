@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # sh -c '..."$1"...' sh ARG: expanded by that sh
-# up.sh N [--rate RATE] [--cc NAME] [--mtu BYTES] [--cpus SPEC]: a test cluster of N hosts h1..hN on this machine.
+# up.sh N [--rate RATE] [--cc NAME] [--mtu BYTES] [--cpus SPEC] [--sched MODE]: a test cluster of N hosts h1..hN on this machine.
 # Each host is a network namespace mc-hI (10.77.0.I) behind the bridge mcbr0
 # (10.77.0.254), with its own sshd and slurmd, both in a UTS namespace whose
 # hostname is hI. One munged and slurmctld (as "mcctl") run in the root
@@ -10,7 +10,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$here/common.sh"
 
-usage() { echo "usage: $0 N [--rate RATE] [--cc NAME] [--mtu BYTES] [--cpus SPEC]   (N hosts, 1..250; RATE e.g. 100mbit for tc tbf; NAME a TCP congestion control, default cubic; BYTES the links' MTU, 576..65535, default 1500; 9000 for jumbo frames; SPEC the CPUs each host's processes run on: 'split' to share this machine's CPUs out among the hosts, or one taskset list per host joined by ':', e.g. 0:1:0-1; default: every host runs on every CPU)" >&2; exit 2; }
+usage() { echo "usage: $0 N [--rate RATE] [--cc NAME] [--mtu BYTES] [--cpus SPEC] [--sched MODE]   (N hosts, 1..250; RATE e.g. 100mbit for tc tbf; NAME a TCP congestion control, default cubic; BYTES the links' MTU, 576..65535, default 1500; 9000 for jumbo frames; SPEC the CPUs each host's processes run on: 'split' to share this machine's CPUs out among the hosts, or one taskset list per host joined by ':', e.g. 0:1:0-1; default: every host runs on every CPU; MODE how the kernel shares CPUs among the hosts' processes: 'flat', the default, one cpu cgroup for the whole cluster, every process a task among the others as the ranks of one job on one machine are; 'autogroup', the kernel's default, every ssh login and srun step a scheduling group of its own)" >&2; exit 2; }
 made=0
 die() {
   echo "up.sh: $*" >&2
@@ -23,6 +23,7 @@ rate=""
 cc=cubic
 mtu=1500
 cpus=""
+sched=flat
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rate) [[ $# -ge 2 ]] || usage; rate=$2; shift 2 ;;
@@ -33,12 +34,15 @@ while [[ $# -gt 0 ]]; do
     --mtu=*) mtu=${1#--mtu=}; shift ;;
     --cpus) [[ $# -ge 2 ]] || usage; cpus=$2; shift 2 ;;
     --cpus=*) cpus=${1#--cpus=}; shift ;;
+    --sched) [[ $# -ge 2 ]] || usage; sched=$2; shift 2 ;;
+    --sched=*) sched=${1#--sched=}; shift ;;
     -h|--help) usage ;;
     *) [[ -z $n ]] || usage; n=$1; shift ;;
   esac
 done
 if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 1 || n > 250)); then usage; fi
 if ! [[ $mtu =~ ^[0-9]+$ ]] || ((mtu < 576 || mtu > 65535)); then usage; fi
+[[ $sched == flat || $sched == autogroup ]] || usage
 [[ $(id -u) -eq 0 ]] || die "must run as root"
 for c in ip tc unshare nsenter sshd ssh ssh-keygen munged munge unmunge slurmctld slurmd sinfo srun; do
   command -v "$c" >/dev/null || die "missing '$c': run bench/cluster/deps.sh"
@@ -115,6 +119,39 @@ hosts=()
 for ((i = 1; i <= n; i++)); do hosts+=("h$i"); mkdir -p "$D/h$i/slurmd"; done
 # Every daemon carries this marker, so down.sh finds it even without a pid file.
 export MCAST_CLUSTER_DAEMON=$D
+
+# ---------------------------------------------------------------- scheduling
+# The hosts share this machine's CPUs. With the kernel's autogroups on
+# (kernel.sched_autogroup_enabled), every new session is a scheduling group
+# of its own: each ssh login (so each host's mclaunch proxy or orted and its
+# ranks) and each srun step. The kernel then shares a CPU among the groups on
+# it by weight, whatever each does with its share: a rank with a message to
+# send waits behind other hosts' ranks that only poll, and its yielding
+# host-mates cannot hand it their turn. No real cluster has that (a host's
+# CPUs are its own), and it made a runtime's latency on this cluster depend
+# on which CPU the kernel put each rank on (README "Measured across hosts";
+# bench/compare-mpi/layouts.py). --sched flat (the default) starts every
+# daemon of the cluster in one cpu cgroup, so autogroups do not apply to
+# anything they start: the cluster's processes are tasks among each other,
+# as the ranks of one job on one machine are, whichever launcher started
+# them. --sched autogroup leaves the kernel's default. $D/cgroup names the
+# cgroup; down.sh removes it.
+cg=""
+if [[ $sched == flat ]]; then
+  cg=$(mc_cpu_cgroup)
+  if [[ -z $cg ]]; then
+    echo "up.sh: no cpu cgroup controller on this machine: every session stays a scheduling group of its own (as --sched autogroup)" >&2
+    sched=autogroup
+  else
+    if [[ $cg == /sys/fs/cgroup/"$(basename "$cg")" ]] && ! grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control; then
+      echo +cpu >/sys/fs/cgroup/cgroup.subtree_control || die "cannot enable the cpu controller (cgroup v2) for $cg"
+    fi
+    mkdir -p "$cg" || die "cannot make the cpu cgroup $cg"
+    echo "$cg" >"$D/cgroup"
+    # up.sh itself joins it until every daemon has started (they inherit it).
+    echo $$ >"$cg/cgroup.procs" || die "cannot move up.sh into $cg"
+  fi
+fi
 
 # ---------------------------------------------------------------- network
 # TCP congestion control in every host: Linux's default, cubic, whatever this
@@ -303,6 +340,9 @@ for ((i = 1; i <= n; i++)); do
     || die "slurmd on h$i failed to start; see $D/log/slurmd-h$i.log"
 done
 
+# Every daemon has started: up.sh leaves the cluster's cgroup.
+[[ -z $cg ]] || echo $$ >"$(dirname "$cg")/cgroup.procs" || die "cannot move up.sh out of $cg"
+
 # ---------------------------------------------------------------- client env
 cat >"$D/env.sh" <<CFG
 # Generated by bench/cluster/up.sh: . $D/env.sh
@@ -345,6 +385,8 @@ cpu_note="every host on every CPU (--cpus to share them out)"
 if [[ ${#host_cpus[@]} -gt 0 ]]; then
   cpu_note=$(for ((i = 1; i <= n; i++)); do printf 'h%d on %s  ' "$i" "${host_cpus[i-1]}"; done)
 fi
+sched_note="flat: every process of the cluster in one cpu cgroup, $cg (--sched autogroup: one group per session)"
+[[ $sched == flat ]] || sched_note="autogroup: each ssh login and srun step a scheduling group of its own (--sched flat: one for the cluster)"
 cat <<MSG
 mcast test cluster up: $n hosts ${hosts[*]}${rate:+, tbf $rate each way per host}, TCP $cc, MTU $mtu
   bridge $MC_BR $MC_NET.254/24 (root namespace, slurmctld as $MC_CTL_NAME)
@@ -352,6 +394,7 @@ mcast test cluster up: $n hosts ${hosts[*]}${rate:+, tbf $rate each way per host
   ssh    ssh -F $D/ssh_config h1 hostname
   slurm  . $D/env.sh; srun -N$n hostname     (partition mc, 2 CPUs/node)
   cpus   $cpu_note
+  sched  $sched_note
   files  $D/{ssh_config,hostfile,env.sh,log/}
   stop   $here/down.sh
 MSG
