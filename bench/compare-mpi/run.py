@@ -1047,6 +1047,21 @@ def mclaunch_bind():
     return ["--bind-to", "core"] if BIND == "core" else []
 
 
+def cluster_sched(hostfile):
+    """How the kernel schedules the test cluster's processes (bench/cluster/up.sh
+    --sched), when `hostfile` is one made by up.sh; None for any other."""
+    d = os.path.dirname(os.path.abspath(hostfile))
+    if not os.path.exists(os.path.join(d, ".mcast-cluster")):
+        return None
+    try:
+        cg = open(os.path.join(d, "cgroup")).read().strip()
+    except OSError:
+        cg = ""
+    if cg:
+        return f"flat: every process of the test cluster in one cpu cgroup ({cg}; up.sh --sched flat)"
+    return "autogroup: each ssh login a scheduling group of its own (up.sh --sched autogroup)"
+
+
 def hosts_cmds(a, hostfile, agent, cidr, n):
     """The three commands of a round, by series."""
     common = ["-m", f"1:{a.max_size}"] + (["-i", "50", "-x", "5"] if a.quick else [])
@@ -1200,7 +1215,7 @@ def main_hosts(a):
         mcast_algorithms={k: first[k].get("algorithm") for k in ("auto", "kbin")},
         mcast_medium=first["auto"].get("medium"), mcast_forwarding=first["auto"].get("forwarding"),
         mcast_packets=packet, mcast_env=mc_env, mcast_transport=mcast_transport,
-        quick=a.quick, rounds=a.rounds, binding=BIND,
+        quick=a.quick, rounds=a.rounds, binding=BIND, cluster_sched=cluster_sched(hostfile),
         seconds_total=round(t_end - t_start, 1), seconds_measuring=round(t_end - t_measure, 1),
         loadavg=[dict(round=r["round"], series=r["series"], before=r["loadavg_before"],
                       after=r["loadavg_after"], seconds=r["seconds"]) for r in raw],
@@ -1220,6 +1235,7 @@ def main_hosts(a):
              f"`{agent_s}`, network {cidr}; "
              + ", ".join(f"{h} is `{info[h]['hostname']}` with {info[h]['nproc']} CPUs" for h, _ in hosts),
              f"* machine running the driver: {meta['nproc']} CPUs ({meta['cpu']}), kernel {meta['kernel']}",
+             f"* scheduling: {meta['cluster_sched'] or 'each host its own (not the bench/cluster test cluster)'}",
              f"* mcast {meta['mcast_commit']}: `{mlcmd} [-x MCAST_ALGORITHM=kbinomial] {MCBENCH} --json "
              f"[--algo kbinomial] -m 1:{a.max_size}`; "
              f"medium `{meta['mcast_medium']}`, forwarding {meta['mcast_forwarding']}, packet {packet}"
