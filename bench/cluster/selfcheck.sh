@@ -56,8 +56,8 @@ for ((i = 1; i <= N; i++)); do
 done
 ok "ssh hI hostname = hI for $N hosts"
 
-# Scheduling (up.sh --sched flat, the default): a session on a host and a
-# Slurm task run in the cluster's one cpu cgroup, not in autogroups of their own.
+# Scheduling (up.sh --sched flat, the default): a session on a host runs in
+# the cluster's one cpu cgroup, not in an autogroup of its own.
 cg=""
 if [[ -s $D/cgroup ]]; then
   cg=$(cat "$D/cgroup")

@@ -145,7 +145,7 @@ def main():
         + (f" --if {a.iface}" if a.iface else "")
         + (f" --layouts {' '.join(a.layouts)}" if a.layouts else "") + "`",
         f"* hosts: {hosts_s}; {n} ranks mapped by slot; network {cidr}",
-        f"* scheduling: {cmp.cluster_sched(a.hosts) or 'each host its own (not the bench/cluster test cluster)'}",
+        f"* scheduling: {cmp.cluster_sched(a.hosts)}",
         f"* mcast: `{' '.join(shlex.quote(x) for x in pinned(*base['mcast'], 'LAYOUT'))}`",
         f"* Open MPI: `{' '.join(shlex.quote(x) for x in pinned(*base['ompi'], 'LAYOUT'))}`",
         "* transports: mcast TCP between hosts, Unix sockets + shared memory within a host; "

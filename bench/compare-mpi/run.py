@@ -1048,13 +1048,14 @@ def mclaunch_bind():
 
 
 def cluster_sched(hostfile):
-    """How the kernel schedules the test cluster's processes (bench/cluster/up.sh
-    --sched), when `hostfile` is one made by up.sh; None for any other."""
+    """How the kernel schedules the hosts' processes: for a hostfile made by
+    bench/cluster/up.sh, its --sched mode; for any other, each host's own."""
     d = os.path.dirname(os.path.abspath(hostfile))
     if not os.path.exists(os.path.join(d, ".mcast-cluster")):
-        return None
+        return "each host its own (not the bench/cluster test cluster)"
     try:
-        cg = open(os.path.join(d, "cgroup")).read().strip()
+        with open(os.path.join(d, "cgroup")) as f:
+            cg = f.read().strip()
     except OSError:
         cg = ""
     if cg:
@@ -1235,7 +1236,7 @@ def main_hosts(a):
              f"`{agent_s}`, network {cidr}; "
              + ", ".join(f"{h} is `{info[h]['hostname']}` with {info[h]['nproc']} CPUs" for h, _ in hosts),
              f"* machine running the driver: {meta['nproc']} CPUs ({meta['cpu']}), kernel {meta['kernel']}",
-             f"* scheduling: {meta['cluster_sched'] or 'each host its own (not the bench/cluster test cluster)'}",
+             f"* scheduling: {meta['cluster_sched']}",
              f"* mcast {meta['mcast_commit']}: `{mlcmd} [-x MCAST_ALGORITHM=kbinomial] {MCBENCH} --json "
              f"[--algo kbinomial] -m 1:{a.max_size}`; "
              f"medium `{meta['mcast_medium']}`, forwarding {meta['mcast_forwarding']}, packet {packet}"
