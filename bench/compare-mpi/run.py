@@ -60,6 +60,7 @@ COLLS = ("bcast", "allreduce", "allgather", "alltoall")
 MPI_FN = {"bcast": "MPI_Bcast", "allreduce": "MPI_Allreduce", "allgather": "MPI_Allgather",
           "alltoall": "MPI_Alltoall"}
 PINGPONG = os.path.join(BUILD, "tcp_pingpong")
+CMA_COPY = os.path.join(BUILD, "cma_copy")
 LARGE_MESSAGE = 8192  # osu_bcast's small/large threshold (iteration counts)
 IMPLS = ("mcast", "ompi")  # --coll: mcast and Open MPI (shared memory)
 LABEL = {"mcast": "mcast", "ompi": "Open MPI"}
@@ -144,14 +145,37 @@ def build(cargo, only_bcast=False):
         sys.exit(f"{MCBENCH} missing: run cargo build --release --workspace")
     os.makedirs(BUILD, exist_ok=True)
     run(["mpicc", "-O2", "-Wall", "-o", OSU, os.path.join(HERE, "osu_bcast_lite.c")])
+    cc = shutil.which("cc") or shutil.which("gcc") or "mpicc"
+    # Informational (single_copy_cost): a machine without it still compares.
+    run([cc, "-O2", "-Wall", "-o", CMA_COPY, os.path.join(HERE, "cma_copy.c")], check=False)
     if only_bcast:
         return
     run(["mpicc", "-O2", "-Wall", "-o", OSU_COLL, os.path.join(HERE, "osu_coll_lite.c")])
-    cc = shutil.which("cc") or shutil.which("gcc") or "mpicc"
     run([cc, "-O2", "-Wall", "-o", PINGPONG, os.path.join(HERE, "tcp_pingpong.c")])
 
 
 # ---------------------------------------------------------------- measurements
+
+def single_copy_cost(size=4 << 20, iters=20):
+    """What one process_vm_readv of `size` bytes from another process costs
+    on this machine against a memcpy (cma_copy.c: three rounds, the median
+    of each): Open MPI's vader reads a host-mate's large message that way,
+    mcast copies through its arena, so the ratio says much of how the two
+    compare for large messages on a machine. None if it cannot be measured
+    (no permission, no compiler), with the reason."""
+    try:
+        p = run([CMA_COPY, str(size), str(iters)], timeout=120, check=False)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, str(e)[-300:]
+    rows = [re.search(r"process_vm_readv ([0-9.]+) us, in 1 MiB reads ([0-9.]+) us, memcpy ([0-9.]+) us",
+                      line) for line in p.stdout.splitlines()]
+    rows = [m for m in rows if m]
+    if p.returncode != 0 or not rows:
+        return None, (p.stderr.strip() or p.stdout.strip() or f"exit status {p.returncode}")[-300:]
+    med = [statistics.median(float(m.group(i)) for m in rows) for i in (1, 2, 3)]
+    return dict(bytes=size, iterations=iters, readv_us=med[0], readv_1mib_us=med[1], memcpy_us=med[2],
+                readv_vs_memcpy=round(med[0] / med[2], 2)), None
+
 
 def bench_cmd(impl, n, max_size, quick, mpi_opts=None):
     # The same sizes (every power of two, as osu_bcast) and iteration counts for
@@ -1117,6 +1141,10 @@ def main_hosts(a):
             sys.exit(f"{exe} missing (--bin-dir DIR, or cargo build --release --workspace)")
     os.makedirs(out_abs, exist_ok=True)
     cmds, mpi_opts = hosts_cmds(a, hostfile, agent, cidr, n)
+    single_copy, single_copy_err = single_copy_cost()
+    if single_copy:
+        log(f"single copy here: process_vm_readv of 4 MiB {single_copy['readv_us']:.0f} us, "
+            f"memcpy {single_copy['memcpy_us']:.0f} us ({single_copy['readv_vs_memcpy']}x)")
     t_measure = time.monotonic()
 
     runs, raw = [], []
@@ -1217,6 +1245,7 @@ def main_hosts(a):
         mcast_medium=first["auto"].get("medium"), mcast_forwarding=first["auto"].get("forwarding"),
         mcast_packets=packet, mcast_env=mc_env, mcast_transport=mcast_transport,
         quick=a.quick, rounds=a.rounds, binding=BIND, cluster_sched=cluster_sched(hostfile),
+        single_copy=single_copy, single_copy_error=single_copy_err,
         seconds_total=round(t_end - t_start, 1), seconds_measuring=round(t_end - t_measure, 1),
         loadavg=[dict(round=r["round"], series=r["series"], before=r["loadavg_before"],
                       after=r["loadavg_after"], seconds=r["seconds"]) for r in raw],
@@ -1236,6 +1265,12 @@ def main_hosts(a):
              f"`{agent_s}`, network {cidr}; "
              + ", ".join(f"{h} is `{info[h]['hostname']}` with {info[h]['nproc']} CPUs" for h, _ in hosts),
              f"* machine running the driver: {meta['nproc']} CPUs ({meta['cpu']}), kernel {meta['kernel']}",
+             "* single copy on this machine (Open MPI's vader reads a host-mate's large message with "
+             "`process_vm_readv`; mcast copies it through its arena), measured before the rounds by "
+             f"`{os.path.relpath(CMA_COPY, ROOT)} 4194304 20`: "
+             + (f"one read of 4 MiB took {single_copy['readv_us']:.0f} µs, a `memcpy` "
+                f"{single_copy['memcpy_us']:.0f} µs ({single_copy['readv_vs_memcpy']:.2f}×)" if single_copy
+                else f"not measured ({single_copy_err})"),
              f"* scheduling: {meta['cluster_sched']}",
              f"* mcast {meta['mcast_commit']}: `{mlcmd} [-x MCAST_ALGORITHM=kbinomial] {MCBENCH} --json "
              f"[--algo kbinomial] -m 1:{a.max_size}`; "
