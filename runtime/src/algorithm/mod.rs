@@ -135,6 +135,47 @@ impl Resolved {
     }
 }
 
+impl Resolved {
+    /// Levels of this tree for a bcast from `root` over `size` ranks (for a
+    /// host-aware tree, on the hosts `hosts`, a host index per rank; for a
+    /// topology-aware one, on `topology`): the most hops from the root to
+    /// any rank, as the NIs build the tree. `None` for a worm scheme (the
+    /// switches replicate), a root outside the set, or a tree that cannot
+    /// be planned.
+    pub fn bcast_depth_on(
+        self,
+        root: usize,
+        size: usize,
+        topology: Option<&Topology>,
+        hosts: Option<&[u32]>,
+    ) -> Option<usize> {
+        if root >= size {
+            return None;
+        }
+        match self.tree()? {
+            TreeKind::Chain(Shape::Flat) => Some(usize::from(size > 1)),
+            TreeKind::Chain(Shape::KBinomial { k }) => Some(mcast_algorithms::l1(size, k.max(1))),
+            // Walk every rank up to the root; a tree has no cycle, so a
+            // walk longer than the ranks is a plan that does not hold.
+            TreeKind::Topo(_) | TreeKind::Hosts { .. } => {
+                let mut depth = 0;
+                for me in (0..size).filter(|&r| r != root) {
+                    let (mut at, mut hops) = (me, 0);
+                    while at != root {
+                        at = self.bcast_parent_on(root, at, size, topology, hosts)?;
+                        hops += 1;
+                        if hops >= size {
+                            return None;
+                        }
+                    }
+                    depth = depth.max(hops);
+                }
+                Some(depth)
+            }
+        }
+    }
+}
+
 /// Follow an address field D (its receiver first) down, hop by hop with
 /// `split`, to the part that holds `me`; its parent there.
 fn follow(

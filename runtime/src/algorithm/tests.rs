@@ -219,3 +219,50 @@ fn auto_spans_hosts_in_two_levels_and_explicit_trees_keep_their_meaning() {
     assert_eq!(parents, [None, Some(0), Some(0), Some(2), Some(2), Some(4)]);
     assert_eq!(t.bcast_parent(0, 3, 6, None), None); // no host table
 }
+
+#[test]
+fn depths() {
+    let table = [0, 0, 1, 1, 2, 2];
+    let depth =
+        |t: TreeKind, root: usize| Resolved::Tree(t).bcast_depth_on(root, 6, None, Some(&table));
+    // 3 hosts of 2: the root to every leader, each leader to its host-mate.
+    assert_eq!(depth(TreeKind::Hosts { k: 0 }, 0), Some(2));
+    // A chain among the leaders, 0 → 2 → 4 → 5.
+    assert_eq!(depth(TreeKind::Hosts { k: 1 }, 0), Some(3));
+    // From a rank that leads no host: 3 → 2 (its host's leader first) → ...
+    assert_eq!(depth(TreeKind::Hosts { k: 1 }, 3), Some(3));
+    // No host table, no host-aware tree.
+    let hosts = Resolved::Tree(TreeKind::Hosts { k: 0 });
+    assert_eq!(hosts.bcast_depth_on(0, 6, None, None), None);
+    // Chain shapes: the formula agrees with walking every rank's parents.
+    for n in 1..40 {
+        for shape in [
+            Shape::Flat,
+            Shape::KBinomial { k: 1 },
+            Shape::KBinomial { k: 2 },
+            Shape::KBinomial { k: 3 },
+            Shape::KBinomial { k: 6 },
+        ] {
+            let t = Resolved::Tree(TreeKind::Chain(shape));
+            let walked = (1..n)
+                .map(|me| {
+                    let (mut at, mut hops) = (me, 0);
+                    while at != 0 {
+                        at = t.bcast_parent(0, at, n, None).unwrap();
+                        hops += 1;
+                    }
+                    hops
+                })
+                .max()
+                .unwrap_or(0);
+            assert_eq!(
+                t.bcast_depth_on(0, n, None, None),
+                Some(walked),
+                "{shape:?} n={n}"
+            );
+        }
+    }
+    // A root outside the set, a worm: none.
+    let chain = Resolved::Tree(TreeKind::Chain(Shape::Flat));
+    assert_eq!(chain.bcast_depth_on(6, 6, None, None), None);
+}

@@ -50,6 +50,27 @@ impl Comm {
         self.bcast_take(seq, fp, root, buf, resolved)
     }
 
+    /// Levels of the tree a bcast of `len` bytes from `root` takes under
+    /// `algo` on this communicator: the most hops from the root to any
+    /// rank, host-aware trees included (on the job's hosts). `None` for a
+    /// worm scheme, an algorithm this communicator refuses, a root outside
+    /// it, or a tree other than a chain shape on a sub-communicator.
+    pub fn bcast_depth(&self, root: usize, len: usize, algo: Algorithm) -> Option<usize> {
+        if root >= self.size {
+            return None;
+        }
+        if self.size == 1 {
+            return Some(0);
+        }
+        let resolved = self.bcast_tree(algo, len, false).ok()?;
+        match (resolved.tree()?, &self.group) {
+            (TreeKind::Chain(_), _) | (_, None) => {
+                resolved.bcast_depth_on(root, self.size, self.cfg.topology.as_ref(), self.hosts())
+            }
+            (_, Some(_)) => None,
+        }
+    }
+
     /// The tree (or worm scheme) of a bcast of `len` bytes under `algo`.
     /// A worm needs the whole job: on a sub-communicator it is refused, or
     /// (`trees_only`) replaced by the `auto` tree.

@@ -107,7 +107,8 @@ struct Row {
     max_us: f64,
     iterations: usize,
     /// Steps of the tree the algorithm resolved to (levels below the
-    /// root), when it is a chain tree.
+    /// root: `Comm::bcast_depth`), host- and topology-aware trees
+    /// included; none for a worm scheme.
     depth: Option<usize>,
     /// Under an emulated fabric: the model latency (cost-model time from
     /// the root's post to a rank's completion), averaged per rank over the
@@ -258,27 +259,6 @@ fn check(buf: &[u8], size: usize, iter: usize) -> Option<usize> {
         .zip(p.iter())
         .position(|(a, b)| a != b)
         .map(|at| bad * 256 + at)
-}
-
-/// Levels of the chain tree `algo` resolves to for a `size`-byte bcast on
-/// this communicator (`None` for a topology-aware tree).
-fn tree_depth(comm: &Comm, algo: Algorithm, size: usize) -> Option<usize> {
-    let n = comm.size();
-    let m = comm.packet_count(size);
-    let tree = comm
-        .algorithm_for(algo, n, size)
-        .resolve_for(n, m, comm.config().topology.as_ref(), comm.medium())
-        .ok()?
-        .tree()?;
-    match tree {
-        mcast::algorithm::TreeKind::Chain(mcast_algorithms::Shape::Flat) => {
-            Some(usize::from(n > 1))
-        }
-        mcast::algorithm::TreeKind::Chain(mcast_algorithms::Shape::KBinomial { k }) => {
-            Some(mcast_algorithms::l1(n, k))
-        }
-        mcast::algorithm::TreeKind::Topo(_) | mcast::algorithm::TreeKind::Hosts { .. } => None,
-    }
 }
 
 fn self_launch(n: usize) -> Result<ExitCode> {
@@ -497,7 +477,7 @@ fn run(args: Args) -> Result<()> {
                 min_us: min,
                 max_us: max,
                 iterations: iters,
-                depth: tree_depth(&comm, args.algo, size),
+                depth: comm.bcast_depth(args.root, size, args.algo),
                 model_avg_us,
                 model_max_us,
                 cycle_us: Some(cycle_us),
