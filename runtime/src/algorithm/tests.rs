@@ -262,7 +262,11 @@ fn depths() {
             );
         }
     }
-    // A root outside the set, a worm: none.
+    // A root outside the set, a worm scheme: none.
     let chain = Resolved::Tree(TreeKind::Chain(Shape::Flat));
     assert_eq!(chain.bcast_depth_on(6, 6, None, None), None);
+    let worm: Algorithm = "tree-worm".parse().unwrap();
+    let worm = worm.resolve_for(6, 1, None, Medium::Network).unwrap();
+    assert!(matches!(worm, Resolved::Worm(_)));
+    assert_eq!(worm.bcast_depth_on(0, 6, None, None), None);
 }
