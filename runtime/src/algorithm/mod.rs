@@ -133,9 +133,7 @@ impl Resolved {
             }
         }
     }
-}
 
-impl Resolved {
     /// Levels of this tree for a bcast from `root` over `size` ranks (for a
     /// host-aware tree, on the hosts `hosts`, a host index per rank; for a
     /// topology-aware one, on `topology`): the most hops from the root to
